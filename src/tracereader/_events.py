@@ -1,0 +1,274 @@
+"""Typed columns and the :class:`Trace` container.
+
+A trace is held as numpy columns, one row per complete (``ph: "X"``) event,
+sorted by start time (longer events first on ties, so parents precede their
+children). Raw Chrome-trace keys never appear here: :mod:`tracereader._load`
+translates them into these columns.
+
+Times are integer nanoseconds (``ts_ns``, ``dur_ns``); the first event of the
+trace defines ``t0_ns`` so that ``(ts_ns - t0_ns) / 1e3`` is microseconds into
+the trace.
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+__all__ = ["Kind", "Lane", "Region", "Trace", "GPU_OP_KINDS", "LAUNCH_KINDS", "CPU_OP_KINDS"]
+
+
+class Kind(enum.IntEnum):
+    """What an event is, decided from its category (never from ``args.stream``)."""
+
+    CPU_OP = 0  # cpu_op: aten ops, and Inductor's Triton launches (args.stream = 0)
+    USER_ANNOTATION = 1  # record_function, ProfilerStep#N, CompiledFxGraph calls
+    PYTHON = 2  # python_function (with_stack=True)
+    RUNTIME = 3  # cuda_runtime: cudaLaunchKernel, cudaMemcpyAsync, cudaDeviceSynchronize...
+    DRIVER = 4  # cuda_driver: cuLaunchKernel, cuLaunchKernelEx...
+    KERNEL = 5
+    MEMCPY = 6
+    MEMSET = 7
+    GPU_ANNOTATION = 8  # gpu_user_annotation: the GPU-side span of a record_function
+    SYNC = 9  # cuda_sync (opt-in): not GPU work
+    OVERHEAD = 10  # profiler's own: Activity Buffer Request
+    OTHER = 11
+
+
+#: GPU work: what counts toward busy time and what the linker links.
+GPU_OP_KINDS = (Kind.KERNEL, Kind.MEMCPY, Kind.MEMSET)
+#: CPU-side calls that can launch GPU work.
+LAUNCH_KINDS = (Kind.RUNTIME, Kind.DRIVER)
+#: CPU events that issue launches (the innermost one owns the launch).
+CPU_OP_KINDS = (Kind.CPU_OP, Kind.USER_ANNOTATION)
+
+CATEGORY_KIND = {
+    "cpu_op": Kind.CPU_OP,
+    "operator": Kind.CPU_OP,  # torch 1.x
+    "user_annotation": Kind.USER_ANNOTATION,
+    "python_function": Kind.PYTHON,
+    "cuda_runtime": Kind.RUNTIME,
+    "cuda_driver": Kind.DRIVER,
+    "runtime": Kind.RUNTIME,  # torch 1.x
+    "kernel": Kind.KERNEL,
+    "gpu_memcpy": Kind.MEMCPY,
+    "gpu_memset": Kind.MEMSET,
+    "gpu_user_annotation": Kind.GPU_ANNOTATION,
+    "cuda_sync": Kind.SYNC,
+    "overhead": Kind.OVERHEAD,
+    "Kernel": Kind.KERNEL,  # torch 1.x capitalisation
+    "Memcpy": Kind.MEMCPY,
+    "Memset": Kind.MEMSET,
+}
+
+_STEP = re.compile(r"^ProfilerStep#(\d+)$")
+
+
+@dataclass(frozen=True)
+class Lane:
+    """One row of the timeline: a CPU thread or a GPU stream."""
+
+    index: int
+    pid: int | str
+    tid: int | str
+    is_gpu: bool
+    name: str
+
+    @property
+    def device(self) -> int:
+        return int(self.pid) if self.is_gpu else -1
+
+    @property
+    def stream(self) -> int:
+        return int(self.tid) if self.is_gpu else -1
+
+    @property
+    def label(self) -> str:
+        if self.is_gpu:
+            return f"GPU {self.pid} stream {self.tid}"
+        return self.name or f"thread {self.tid}"
+
+
+@dataclass(frozen=True)
+class Region:
+    """A named span of time: a profiler step or a ``record_function`` range."""
+
+    name: str
+    start_ns: int
+    end_ns: int
+    event: int  # row index in Trace.events; -1 when synthesised
+
+    @property
+    def dur_us(self) -> float:
+        return (self.end_ns - self.start_ns) / 1e3
+
+
+@dataclass
+class Trace:
+    """A loaded trace: event columns plus lanes and file-level metadata.
+
+    Attributes
+    ----------
+    ts_ns, dur_ns : int64 arrays
+        Start and duration of each complete event, in ns.
+    kind : int8 array
+        :class:`Kind` of each event.
+    name_id, cat_id : int32 arrays
+        Indices into :attr:`names` and :attr:`cats`.
+    lane : int32 array
+        Index into :attr:`lanes`.
+    correlation, external_id : int64 arrays
+        ``args.correlation`` and ``args["External id"]``; -1 when absent.
+    extra : dict of arrays
+        Further per-event args the analyses use (``bytes``, ``grid_x`` ...,
+        ``registers``, ``shared_mem``, ``occupancy_pct``, ``python_id``,
+        ``python_parent_id``, ``seq``); -1 when absent.
+    meta : dict
+        Top-level keys other than ``traceEvents`` (``deviceProperties``,
+        ``baseTimeNanoseconds``, versions, user metadata).
+    repairs : list of str
+        What the tolerant loader had to fix (empty for clean files).
+    """
+
+    ts_ns: np.ndarray
+    dur_ns: np.ndarray
+    kind: np.ndarray
+    name_id: np.ndarray
+    cat_id: np.ndarray
+    lane: np.ndarray
+    correlation: np.ndarray
+    external_id: np.ndarray
+    names: list[str]
+    cats: list[str]
+    lanes: list[Lane]
+    extra: dict[str, np.ndarray] = field(default_factory=dict)
+    meta: dict[str, Any] = field(default_factory=dict)
+    repairs: list[str] = field(default_factory=list)
+    source: str = ""
+    parser: str = ""
+    n_flows: int = 0
+    n_instants: int = 0
+    _cache: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    # ------------------------------------------------------------------ basics
+    def __len__(self) -> int:
+        return int(self.ts_ns.shape[0])
+
+    @property
+    def end_ns(self) -> np.ndarray:
+        return self.ts_ns + self.dur_ns
+
+    @property
+    def t0_ns(self) -> int:
+        """Start of the earliest event: the origin of relative times."""
+        return int(self.ts_ns[0]) if len(self) else 0
+
+    def name(self, i: int) -> str:
+        return self.names[int(self.name_id[i])]
+
+    def cat(self, i: int) -> str:
+        return self.cats[int(self.cat_id[i])]
+
+    def rel_us(self, ts_ns: int | np.ndarray) -> float | np.ndarray:
+        """Microseconds since :attr:`t0_ns`."""
+        return (ts_ns - self.t0_ns) / 1e3
+
+    def describe(self, i: int) -> dict[str, Any]:
+        """One event as a plain dict (for reading, not for bulk work)."""
+        out = {
+            "index": int(i),
+            "name": self.name(i),
+            "cat": self.cat(i),
+            "kind": Kind(int(self.kind[i])).name.lower(),
+            "lane": self.lanes[int(self.lane[i])].label,
+            "start_us": float(self.rel_us(int(self.ts_ns[i]))),
+            "dur_us": float(self.dur_ns[i]) / 1e3,
+        }
+        for key, col in (("correlation", self.correlation), ("external_id", self.external_id)):
+            if col[i] >= 0:
+                out[key] = int(col[i])
+        for key, col in self.extra.items():
+            if col[i] >= 0:
+                out[key] = col[i].item()
+        return out
+
+    # ------------------------------------------------------------------ selection
+    def where(
+        self,
+        *,
+        kind: Kind | tuple[Kind, ...] | None = None,
+        name: str | None = None,
+        prefix: str | None = None,
+        contains: str | None = None,
+        lane: int | None = None,
+        within: tuple[int, int] | None = None,
+    ) -> np.ndarray:
+        """Indices of events matching every given filter, in time order.
+
+        ``within=(start_ns, end_ns)`` keeps events that *start* inside the window.
+        """
+        mask = np.ones(len(self), dtype=bool)
+        if kind is not None:
+            kinds = (kind,) if isinstance(kind, Kind) else tuple(kind)
+            mask &= np.isin(self.kind, np.array([int(k) for k in kinds], dtype=self.kind.dtype))
+        if name is not None or prefix is not None or contains is not None:
+            ok = np.array(
+                [
+                    (name is None or n == name)
+                    and (prefix is None or n.startswith(prefix))
+                    and (contains is None or contains in n)
+                    for n in self.names
+                ],
+                dtype=bool,
+            )
+            mask &= ok[self.name_id] if len(ok) else False
+        if lane is not None:
+            mask &= self.lane == lane
+        if within is not None:
+            mask &= (self.ts_ns >= within[0]) & (self.ts_ns < within[1])
+        return np.flatnonzero(mask)
+
+    def gpu_lanes(self) -> list[Lane]:
+        return [ln for ln in self.lanes if ln.is_gpu]
+
+    def cpu_lanes(self) -> list[Lane]:
+        return [ln for ln in self.lanes if not ln.is_gpu]
+
+    # ------------------------------------------------------------------ regions
+    @property
+    def steps(self) -> list[Region]:
+        """``ProfilerStep#N`` spans in order (CPU side)."""
+        if "steps" not in self._cache:
+            idx = self.where(kind=Kind.USER_ANNOTATION, prefix="ProfilerStep#")
+            steps = [
+                Region(self.name(i), int(self.ts_ns[i]), int(self.ts_ns[i] + self.dur_ns[i]), int(i))
+                for i in idx
+                if _STEP.match(self.name(i))
+            ]
+            self._cache["steps"] = steps
+        return self._cache["steps"]
+
+    def step(self, which: int | str) -> Region:
+        """A step by its number (``2`` for ``ProfilerStep#2``) or full name."""
+        target = which if isinstance(which, str) else f"ProfilerStep#{which}"
+        for s in self.steps:
+            if s.name == target:
+                return s
+        names = ", ".join(s.name for s in self.steps) or "none"
+        raise KeyError(f"no step {target!r} in this trace (steps: {names})")
+
+    def regions(self, name: str) -> list[Region]:
+        """CPU-side ``record_function`` spans called ``name``, in time order."""
+        idx = self.where(kind=Kind.USER_ANNOTATION, name=name)
+        return [
+            Region(name, int(self.ts_ns[i]), int(self.ts_ns[i] + self.dur_ns[i]), int(i))
+            for i in idx
+        ]
+
+    @property
+    def device_properties(self) -> list[dict[str, Any]]:
+        return list(self.meta.get("deviceProperties") or [])
