@@ -1,0 +1,77 @@
+"""Sphinx configuration: sphinx-gallery for examples, MyST-NB for chapters."""
+
+import os
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).parent
+# torch's Kineto prints "profiler_start/stop" lines to C-level stderr; level 6 silences
+# them, and must be set before torch is imported (notebook kernels inherit it).
+os.environ.setdefault("KINETO_LOG_LEVEL", "6")
+sys.path.insert(0, str(HERE / "_ext"))
+
+project = "Reading PyTorch Profiler Traces"
+author = "The Reading PyTorch Profiler Traces authors"
+copyright = "2026, " + author
+
+extensions = ["sphinx_gallery.gen_gallery", "myst_nb", "site_hooks"]
+source_suffix = {".rst": "restructuredtext", ".md": "myst-nb", ".ipynb": "myst-nb"}
+exclude_patterns = [
+    "_build",
+    "jupyter_execute",
+    "_generated",
+    "auto_examples/**.ipynb",
+    "**/.ipynb_checkpoints",
+    "auto_examples/*.md5",
+]
+
+sphinx_gallery_conf = {
+    "examples_dirs": ["../examples"],
+    "gallery_dirs": ["auto_examples"],
+    "filename_pattern": r"/\d\d_",
+    "ignore_pattern": r"__init__\.py",
+    "within_subsection_order": "FileNameSortKey",
+    "reset_modules": ("matplotlib", "site_hooks.reset_example"),
+    "reset_modules_order": "before",
+    "image_scrapers": ("matplotlib",),
+    "capture_repr": ("_repr_html_", "__repr__"),
+    "ignore_repr_types": r"profiler_util\.EventList|matplotlib\.(text|axes|figure|lines|container)",
+    "first_notebook_cell": "%matplotlib inline\n# pip install tracereader torch matplotlib",
+    "remove_config_comments": True,
+    "min_reported_time": 1,
+    "download_all_examples": True,
+    "backreferences_dir": "gen_modules/backreferences",
+    "doc_module": ("tracereader",),
+    # Recordings change without the example text changing: always re-run (replay is fast).
+    "run_stale_examples": True,
+    "abort_on_example_error": True,
+}
+
+myst_enable_extensions = ["colon_fence", "deflist", "dollarmath", "substitution", "attrs_inline"]
+myst_heading_anchors = 3
+nb_execution_mode = os.environ.get("NB_EXECUTION_MODE", "force")
+nb_execution_timeout = 300
+nb_execution_raise_on_error = True
+nb_execution_excludepatterns = ["auto_examples/*"]
+nb_merge_streams = True
+nb_output_stderr = "remove-warn"
+
+if os.environ.get("DOCS_FAST") == "1":  # prose-only build: nothing executed
+    sphinx_gallery_conf["plot_gallery"] = "False"
+    nb_execution_mode = "off"
+    suppress_warnings = ["mystnb.glue", "image.not_readable"]
+
+html_theme = "sphinx_book_theme"
+html_title = project
+html_theme_options = {
+    "home_page_in_toc": True,
+    "show_toc_level": 2,
+    "use_download_button": True,
+    "use_fullscreen_button": True,
+    "secondary_sidebar_items": {"auto_examples/**": []},
+}
+html_static_path = ["_static"]
+html_css_files = ["custom.css"]
+html_js_files = ["perfetto.js"]
+html_extra_path = ["_generated/extra"]
+html_last_updated_fmt = None
