@@ -100,6 +100,26 @@ def _strip_docstrings(node: ast.AST) -> ast.AST:
     return node
 
 
+def _canonical(node: Any) -> str:
+    """A dump of an AST that is the same on every Python version.
+
+    ``ast.dump`` is not: Python 3.12 added fields such as ``type_params``. Empty
+    and missing fields are dropped, so code recorded on the GPU machine's Python
+    hashes the same on the docs machine's.
+    """
+    if isinstance(node, ast.AST):
+        fields = []
+        for name in node._fields:
+            value = getattr(node, name, None)
+            if value is None or value == []:
+                continue
+            fields.append(f"{name}={_canonical(value)}")
+        return f"{type(node).__name__}({', '.join(fields)})"
+    if isinstance(node, list):
+        return "[" + ", ".join(_canonical(v) for v in node) + "]"
+    return repr(node)
+
+
 def _definitions(tree: ast.Module) -> dict[str, ast.stmt]:
     """Module-level names bound by def, class, assignment or import."""
     defs: dict[str, ast.stmt] = {}
@@ -150,8 +170,7 @@ def code_hash(source_path: str | os.PathLike[str], entry: str, params: dict[str,
     # Keep source order so the hash does not depend on traversal order.
     order = {id(s): i for i, s in enumerate(tree.body)}
     parts = [
-        ast.dump(_strip_docstrings(s), include_attributes=False)
-        for s in sorted(seen.values(), key=lambda s: order[id(s)])
+        _canonical(_strip_docstrings(s)) for s in sorted(seen.values(), key=lambda s: order[id(s)])
     ]
     parts.append(json.dumps(params, sort_keys=True, default=str))
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
