@@ -375,15 +375,7 @@ def run_or_replay(
     digest = code_hash(source, func.__name__, params)
     if _should_run_live():
         return _run_live(func, name, example, digest, params)
-    try:
-        rec = load(example, name)
-    except RecordingError:
-        if _env_flag("TRACEREADER_STRICT"):
-            raise
-        warnings.warn(
-            f"no recording {example}/{name}; record it with {RECORD_COMMAND}", stacklevel=2
-        )
-        raise
+    rec = load(example, name)
     if rec.meta.get("code_hash") != digest:
         message = (
             f"recording {example}/{name} is stale: {source.name}:{func.__name__} or its "
