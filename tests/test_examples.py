@@ -7,7 +7,6 @@ recordings use (sizes scaled down).
 
 from __future__ import annotations
 
-import ast
 import os
 import subprocess
 import sys
@@ -33,19 +32,6 @@ def test_example_runs_as_a_plain_script(script, tmp_path):
     assert "Recorded on NVIDIA" in done.stdout
 
 
-def _definitions_only(script: Path) -> dict:
-    """Execute the script's imports and definitions, not its page body."""
-    tree = ast.parse(script.read_text())
-    keep = [
-        node
-        for node in tree.body
-        if isinstance(node, (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.Assign))
-    ]
-    namespace: dict = {"__name__": "example_under_test", "__file__": str(script)}
-    exec(compile(ast.Module(body=keep, type_ignores=[]), str(script), "exec"), namespace)
-    return namespace
-
-
 def _recorded_runs(script: Path) -> list[tuple[str, dict]]:
     """(profiling function, parameters) of every recording this script made."""
     from tracereader import record
@@ -59,7 +45,9 @@ def _recorded_runs(script: Path) -> list[tuple[str, dict]]:
 
 @pytest.mark.parametrize("script", EXAMPLES, ids=lambda p: p.stem)
 def test_profiled_code_runs_on_cpu_with_every_recorded_flag_set(script, tmp_path):
-    ns = _definitions_only(script)
+    from tracereader.record import load_definitions
+
+    ns = load_definitions(script)
     runs = _recorded_runs(script)
     assert runs, f"{script.name} has no recordings"
     seen = set()

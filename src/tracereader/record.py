@@ -53,6 +53,7 @@ __all__ = [
     "check_examples",
     "code_hash",
     "load",
+    "load_definitions",
     "recordings_root",
     "run_or_replay",
 ]
@@ -388,14 +389,51 @@ def run_or_replay(
     return rec
 
 
+def load_definitions(source_path: str | os.PathLike[str]) -> dict[str, Any]:
+    """Execute only an example's imports and module-level definitions.
+
+    The page body (the ``run_or_replay`` calls and their printing) is skipped,
+    so a profiling function can be called on its own: in a fresh process for a
+    recording, or on the CPU in the test suite.
+    """
+    path = Path(source_path)
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    kinds = (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.ClassDef, ast.Assign, ast.AnnAssign)
+    body = [node for node in tree.body if isinstance(node, kinds)]
+    namespace: dict[str, Any] = {"__name__": f"tracereader_example_{path.stem}", "__file__": str(path)}
+    exec(compile(ast.Module(body=body, type_ignores=[]), str(path), "exec"), namespace)
+    return namespace
+
+
+def _child(argv: list[str]) -> int:
+    """Entry point of the fresh process that runs one recording."""
+    source, entry, params_json, out_dir = argv
+    func = load_definitions(source)[entry]
+    table = func(Path(out_dir), **json.loads(params_json))
+    (Path(out_dir) / _TABLE).write_text(table, encoding="utf-8")
+    return 0
+
+
 def _run_live(
     func: Callable[..., str], name: str, example: str, digest: str, params: dict[str, Any]
 ) -> Recording:
+    """Run one recording in a fresh Python process, so no experiment inherits the
+    warm caches (cuBLAS heuristics, CUPTI, allocator, compiled graphs) of another."""
+    import sys
+
+    source = inspect.getsourcefile(func) or ""
     with tempfile.TemporaryDirectory(prefix="tracereader-") as tmp:
-        table = func(Path(tmp), **params)
+        cmd = [sys.executable, "-m", "tracereader.record", source, func.__name__,
+               json.dumps(params), tmp]
+        done = subprocess.run(cmd, capture_output=True, text=True)
+        if done.returncode != 0:
+            raise RecordingError(
+                f"recording {example}/{name} failed in its process:\n{done.stderr[-4000:]}"
+            )
         exported = Path(tmp) / "trace.json"
         if not exported.exists():
             raise RecordingError(f"{func.__name__} wrote no trace.json into its output folder")
+        table = (Path(tmp) / _TABLE).read_text(encoding="utf-8")
         meta = {
             "example": example,
             "name": name,
@@ -403,6 +441,7 @@ def _run_live(
             "params": params,
             "code_hash": digest,
             "env": environment_stamp(),
+            "fresh_process": True,
         }
         keep = _env_flag("TRACEREADER_RECORD") or _env_flag("TRACEREADER_REFRESH")
         folder = _folder(example, name) if keep else Path(tempfile.mkdtemp(prefix="tracereader-"))
@@ -413,3 +452,9 @@ def _run_live(
         (folder / _TABLE).write_text(table, encoding="utf-8")
         (folder / _META).write_text(json.dumps(meta, indent=1, sort_keys=True), encoding="utf-8")
     return Recording(example, name, table, meta, folder / _TRACE, live=True)
+
+
+if __name__ == "__main__":
+    import sys
+
+    sys.exit(_child(sys.argv[1:]))
