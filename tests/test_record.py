@@ -126,3 +126,14 @@ def test_missing_recording_names_the_command(tmp_path, monkeypatch):
     monkeypatch.setenv("TRACEREADER_RECORDINGS", str(tmp_path))
     with pytest.raises(record.RecordingError, match="scripts/record.py"):
         record.load("01_thing", "nothing")
+
+
+def test_load_definitions_skips_the_page_body(tmp_path, monkeypatch):
+    monkeypatch.setenv("TRACEREADER_RECORDINGS", str(tmp_path / "none"))
+    script = write(
+        tmp_path,
+        EXAMPLE + "\nLIMITS = {'a': 1}\nresult = profile_thing(None)\nprint('page body ran')\n",
+    )
+    ns = record.load_definitions(script)
+    assert ns["profile_thing"](None, size=1) == str(2 + 3.141592653589793)
+    assert "LIMITS" in ns and "result" not in ns

@@ -389,6 +389,20 @@ def run_or_replay(
     return rec
 
 
+def _is_definition(node: ast.stmt) -> bool:
+    """Imports, defs, classes, and assignments of call-free expressions (constants).
+
+    An assignment whose value calls something (``rec = run_or_replay(...)``) is
+    page body, not a definition: the workload's module-level constants must be
+    literal expressions such as ``DTYPES = {"bfloat16": torch.bfloat16}``.
+    """
+    if isinstance(node, (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.ClassDef)):
+        return True
+    if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+        return not any(isinstance(sub, ast.Call) for sub in ast.walk(node.value))
+    return False
+
+
 def load_definitions(source_path: str | os.PathLike[str]) -> dict[str, Any]:
     """Execute only an example's imports and module-level definitions.
 
@@ -398,8 +412,7 @@ def load_definitions(source_path: str | os.PathLike[str]) -> dict[str, Any]:
     """
     path = Path(source_path)
     tree = ast.parse(path.read_text(encoding="utf-8"))
-    kinds = (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.ClassDef, ast.Assign, ast.AnnAssign)
-    body = [node for node in tree.body if isinstance(node, kinds)]
+    body = [node for node in tree.body if _is_definition(node)]
     namespace: dict[str, Any] = {"__name__": f"tracereader_example_{path.stem}", "__file__": str(path)}
     exec(compile(ast.Module(body=body, type_ignores=[]), str(path), "exec"), namespace)
     return namespace
@@ -425,7 +438,11 @@ def _run_live(
     with tempfile.TemporaryDirectory(prefix="tracereader-") as tmp:
         cmd = [sys.executable, "-m", "tracereader.record", source, func.__name__,
                json.dumps(params), tmp]
-        done = subprocess.run(cmd, capture_output=True, text=True)
+        limit_s = float(os.environ.get("TRACEREADER_RECORD_TIMEOUT_S", "300"))
+        try:
+            done = subprocess.run(cmd, capture_output=True, text=True, timeout=limit_s)
+        except subprocess.TimeoutExpired:
+            raise RecordingError(f"recording {example}/{name} ran past {limit_s:.0f} s") from None
         if done.returncode != 0:
             raise RecordingError(
                 f"recording {example}/{name} failed in its process:\n{done.stderr[-4000:]}"
