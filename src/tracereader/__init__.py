@@ -7,7 +7,34 @@ The pipeline runs one way: :func:`load` (bytes -> columns) -> events
 """
 
 from ._events import Kind, Lane, Region, Trace
+from ._link import Links, link
 from ._load import TraceError, load
+from ._measure import Gap, LaunchTable, StepTime, gaps, gpu_busy_us, launches, step_times, summary
+from ._tables import Comparison, Table, compare, kernel_table, op_table, shorten_kernel_name
 
-__all__ = ["Kind", "Lane", "Region", "Trace", "TraceError", "load"]
+__all__ = [
+    "Kind",
+    "Lane",
+    "Region",
+    "Trace",
+    "TraceError",
+    "load",
+    # link -> measure -> tables
+    "Links",
+    "link",
+    "Gap",
+    "LaunchTable",
+    "StepTime",
+    "gaps",
+    "gpu_busy_us",
+    "launches",
+    "step_times",
+    "summary",
+    "Comparison",
+    "Table",
+    "compare",
+    "kernel_table",
+    "op_table",
+    "shorten_kernel_name",
+]
 __version__ = "0.1.0"

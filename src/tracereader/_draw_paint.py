@@ -1,0 +1,378 @@
+"""Prepare and paint one timeline panel (used by :mod:`tracereader._draw`).
+
+:func:`prepare_panel` gathers what one panel shows (events, rows, merged
+bars, arrow ends, gaps, callout targets) from the trace, the linker's launch
+array and :func:`tracereader._measure.gaps`; :func:`paint_panel` turns that
+into matplotlib artists: one :class:`~matplotlib.collections.PolyCollection`
+for all bars, so a window with thousands of events draws in about a second.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ._draw_layout import (
+    CALLOUT_PT,
+    CHAR_IN,
+    CLASSES,
+    FONT_PT,
+    PX_PER_IN,
+    Row,
+    classify,
+    layout_rows,
+    merge_bars,
+    place_callout,
+    select,
+    short_name,
+    stack_levels,
+)
+from ._events import GPU_OP_KINDS, Trace
+from ._measure import gaps as find_gaps
+
+__all__ = ["Prepared", "paint_panel", "prepare_panel"]
+
+LANE_GAP = 0.5  # space between lanes, in row heights
+BAR = 0.8  # bar height within its row
+GAP_COLOR = "#f4a6a6"
+ARROW_COLOR = "#444444"
+MAX_ARROW_HEADS = 150  # beyond this, plain lines (heads would be a smudge)
+ARROW_MIN_PX = 4  # automatic arrows stop when denser than one per this many pixels
+CALLOUT_LEVEL = 1.6  # rows of headroom per stacked level of callout boxes
+PLURAL = {
+    "annotation": "step/user annotations",
+    "op": "aten/CPU ops",
+    "python": "Python frames",
+    "launch": "launch calls",
+    "sync": "synchronize calls",
+    "runtime": "other runtime calls",
+    "kernel": "kernels",
+    "copy": "memcpys",
+    "set": "memsets",
+    "gpu_annotation": "GPU annotations",
+}
+
+
+@dataclass
+class Prepared:
+    """Everything one panel draws, in trace terms (ns, row indices)."""
+
+    trace: Trace
+    start_ns: int
+    end_ns: int
+    px_ns: float
+    idx: np.ndarray  # drawn event rows
+    rows: list[Row]
+    row_of: np.ndarray  # per drawn event
+    y_top: np.ndarray  # per row
+    height_rows: float
+    cls: np.ndarray  # per drawn event
+    bars: dict[str, np.ndarray]
+    arrow_src: np.ndarray  # positions in idx: launch calls
+    arrow_dst: np.ndarray  # positions in idx: GPU ops
+    gaps: list[dict[str, Any]] = field(default_factory=list)
+    callouts: list[dict[str, Any]] = field(default_factory=list)
+    all_arrows: bool = False  # draw arrows even where they are too dense to read
+
+
+def prepare_panel(
+    trace: Trace, start_ns: int, end_ns: int, spec: Any, px_ns: float, launch: np.ndarray
+) -> Prepared:
+    """Select and lay out one panel; see :func:`tracereader._draw.timeline`."""
+    idx = select(trace, start_ns, end_ns, python=spec.python, gpu_annotations=spec.gpu_annotations)
+    rows, row_of = layout_rows(trace, idx)
+    launched = np.zeros(len(trace), dtype=bool)
+    launched[launch[launch >= 0]] = True
+    cls = classify(trace, idx, launched)
+    s = np.clip(trace.ts_ns[idx], start_ns, end_ns)
+    e = np.clip(trace.ts_ns[idx] + trace.dur_ns[idx], start_ns, end_ns)
+    bars = merge_bars(s, e, row_of, cls, px_ns)
+    callouts = [place_callout(trace, idx, c, start_ns, end_ns, px_ns) for c in spec.callouts]
+    stack_levels(callouts)
+    levels = 1 + max((c["level"] for c in callouts), default=-1)
+    y_top = np.zeros(len(rows))
+    y = levels * CALLOUT_LEVEL  # headroom for the callout boxes
+    for i, row in enumerate(rows):
+        if i and row.lane != rows[i - 1].lane:
+            y += LANE_GAP
+        y_top[i] = y
+        y += 1.0
+    none = np.zeros(0, dtype=np.int64)
+    prep = Prepared(
+        trace=trace,
+        start_ns=start_ns,
+        end_ns=end_ns,
+        px_ns=px_ns,
+        idx=idx,
+        rows=rows,
+        row_of=row_of,
+        y_top=y_top,
+        height_rows=y,
+        cls=cls,
+        bars=bars,
+        arrow_src=none,
+        arrow_dst=none,
+        callouts=callouts,
+    )
+
+    if spec.arrows and len(idx):
+        pos = np.full(len(trace), -1, dtype=np.int64)
+        pos[idx] = np.arange(len(idx))
+        gpu = np.flatnonzero(np.isin(trace.kind[idx], [int(k) for k in GPU_OP_KINDS]))
+        src_rows = launch[idx[gpu]]
+        ok = src_rows >= 0
+        ok[ok] = pos[src_rows[ok]] >= 0
+        prep.arrow_src, prep.arrow_dst = pos[src_rows[ok]], gpu[ok]
+        prep.all_arrows = spec.arrows == "all"
+
+    if spec.gaps and any(r.is_gpu for r in rows):
+        min_gap_us = spec.min_gap_us if spec.min_gap_us is not None else max(1.0, 3 * px_ns / 1e3)
+        for g in find_gaps(trace, window=(start_ns, end_ns), min_gap_us=min_gap_us):
+            g0, g1 = max(int(g.start_ns), start_ns), min(int(g.end_ns), end_ns)
+            if g1 > g0:
+                prep.gaps.append(
+                    {
+                        "start_ns": g0,
+                        "end_ns": g1,
+                        "gap_us": float(g.gap_us),
+                        "device": int(g.device),
+                        "cause": str(g.cause),
+                    }
+                )
+    return prep
+
+
+def paint_panel(ax: Any, p: Prepared, *, scale_ns: float) -> dict:
+    """Draw a prepared panel on ``ax``; return what was drawn (for alt text and tests)."""
+    from matplotlib.collections import LineCollection, PolyCollection
+
+    ns_per_in = p.px_ns * PX_PER_IN  # the same scale prepare used
+
+    def x(t_ns):
+        return (np.asarray(t_ns, dtype=np.float64) - p.start_ns) / scale_ns
+
+    b = p.bars
+    width_ns = np.maximum(b["end_ns"] - b["start_ns"], p.px_ns)  # at least a pixel wide
+    x0, x1 = x(b["start_ns"]), x(b["start_ns"] + width_ns)
+    top = p.y_top[b["row"]] + (1 - BAR) / 2
+    verts = np.stack(
+        [np.c_[x0, top], np.c_[x1, top], np.c_[x1, top + BAR], np.c_[x0, top + BAR]], axis=1
+    )
+    colors = [CLASSES[int(c)][2] for c in b["cls"]]
+    ax.add_collection(PolyCollection(verts, facecolors=colors, edgecolors="none", zorder=2))
+
+    # lane bands and names
+    ticks, labels, lanes = [], [], []
+    for i, row in enumerate(p.rows):
+        if i == 0 or row.lane != p.rows[i - 1].lane or row.annotations != p.rows[i - 1].annotations:
+            last = i
+            while (
+                last + 1 < len(p.rows)
+                and p.rows[last + 1].lane == row.lane
+                and (p.rows[last + 1].annotations == row.annotations)
+            ):
+                last += 1
+            y0, y1 = p.y_top[i], p.y_top[last] + 1
+            if row.is_gpu:
+                ax.axhspan(y0, y1, color="#eef5ee", zorder=0, lw=0)
+            else:
+                ax.axhspan(y0, y1, color="#f3f6fa", zorder=0, lw=0)
+            ticks.append((y0 + y1) / 2)
+            labels.append(row.lane_label)
+            lanes.append(row.lane_label)
+    ax.set_yticks(ticks, labels, fontsize=8)
+    ax.tick_params(axis="y", length=0)
+    ax.set_ylim(max(p.height_rows, 1.0), 0)
+    for side in ("top", "right", "left"):
+        ax.spines[side].set_visible(False)
+    ax.grid(axis="x", color="#dddddd", lw=0.5, zorder=0)
+
+    n_labels = _labels(ax, p, x0, x1, top, ns_per_in)
+    _gaps(ax, p, x)
+    n_arrows = _arrows(ax, p, x, LineCollection)
+    n_linked = int(len(p.arrow_src))
+    callouts = _callouts(ax, p, x)
+
+    kinds_drawn = (
+        np.bincount(p.cls, minlength=len(CLASSES))
+        if len(p.cls)
+        else np.zeros(len(CLASSES), dtype=np.int64)
+    )
+    counts = {PLURAL[key]: int(kinds_drawn[i]) for i, (key, _, _) in enumerate(CLASSES)}
+    return {
+        "lanes": lanes,
+        "rows": len(p.rows),
+        "events_drawn": int(len(p.idx)),
+        "bars": int(len(b["row"])),
+        "labels": n_labels,
+        "counts": counts,
+        "arrows": n_arrows,
+        "arrows_linked": n_linked,
+        "gaps": p.gaps,
+        "callouts": callouts,
+        "_classes": {CLASSES[i][0] for i in np.flatnonzero(kinds_drawn)},
+    }
+
+
+def _labels(ax, p: Prepared, x0, x1, top, ns_per_in: float) -> int:
+    """Write event names inside bars wide enough to hold them (truncated with …)."""
+    b = p.bars
+    width_in = (b["end_ns"] - b["start_ns"]) / ns_per_in
+    fits = np.flatnonzero((b["count"] == 1) & (width_in >= 6 * CHAR_IN))
+    n = 0
+    for j in fits.tolist():
+        ev = int(p.idx[b["first"][j]])
+        text = short_name(p.trace.name(ev), int(p.trace.kind[ev]))
+        room = int((width_in[j] - 2 * CHAR_IN) / CHAR_IN)
+        if len(text) > room:
+            text = text[: room - 1] + "…"
+        dark = CLASSES[int(b["cls"][j])][0] in ("sync", "kernel", "copy", "op")
+        ax.text(
+            (x0[j] + x1[j]) / 2,
+            top[j] + BAR / 2,
+            text,
+            ha="center",
+            va="center",
+            fontsize=FONT_PT,
+            color="white" if dark else "#222222",
+            clip_on=True,
+            zorder=3,
+        )
+        n += 1
+    return n
+
+
+def _gpu_rows_of(p: Prepared, device: int) -> list[int]:
+    rows = [i for i, r in enumerate(p.rows) if r.is_gpu and r.lane.device == device]
+    return rows or [i for i, r in enumerate(p.rows) if r.is_gpu]
+
+
+def _gaps(ax, p: Prepared, x) -> None:
+    from matplotlib.patches import Rectangle
+
+    ns_per_in = p.px_ns * PX_PER_IN
+    for g in p.gaps:
+        rows = _gpu_rows_of(p, g["device"])
+        y0, y1 = p.y_top[rows[0]], p.y_top[rows[-1]] + 1
+        gx0, gx1 = float(x(g["start_ns"])), float(x(g["end_ns"]))
+        ax.add_patch(
+            Rectangle(
+                (gx0, y0),
+                gx1 - gx0,
+                y1 - y0,
+                facecolor=GAP_COLOR,
+                alpha=0.5,
+                hatch="//",
+                edgecolor="#d46a6a",
+                lw=0,
+                zorder=1,
+                gid="tracereader-gap",
+            )
+        )
+        room_in = (g["end_ns"] - g["start_ns"]) / ns_per_in
+        dur = _fmt_us(g["gap_us"])
+        texts = [f"idle {dur} ({g['cause']})", f"idle {dur}", dur]
+        text = next((t for t in texts if room_in >= (len(t) + 1) * CHAR_IN), "")
+        if text:
+            ax.text(
+                (gx0 + gx1) / 2,
+                (y0 + y1) / 2,
+                text,
+                ha="center",
+                va="center",
+                fontsize=FONT_PT + 0.5,
+                color="#9b1c1c",
+                zorder=3,
+                clip_on=True,
+            )
+
+
+def _arrows(ax, p: Prepared, x, line_collection) -> int:
+    """Launch -> GPU op arrows; returns how many were drawn.
+
+    Up to :data:`MAX_ARROW_HEADS` get arrow heads; more become plain lines;
+    beyond one per :data:`ARROW_MIN_PX` pixels of width they would only grey
+    the picture out, so none are drawn unless ``arrows="all"``.
+    """
+    n = len(p.arrow_src)
+    width_px = (p.end_ns - p.start_ns) / p.px_ns
+    if not n or (n * ARROW_MIN_PX > width_px and not p.all_arrows):
+        return 0
+    s = np.clip(p.trace.ts_ns[p.idx[p.arrow_src]], p.start_ns, p.end_ns)
+    d = np.clip(p.trace.ts_ns[p.idx[p.arrow_dst]], p.start_ns, p.end_ns)
+    sy = p.y_top[p.row_of[p.arrow_src]] + (1 + BAR) / 2
+    dy = p.y_top[p.row_of[p.arrow_dst]] + (1 - BAR) / 2
+    sx, dx = x(s), x(d)
+    if n <= MAX_ARROW_HEADS:
+        for a, b_, c, e in zip(sx, sy, dx, dy, strict=True):
+            ax.annotate(
+                "",
+                xy=(c, e),
+                xytext=(a, b_),
+                zorder=4,
+                annotation_clip=False,
+                arrowprops={
+                    "arrowstyle": "-|>",
+                    "color": ARROW_COLOR,
+                    "lw": 0.7,
+                    "mutation_scale": 7,
+                    "shrinkA": 0,
+                    "shrinkB": 0,
+                    "alpha": 0.8,
+                },
+            )
+    else:
+        segs = np.stack([np.c_[sx, sy], np.c_[dx, dy]], axis=1)
+        ax.add_collection(
+            line_collection(segs, colors=ARROW_COLOR, linewidths=0.5, alpha=0.35, zorder=4)
+        )
+    return n
+
+
+def _callouts(ax, p: Prepared, x) -> list[dict[str, Any]]:
+    """Boxes in the headroom above the lanes, each with an arrow down to its event."""
+    out = []
+    levels = 1 + max((c["level"] for c in p.callouts), default=-1)
+    for c in p.callouts:
+        j, t = c["pos"], c["t_ns"]
+        ev, row = int(p.idx[j]), int(p.row_of[j])
+        box_y = (levels - 1 - c["level"] + 0.5) * CALLOUT_LEVEL
+        ax.annotate(
+            c["callout"].text,
+            xy=(float(x(t)), p.y_top[row] + (1 - BAR) / 2),
+            xytext=(float(x(sum(c["box"]) / 2)), box_y),
+            textcoords="data",
+            ha="center",
+            va="center",
+            fontsize=CALLOUT_PT,
+            zorder=5,
+            annotation_clip=False,
+            bbox={"boxstyle": "round,pad=0.3", "fc": "#fffbe6", "ec": "#999999", "lw": 0.6},
+            arrowprops={
+                "arrowstyle": "->",
+                "color": "#222222",
+                "lw": 0.9,
+                "shrinkA": 0,
+                "shrinkB": 1,
+            },
+        )
+        out.append(
+            {
+                "text": c["callout"].text,
+                "event": ev,
+                "name": p.trace.name(ev),
+                "row": row,
+                "lane": p.rows[row].lane_label,
+                "t_us": (t - p.start_ns) / 1e3,
+                "level": c["level"],
+            }
+        )
+    return out
+
+
+def _fmt_us(v: float) -> str:
+    if v >= 1000:
+        return f"{v / 1e3:.3g} ms"
+    return f"{v:.3g} µs" if v >= 1 else f"{v:.2g} µs"

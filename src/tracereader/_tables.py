@@ -1,0 +1,492 @@
+"""Tables computed from a trace: kernels, ops (self/total CPU and GPU time), comparisons.
+
+These play the role of ``prof.key_averages().table()``, but they are computed
+from the trace file alone, so they work on any trace someone sends you, and
+their GPU columns come from the linker (which op launched which kernel) rather
+than from the profiler's own bookkeeping.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import html
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ._events import Kind, Trace
+from ._link import _kind_mask, link
+from ._measure import _launched_in, gpu_busy_us, step_times
+
+__all__ = ["Comparison", "Table", "compare", "kernel_table", "op_table", "shorten_kernel_name"]
+
+Window = tuple[int, int]
+
+# ---------------------------------------------------------------- kernel names
+_BASIC = {
+    "float", "double", "int", "long", "unsigned", "char", "bool", "short", "signed", "const",
+    "half", "Half", "BFloat16", "bfloat16_t", "__half", "__nv_bfloat16", "half_t", "tfloat32_t",
+    "size_t", "int64_t", "int32_t", "uint32_t", "uint64_t", "uint8_t", "int8_t", "complex",
+    "true", "false", "void",
+}  # fmt: skip
+_FLOATS = ("BFloat16", "bfloat16_t", "__nv_bfloat16", "Half", "half", "__half", "half_t",
+           "tfloat32_t", "float", "double")  # fmt: skip
+_WRAPPERS = {
+    "gpu_kernel_impl", "gpu_kernel_impl_nocast", "func_wrapper_t", "ReduceOp", "Array", "array",
+    "TensorListMetadata", "OffsetCalculator", "TrivialOffsetCalculator", "LoadWithCast",
+    "StoreWithCast", "TensorInfo", "operator", "lambda", "Params",
+}  # fmt: skip
+_GENERIC = {"Kernel", "Kernel2", "kernel", "device_kernel", "Kernel_", "GenericKernel"}
+_CUBLAS_TAIL = re.compile(r"_execute_(?:(\w*?)_)?kernel__\d+x_cublas$")
+
+
+def _split_args(text: str) -> tuple[str, list[str]]:
+    """``"f<a, b<c>>"`` -> ``("f", ["a", "b<c>"])`` (top level only)."""
+    lt = text.find("<")
+    if lt < 0:
+        return text.strip(), []
+    args, depth, cur = [], 0, ""
+    for ch in text[lt + 1 :]:
+        if ch == "<":
+            depth += 1
+        elif ch == ">":
+            if depth == 0:
+                break
+            depth -= 1
+        elif ch == "," and depth == 0:
+            args.append(cur.strip())
+            cur = ""
+            continue
+        cur += ch
+    args.append(cur.strip())
+    return text[:lt].strip(), [a for a in args if a]
+
+
+def _scan(arg: str, found: list[tuple[str, str]], dtypes: list[str]) -> None:
+    """Collect informative identifiers (functors, traits) and dtypes in ``arg``."""
+    base, args = _split_args(arg)
+    words = base.replace("*", " ").replace("&", " ").split()
+    if words and all(w in _BASIC for w in words):
+        dtypes.extend(w for w in words if w in _FLOATS or w in ("bool", "int", "long"))
+    elif base and not base[0].isdigit() and base not in _WRAPPERS | {f for f, _ in found}:
+        found.append((base, arg))
+    for a in args:
+        _scan(a, found, dtypes)
+
+
+def _with_dtype(ident: tuple[str, str]) -> str:
+    dtypes: list[str] = []
+    for a in _split_args(ident[1])[1]:
+        _scan(a, [], dtypes)
+    return f"{ident[0]}<{dtypes[0]}>" if dtypes else ident[0]
+
+
+def shorten_kernel_name(name: str, width: int = 60) -> str:
+    """A readable short form of a (C++ template) kernel name, at most ``width`` chars.
+
+    Drops ``void``, namespaces, function parameters and lambdas, then keeps the
+    kernel's base name plus the functors that say what it computes, with the
+    element type on the last one::
+
+        void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>,
+        std::array<char*, 3ul> >(int, ...)  ->  vectorized_elementwise_kernel<CUDAFunctor_add<float>>
+
+    Wrapper kernels show what they wrap (``cutlass::Kernel2<cutlass_80_simt_sgemm_64x64_8x5_tn_align1>``
+    -> ``cutlass_80_simt_sgemm_64x64_8x5_tn_align1``). cuBLAS/CUTLASS names keep
+    their tile information, lose the ``_execute..._cublas`` tail, and keep a
+    ``split_k`` marker. Longer results are cut with ``…``.
+    """
+    s = name.strip()
+    if s.startswith(("Memcpy", "Memset")):
+        return _cut(s, width)
+    s = s.removeprefix("void ").replace("(anonymous namespace)::", "")
+    prev = None
+    while prev != s:  # lambdas and call operators hang off the function that made them
+        prev = s
+        s = re.sub(r"::\{lambda\([^()]*\)#\d+\}", "", s)
+        s = re.sub(r"::operator\(\)", "", s).replace(") const", ")")
+    prev = None
+    while prev != s:  # then parameter lists, innermost first
+        prev = s
+        s = re.sub(r"\([^()]*\)", "", s)
+    s = re.sub(r"\{[^{}]*\}", "", s)
+    s = re.sub(r"\b\w+::", "", s)  # namespaces and class scopes
+    s = re.sub(r"::|\bconst\b", "", s).strip()
+    marker = ""
+    m = _CUBLAS_TAIL.search(s)
+    if m:
+        marker = f"_{m.group(1)}" if m.group(1) else ""
+        s = s[: m.start()]
+    base, args = _split_args(s)
+    found: list[tuple[str, str]] = []
+    dtypes: list[str] = []
+    for a in args:
+        _scan(a, found, dtypes)
+    if base in _GENERIC and found:
+        short = found[0][0]
+    elif found:  # the innermost functor says most; add the wrapper when it fits
+        last = found[min(len(found), 2) - 1]
+        options = [f"{base}<{_with_dtype(last)}>", f"{base}<{last[0]}>"]
+        if len(found) > 1:
+            options.insert(0, f"{base}<{found[0][0]}, {_with_dtype(last)}>")
+        short = next((o for o in options if len(o) + len(marker) <= width), options[-1])
+    elif dtypes:
+        floats = [d for d in dtypes if d in _FLOATS]
+        short = f"{base}<{(floats or dtypes)[0]}>"
+    else:
+        short = base or name.strip()
+    return _cut(short, width - len(marker)) + marker
+
+
+def _cut(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: max(width - 1, 1)] + "…"
+
+
+# ---------------------------------------------------------------- Table
+def _fmt(column: str, value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, (bool, np.bool_)):
+        return "yes" if value else ""
+    if isinstance(value, (int, np.integer)):
+        return f"{int(value):,}"
+    if isinstance(value, (float, np.floating)):
+        if np.isnan(value):
+            return ""
+        return f"{value:,.1f}" if column.startswith(("pct", "%")) else f"{value:,.2f}"
+    return str(value)
+
+
+@dataclass
+class Table:
+    """Columns and rows, with plain-text, Markdown, JSON and HTML renderings.
+
+    Values stay raw (full names, unrounded floats) in :meth:`to_records` and
+    :meth:`to_json`; the text renderings shorten the kernel names in
+    ``name_columns`` with :func:`shorten_kernel_name` and cut other text longer
+    than ``text_width`` (HTML keeps the full text in a ``title=`` tooltip).
+    """
+
+    columns: list[str]
+    rows: list[list[Any]]
+    title: str = ""
+    name_columns: tuple[str, ...] = ("name",)
+    name_width: int = 60
+    text_width: int | None = None
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def __repr__(self) -> str:
+        return self.to_text()
+
+    def head(self, n: int | None) -> Table:
+        rows = self.rows if n is None or n <= 0 else self.rows[:n]
+        return dataclasses.replace(self, rows=rows)
+
+    def to_records(self) -> list[dict[str, Any]]:
+        def plain(v: Any) -> Any:
+            if isinstance(v, np.generic):
+                v = v.item()
+            return None if isinstance(v, float) and np.isnan(v) else v
+
+        return [{c: plain(v) for c, v in zip(self.columns, r, strict=False)} for r in self.rows]
+
+    def to_json(self, indent: int | None = None) -> str:
+        return json.dumps(self.to_records(), indent=indent)
+
+    def _cells(self) -> list[list[str]]:
+        """Display strings. Distinct names that shorten alike get a " (2)" suffix."""
+        seen: dict[str, list[str]] = {}
+
+        def short(v: str) -> str:
+            s = shorten_kernel_name(v, self.name_width)
+            names = seen.setdefault(s, [])
+            if v not in names:
+                names.append(v)
+            k = names.index(v)
+            return f"{s} ({k + 1})" if k else s
+
+        def show(c: str, v: Any) -> str:
+            if isinstance(v, str):
+                if c in self.name_columns:
+                    return short(v)
+                return _cut(v, self.text_width) if self.text_width else v
+            return _fmt(c, v)
+
+        return [[show(c, v) for c, v in zip(self.columns, r, strict=False)] for r in self.rows]
+
+    def _numeric(self) -> list[bool]:
+        return [
+            bool(self.rows)
+            and all(isinstance(r[k], (int, float, np.number)) or r[k] is None for r in self.rows)
+            for k in range(len(self.columns))
+        ]
+
+    def to_text(self) -> str:
+        """Aligned plain text: names left, numbers right."""
+        cells = self._cells()
+        num = self._numeric()
+        widths = [max([len(c), *(len(r[k]) for r in cells)]) for k, c in enumerate(self.columns)]
+
+        def line(vals: list[str]) -> str:
+            parts = [
+                v.rjust(w) if n else v.ljust(w) for v, w, n in zip(vals, widths, num, strict=False)
+            ]
+            return "  ".join(parts).rstrip()
+
+        lines = [self.title] if self.title else []
+        lines += [line(self.columns), "  ".join("-" * w for w in widths)]
+        lines += [line(r) for r in cells]
+        return "\n".join(lines)
+
+    def to_markdown(self) -> str:
+        """A GitHub/MyST pipe table; names in code spans."""
+        num = self._numeric()
+
+        def cell(c: str, v: str) -> str:
+            v = v.replace("|", "\\|")
+            return f"`{v}`" if c in self.name_columns and v else v
+
+        lines = [f"**{self.title}**", ""] if self.title else []
+        lines.append("| " + " | ".join(self.columns) + " |")
+        lines.append("|" + "|".join("---:" if n else ":---" for n in num) + "|")
+        for r in self._cells():
+            lines.append(
+                "| " + " | ".join(cell(c, v) for c, v in zip(self.columns, r, strict=False)) + " |"
+            )
+        return "\n".join(lines)
+
+    def _repr_html_(self) -> str:
+        num = self._numeric()
+        head = "".join(f"<th>{html.escape(c)}</th>" for c in self.columns)
+        body = []
+        for raw, shown in zip(self.rows, self._cells(), strict=False):
+            tds = []
+            for v, s, n in zip(raw, shown, num, strict=False):
+                style = ' style="text-align:right"' if n else ""
+                title = f' title="{html.escape(v)}"' if isinstance(v, str) and s != v else ""
+                tds.append(f"<td{style}{title}>{html.escape(s)}</td>")
+            body.append("<tr>" + "".join(tds) + "</tr>")
+        cap = f"<caption>{html.escape(self.title)}</caption>" if self.title else ""
+        return (
+            f'<table class="tracereader">{cap}<thead><tr>{head}</tr></thead>'
+            f"<tbody>{''.join(body)}</tbody></table>"
+        )
+
+
+# ---------------------------------------------------------------- kernels and ops
+def kernel_table(trace: Trace, window: Window | None = None, top: int | None = None) -> Table:
+    """Per GPU-op name (kernels, memcpys, memsets): calls and durations in µs.
+
+    ``pct`` is the share of the summed duration of all GPU ops in the table
+    (overlapping streams count twice here, unlike :func:`gpu_busy_us`).
+    ``window=(start_ns, end_ns)`` keeps GPU ops *launched* inside the window
+    (kernels that spill past a step boundary stay with the step that launched
+    them). Sorted by total time.
+    """
+    rows = link(trace).gpu_ops
+    if window is not None:
+        rows = rows[_launched_in(trace, rows, window)]
+    dur = trace.dur_ns[rows] / 1e3
+    names = trace.name_id[rows]
+    order = np.lexsort((dur, names))
+    names, dur = names[order], dur[order]
+    grand = dur.sum()
+    out = []
+    if len(rows):
+        starts = np.flatnonzero(np.append(True, names[1:] != names[:-1]))
+        for a, b in zip(starts, np.append(starts[1:], len(names)), strict=False):
+            d = dur[a:b]
+            out.append(
+                [trace.names[int(names[a])], int(b - a), float(d.sum()), float(d.mean()),
+                 float(d[0]), float(np.median(d)), float(d[-1]),
+                 float(100 * d.sum() / grand) if grand else 0.0]
+            )  # fmt: skip
+    out.sort(key=lambda r: (-r[2], r[0]))
+    cols = ["name", "calls", "total_us", "mean_us", "min_us", "median_us", "max_us", "pct"]
+    return Table(cols, out, "GPU kernels").head(top)
+
+
+_ROW_KINDS = (Kind.CPU_OP, Kind.USER_ANNOTATION, Kind.RUNTIME, Kind.DRIVER)
+
+
+def op_table(
+    trace: Trace, window: Window | None = None, top: int | None = None, sort: str = "total_gpu_us"
+) -> Table:
+    """Per op name: calls, self/total CPU time and self/total GPU time, in µs.
+
+    Rows are ``cpu_op``, ``user_annotation`` and runtime/driver calls (as in
+    ``prof.key_averages()``); Python frames are looked through.
+
+    * **total CPU**: the op's wall time on its thread, summed over calls.
+    * **self CPU**: total CPU minus the time of the ops and calls directly inside it.
+    * **self GPU**: duration of the GPU ops whose launch call the op issued
+      directly (the linker's *issuing op*).
+    * **total GPU**: the same including everything launched by ops nested inside
+      it; ``gpu_ops`` counts those GPU ops.
+
+    Runtime calls carry no GPU time themselves: it belongs to the op that made
+    them. ``window=(start_ns, end_ns)`` keeps ops that *start* inside it.
+    """
+    ln = link(trace)
+    n = len(trace)
+    is_row = _kind_mask(trace, _ROW_KINDS)
+    # Nearest enclosing table row (skipping Python frames).
+    up = ln.parent.copy()
+    todo = np.flatnonzero((up >= 0) & is_row)
+    while todo.size:
+        todo = todo[~is_row[up[todo]]]
+        up[todo] = ln.parent[up[todo]]
+        todo = todo[up[todo] >= 0]
+    up[~is_row] = -1
+    dur = trace.dur_ns.astype(np.float64)
+    self_cpu = np.where(is_row, dur, 0.0)
+    child = np.flatnonzero(up >= 0)
+    np.subtract.at(self_cpu, up[child], dur[child])
+    self_gpu, total_gpu, gpu_ops = np.zeros(n), np.zeros(n), np.zeros(n, dtype=np.int64)
+    g = ln.gpu_ops[ln.launch[ln.gpu_ops] >= 0]
+    owner = ln.issuer[ln.launch[g]]
+    g, owner = g[owner >= 0], owner[owner >= 0]
+    np.add.at(self_gpu, owner, dur[g])
+    while owner.size:
+        np.add.at(total_gpu, owner, dur[g])
+        np.add.at(gpu_ops, owner, 1)
+        owner = up[owner]
+        g, owner = g[owner >= 0], owner[owner >= 0]
+    sel = np.flatnonzero(is_row)
+    if window is not None:
+        sel = sel[(trace.ts_ns[sel] >= window[0]) & (trace.ts_ns[sel] < window[1])]
+    ids = trace.name_id[sel]
+    m = len(trace.names)
+
+    def per_name(values: np.ndarray) -> np.ndarray:
+        return np.bincount(ids, weights=values[sel], minlength=m)
+
+    calls = np.bincount(ids, minlength=m)
+    sums = [per_name(v) / 1e3 for v in (self_cpu, dur, self_gpu, total_gpu)]
+    n_gpu = per_name(gpu_ops.astype(np.float64))
+    cols = [
+        "name",
+        "calls",
+        "self_cpu_us",
+        "total_cpu_us",
+        "self_gpu_us",
+        "total_gpu_us",
+        "gpu_ops",
+    ]
+    rows = [
+        [trace.names[k], int(calls[k]), *(float(s[k]) for s in sums), int(n_gpu[k])]
+        for k in np.flatnonzero(calls)
+    ]
+    key = cols.index(sort)
+    rows.sort(key=lambda r: (-r[key], -r[3], r[0]))
+    title = "Ops (CPU time on the op's thread, GPU time of what it launched)"
+    return Table(cols, rows, title, name_columns=()).head(top)
+
+
+# ---------------------------------------------------------------- comparisons
+@dataclass
+class Comparison:
+    """Two traces side by side: per-step metrics and GPU ops that appear or vanish."""
+
+    labels: tuple[str, str]
+    metrics: Table
+    kernels: Table
+    only_a: list[str] = field(default_factory=list)
+    only_b: list[str] = field(default_factory=list)
+
+    def _lists(self) -> list[tuple[str, list[str]]]:
+        a, b = self.labels
+        return [(f"GPU ops only in {a} (gone in {b})", self.only_a),
+                (f"GPU ops only in {b} (new)", self.only_b)]  # fmt: skip
+
+    def to_text(self) -> str:
+        out = [self.metrics.to_text()]
+        for title, names in self._lists():
+            out.append(f"\n{title}: {len(names)}")
+            out += [f"  {shorten_kernel_name(n)}" for n in names]
+        return "\n".join(out)
+
+    def to_markdown(self) -> str:
+        out = [self.metrics.to_markdown()]
+        for title, names in self._lists():
+            out.append(f"\n**{title}: {len(names)}**\n")
+            out += [f"- `{shorten_kernel_name(n)}`" for n in names]
+        return "\n".join(out)
+
+    def to_json(self, indent: int | None = None) -> str:
+        return json.dumps(
+            {"labels": list(self.labels), "metrics": self.metrics.to_records(),
+             "kernels": self.kernels.to_records(), "only_a": self.only_a, "only_b": self.only_b},
+            indent=indent,
+        )  # fmt: skip
+
+    def __repr__(self) -> str:
+        return self.to_text()
+
+    def _repr_html_(self) -> str:
+        parts = [self.metrics._repr_html_()]
+        for title, names in self._lists():
+            items = "".join(
+                f'<li title="{html.escape(n)}"><code>{html.escape(shorten_kernel_name(n))}</code></li>'
+                for n in names
+            )
+            parts.append(f"<p>{html.escape(title)}: {len(names)}</p><ul>{items}</ul>")
+        return "".join(parts)
+
+
+def _per_step(trace: Trace) -> dict[str, Any]:
+    """Means over ProfilerSteps (the whole trace as one step when there are none)."""
+    ln = link(trace)
+    steps = step_times(trace)
+    if steps:
+        ops = ln.gpu_ops[ln.step[ln.gpu_ops] >= 0]
+        n = len(steps)
+        vals = {k: float(np.mean([getattr(s, k) for s in steps]))
+                for k in ("kernels", "gpu_ops", "launches", "cpu_us", "gpu_busy_us")}  # fmt: skip
+    else:
+        ops, n = ln.gpu_ops, 1
+        end = int((trace.ts_ns + trace.dur_ns).max())
+        vals = {"kernels": float(np.count_nonzero(trace.kind[ops] == Kind.KERNEL)),
+                "gpu_ops": float(len(ops)), "launches": float(len(ln.launch_calls)),
+                "cpu_us": (end - trace.t0_ns) / 1e3, "gpu_busy_us": gpu_busy_us(trace)}  # fmt: skip
+    names: dict[str, list[float]] = {}
+    for r in ops:
+        names.setdefault(trace.name(r), []).append(trace.dur_ns[r] / 1e3)
+    vals["names"] = {k: (len(v) / n, sum(v) / n) for k, v in names.items()}
+    vals["steps"] = len(steps)
+    return vals
+
+
+def compare(a: Trace, b: Trace, labels: tuple[str, str] = ("eager", "compiled")) -> Comparison:
+    """Compare two traces per step: kernels, launches, CPU and GPU time, kernel names.
+
+    All metrics are means per ``ProfilerStep`` (a trace without steps counts as
+    one step). GPU ops belong to the step that launched them. ``change`` is
+    ``b / a``.
+    """
+    pa, pb = _per_step(a), _per_step(b)
+    rows = []
+    for key, label in [("steps", "steps"), ("kernels", "kernels per step"),
+                       ("gpu_ops", "GPU ops per step"), ("launches", "launch calls per step"),
+                       ("cpu_us", "CPU time per step (us)"),
+                       ("gpu_busy_us", "GPU busy per step (us)")]:  # fmt: skip
+        va, vb = pa[key], pb[key]
+        rows.append([label, va, vb, f"x{vb / va:.2f}" if va else ""])
+    for p in (pa, pb):
+        p["busy"] = 100 * p["gpu_busy_us"] / p["cpu_us"] if p["cpu_us"] else 0.0
+    rows.append(["GPU busy % of CPU step", pa["busy"], pb["busy"], ""])
+    metrics = Table(["metric", *labels, "change"], rows, f"{labels[0]} vs {labels[1]}", ())
+    na, nb = pa["names"], pb["names"]
+    krows = [[k, *na.get(k, (0.0, 0.0)), *nb.get(k, (0.0, 0.0))] for k in set(na) | set(nb)]
+    krows.sort(key=lambda r: (-max(r[2], r[4]), r[0]))
+    a_, b_ = labels
+    kcols = ["name", f"{a_}_calls", f"{a_}_us", f"{b_}_calls", f"{b_}_us"]
+    kernels = Table(kcols, krows, "GPU ops per step")
+    only_a = sorted(set(na) - set(nb), key=lambda k: (-na[k][1], k))
+    only_b = sorted(set(nb) - set(na), key=lambda k: (-nb[k][1], k))
+    return Comparison(labels, metrics, kernels, only_a, only_b)

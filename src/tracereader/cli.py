@@ -1,0 +1,310 @@
+"""``tracereader``: read a torch.profiler trace from the command line.
+
+::
+
+    tracereader summary trace.json.gz            # what is in it, GPU busy, steps
+    tracereader kernels trace.json.gz --step 2   # per-kernel times
+    tracereader ops trace.json.gz --top 20       # self/total CPU and GPU time per op
+    tracereader launches trace.json.gz           # launch latency per launch API
+    tracereader gaps trace.json.gz               # GPU idle gaps and their CPU-side cause
+    tracereader compare eager.json.gz compiled.json.gz
+    tracereader validate trace.json.gz           # what could mislead an analysis
+    tracereader render trace.json.gz --out step.png --step 2
+
+Every subcommand takes ``--format text|json|markdown``. Bad input prints one
+line, ``tracereader: <why>``, on stderr and exits with status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from ._load import TraceError, load
+
+__all__ = ["main", "run"]
+
+
+class _UserError(Exception):
+    """A problem to report in one line (exit status 2)."""
+
+
+def _emit(obj: Any, fmt: str) -> None:
+    if fmt == "json":
+        text = obj.to_json(indent=2) if hasattr(obj, "to_json") else json.dumps(obj, indent=2)
+    elif fmt == "markdown":
+        text = obj.to_markdown()
+    else:
+        text = obj.to_text()
+    print(text)
+
+
+def _load(path: str):
+    return load(path)
+
+
+def _window(trace, step: int | None) -> tuple[int, int] | None:
+    if step is None:
+        return None
+    try:
+        s = trace.step(step)
+    except KeyError as exc:
+        raise _UserError(str(exc.args[0])) from None
+    return (s.start_ns, s.end_ns)
+
+
+# ---------------------------------------------------------------- subcommands
+def _summary(args: argparse.Namespace) -> int:
+    from ._measure import summary
+    from ._tables import Table
+
+    s = summary(_load(args.file))
+    if args.format == "json":
+        print(json.dumps(s, indent=2))
+        return 0
+    apis = [f"{k}: {v} GPU op(s)" for k, v in s["launch_apis"].items()] or ["none"]
+    how = ", ".join(f"{k} {v}" for k, v in s["issuer_methods"].items())
+    busy_pct = 100 * s["gpu_busy_us"] / s["duration_us"] if s["duration_us"] else 0.0
+    med = s["launch_to_start_us_median"]
+    facts = [
+        ("trace", [s["source"]]),
+        ("repairs", s["repairs"] or ["none"]),
+        ("events", [f"{s['events']:,} complete events over {s['duration_us']:,.2f} us"]),
+        ("lanes", [f"{s['cpu_threads']} CPU thread(s), {s['gpu_streams']} GPU stream(s) "
+                   f"on device(s) {', '.join(map(str, s['devices'])) or 'none'}"]),
+        ("GPU ops", [f"{s['gpu_ops']} ({s['kernels']} kernels, {s['memcpys']} memcpys, "
+                     f"{s['memsets']} memsets)", f"{s['linked_gpu_ops']} linked to a launch call"]),
+        ("launch APIs", apis),
+        ("graph launches", [f"{s['graph_launches']} cudaGraphLaunch call(s)"]),
+        ("issuing op found by", [how]),
+        ("GPU busy", [f"{s['gpu_busy_us']:,.2f} us ({busy_pct:.1f}% of the trace)"]),
+        ("launch-to-start", [f"median {med:,.2f} us" if med is not None else "n/a"]),
+    ]  # fmt: skip
+    if args.format == "markdown":
+        facts_text = Table(["what", "value"], [[k, "; ".join(v)] for k, v in facts], "Summary",
+                           name_columns=()).to_markdown()  # fmt: skip
+    else:
+        width = max(len(k) for k, _ in facts) + 2
+        facts_text = "\n".join(
+            (k if n == 0 else "").ljust(width) + line
+            for k, lines in facts
+            for n, line in enumerate(lines)
+        )
+    cols = ["step", "cpu_us", "gpu_busy_us", "gpu_ops", "kernels", "launches", "verdict"]
+    steps = Table(
+        cols,
+        [[d["name"], d["cpu_us"], d["gpu_busy_us"], d["gpu_ops"], d["kernels"], d["launches"],
+          d["verdict"]] for d in s["step_times"]],
+        "Steps (GPU ops belong to the step that launched them)",
+        name_columns=(),
+    )  # fmt: skip
+    print(facts_text)
+    if len(steps):
+        print()
+        print(steps.to_markdown() if args.format == "markdown" else steps.to_text())
+    return 0
+
+
+def _kernels(args: argparse.Namespace) -> int:
+    from ._tables import kernel_table
+
+    trace = _load(args.file)
+    _emit(kernel_table(trace, _window(trace, args.step), top=args.top), args.format)
+    return 0
+
+
+def _ops(args: argparse.Namespace) -> int:
+    from ._tables import op_table
+
+    trace = _load(args.file)
+    _emit(op_table(trace, _window(trace, args.step), top=args.top, sort=args.sort), args.format)
+    return 0
+
+
+def _launches(args: argparse.Namespace) -> int:
+    from ._measure import launches
+    from ._tables import Table
+
+    trace = _load(args.file)
+    lt = launches(trace, _window(trace, args.step))
+    if args.ops:
+        recs = lt.to_records()
+        cols = ["name", "api", "op", "step", "launch_to_start_us", "queue_delay_us", "call_us",
+                "graph"]  # fmt: skip
+        table = Table(cols, [[r[c] for c in cols] for r in recs], "Launch latency per GPU op")
+    else:
+        recs = lt.by_api()
+        cols = list(recs[0]) if recs else ["api"]
+        table = Table(cols, [[r[c] for c in cols] for r in recs], "Launch latency per launch API "
+                      "(one row per call; graph launches: first kernel)", name_columns=())  # fmt: skip
+    _emit(table.head(args.top), args.format)
+    return 0
+
+
+def _gaps(args: argparse.Namespace) -> int:
+    from ._measure import CAUSES, gaps
+    from ._tables import Table
+
+    trace = _load(args.file)
+    found = gaps(trace, _window(trace, args.step), min_gap_us=args.min_gap_us)
+    total = sum(g.gap_us for g in found)
+    by_cause = []
+    for cause in CAUSES:
+        mine = [g.gap_us for g in found if g.cause == cause]
+        if mine:
+            by_cause.append([cause, len(mine), sum(mine), 100 * sum(mine) / total])
+    causes = Table(["cause", "gaps", "idle_us", "pct"], by_cause,
+                   f"GPU idle gaps >= {args.min_gap_us:g} us by CPU-side cause", ())  # fmt: skip
+    largest = sorted(found, key=lambda g: (-g.gap_us, g.start_ns))
+    rows = [
+        [round(float(trace.rel_us(g.start_ns)), 3), g.gap_us, g.device, g.cause,
+         trace.name(g.cause_event) if g.cause_event >= 0 else "", trace.name(g.next_op)]
+        for g in largest
+    ]  # fmt: skip
+    cols = ["start_us", "gap_us", "device", "cause", "cause_event", "next_gpu_op"]
+    detail = Table(cols, rows, "Largest gaps", ("next_gpu_op",), 40, 40).head(args.top)
+    if args.format == "json":
+        print(json.dumps({"by_cause": causes.to_records(),
+                          "gaps": [g.to_dict(trace) for g in largest[: args.top or None]]},
+                         indent=2))  # fmt: skip
+    elif args.format == "markdown":
+        print(causes.to_markdown() + "\n\n" + detail.to_markdown())
+    else:
+        print(causes.to_text() + "\n\n" + detail.to_text())
+    return 0
+
+
+def _compare(args: argparse.Namespace) -> int:
+    from ._tables import compare
+
+    labels = tuple(args.labels.split(",", 1)) if "," in args.labels else None
+    if labels is None:
+        raise _UserError("--labels takes two names separated by a comma, e.g. eager,compiled")
+    _emit(compare(_load(args.a), _load(args.b), labels), args.format)  # type: ignore[arg-type]
+    return 0
+
+
+@dataclass(frozen=True)
+class _Finding:
+    level: str
+    message: str
+    check: str = ""
+
+
+def _basic_findings(trace) -> list[_Finding]:
+    """Used only when the full validator is not installed."""
+    from ._link import link
+
+    ln = link(trace)
+    unlinked = len(ln.gpu_ops) - ln.linked_gpu_ops
+    level = "warn" if unlinked else "ok"
+    return [
+        _Finding("ok", f"{len(trace):,} complete events", "counts"),
+        _Finding(level, f"{unlinked} of {len(ln.gpu_ops)} GPU ops have no launch call", "links"),
+    ]
+
+
+def _validate(args: argparse.Namespace) -> int:
+    trace = _load(args.file)
+    try:
+        from ._validate import validate
+    except ImportError:
+        findings: list[Any] = _basic_findings(trace)
+    else:
+        findings = list(validate(trace))
+    if args.format == "json":
+        recs = [{"level": f.level, "check": getattr(f, "check", ""), "message": f.message}
+                for f in findings]  # fmt: skip
+        print(json.dumps(recs, indent=2))
+    elif args.format == "markdown":
+        print("\n".join(f"- **{f.level}** {f.message}" for f in findings))
+    else:
+        print("\n".join(f"{f.level:<5}  {f.message}" for f in findings))
+    return 1 if any(f.level == "error" for f in findings) else 0
+
+
+def _render(args: argparse.Namespace) -> int:
+    # Imported only here, so every other subcommand works without matplotlib.
+    try:
+        from . import _render as render
+    except ImportError as exc:
+        raise _UserError(f"render is not available ({exc})") from None
+    parser = argparse.ArgumentParser(prog="tracereader render", description="Draw a trace window.")
+    render.add_arguments(parser)
+    return int(render.run(parser.parse_args(args.rest)))
+
+
+# ---------------------------------------------------------------- parser
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="tracereader", description="Read torch.profiler (Kineto) trace files."
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    def add(
+        name: str, func: Callable[[argparse.Namespace], int], help: str, *, step=True, top=True
+    ):
+        p = sub.add_parser(name, help=help, description=help)
+        if name == "compare":
+            p.add_argument("a", help="first trace (.json or .json.gz)")
+            p.add_argument("b", help="second trace")
+        else:
+            p.add_argument("file", help="trace file (.json or .json.gz)")
+        p.add_argument("--format", choices=("text", "json", "markdown"), default="text")
+        if step:
+            p.add_argument("--step", type=int, help="only ProfilerStep#N (GPU ops by launch)")
+        if top:
+            p.add_argument("--top", type=int, default=None, help="only the first N rows")
+        p.set_defaults(func=func)
+        return p
+
+    add("summary", _summary, "What the trace holds: GPU ops, launch paths, busy time, steps",
+        step=False, top=False)  # fmt: skip
+    add("kernels", _kernels, "Per-kernel calls and durations (us)")
+    p = add("ops", _ops, "Per-op self/total CPU and GPU time (us), from the trace")
+    p.add_argument("--sort", default="total_gpu_us",
+                   choices=("self_cpu_us", "total_cpu_us", "self_gpu_us", "total_gpu_us", "calls"))  # fmt: skip
+    p = add("launches", _launches, "Launch latency: launch-to-start, queue delay, call cost")
+    p.add_argument("--ops", action="store_true", help="one row per GPU op instead of per API")
+    p = add("gaps", _gaps, "GPU idle gaps and what the launching CPU thread was doing")
+    p.add_argument("--min-gap-us", type=float, default=1.0, help="ignore shorter gaps")
+    p.set_defaults(top=20)
+    p = add("compare", _compare, "Compare two traces per step", step=False, top=False)
+    p.add_argument("--labels", default="eager,compiled", help="two names, comma-separated")
+    add("validate", _validate, "Check what could mislead an analysis (exit 1 on errors)",
+        step=False, top=False)  # fmt: skip
+    r = sub.add_parser("render", help="Draw a trace window to PNG/SVG (needs matplotlib)",
+                       add_help=False)  # fmt: skip
+    r.add_argument("rest", nargs=argparse.REMAINDER)
+    r.set_defaults(func=_render)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the CLI; returns the exit status (0 ok, 1 validation errors, 2 bad input)."""
+    argv = sys.argv[1:] if argv is None else list(argv)
+    try:
+        if argv[:1] == ["render"]:  # its options belong to _render, parsed there
+            return _render(argparse.Namespace(rest=argv[1:]))
+        args = _parser().parse_args(argv)
+        return int(args.func(args))
+    except SystemExit as exc:  # argparse: usage errors and --help
+        return exc.code if isinstance(exc.code, int) else 2
+    except (TraceError, _UserError) as exc:
+        print(f"tracereader: {exc}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:  # `tracereader ... | head`
+        return 0
+
+
+def run() -> None:
+    """Console-script entry point."""
+    raise SystemExit(main())
+
+
+if __name__ == "__main__":
+    run()

@@ -1,0 +1,657 @@
+"""Checks of a built Sphinx site, page by page, in a real browser (Playwright + Chromium).
+
+Plain functions, no pytest: ``test_site.py`` runs them over the real build and
+``test_sitecheck.py`` runs them over a deliberately broken copy, to prove that each
+problem is reported with the page and the element that has it.
+
+Every check returns a list of problem strings (empty: the page is fine). Each string
+starts with the page's path in the site, e.g.::
+
+    auto_examples/01_matmul_add.html: <img src="../_images/x.png"> has no alt text
+    chapters/part1.html: link to ../foo.html#bar: no such anchor in foo.html
+
+The site is served over HTTP on 127.0.0.1 (:func:`serve`); any request the page makes
+to another origin is blocked and reported, so a page that passes reads offline.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import http.server
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from html.parser import HTMLParser
+from pathlib import Path
+from urllib.parse import unquote, urljoin, urlsplit
+
+__all__ = [
+    "BUDGET_BYTES",
+    "CHROMIUM",
+    "CHROMIUM_ARGS",
+    "DOWNLOAD_SUFFIXES",
+    "PHONE_WIDTH",
+    "PageReport",
+    "Weight",
+    "check_dark",
+    "check_page",
+    "check_phone",
+    "check_search",
+    "fmt_bytes",
+    "is_local",
+    "launch",
+    "list_pages",
+    "serve",
+]
+
+CHROMIUM = "/usr/bin/chromium"  # Debian's; Playwright never downloads a browser here
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-quic",
+]
+DOWNLOAD_SUFFIXES = (".py", ".ipynb", ".zip", ".json.gz")
+BUDGET_BYTES = 1_500_000  # per page: its HTML + images + downloads linked from its content
+PHONE_WIDTH = 390
+DESKTOP = {"width": 1366, "height": 900}
+PHONE = {"width": PHONE_WIDTH, "height": 844}
+MIN_CONTRAST = 4.5  # WCAG AA, normal text
+MIN_CONTRAST_LARGE = 3.0  # WCAG AA, >= 24 px, or >= 18.66 px bold
+LOCAL_HOSTS = {"127.0.0.1", "localhost", "::1", "[::1]"}
+
+
+# --------------------------------------------------------------------------- serving
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, format, *args):  # noqa: A002 - the base class's name
+        pass
+
+
+@contextlib.contextmanager
+def serve(root: str | Path) -> Iterator[str]:
+    """Serve ``root`` on 127.0.0.1 at a free port; yields the base URL (ends with ``/``)."""
+    handler = functools.partial(_QuietHandler, directory=str(root))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=5)
+
+
+def launch(playwright):
+    """Debian's Chromium, headless, with no background network traffic of its own."""
+    return playwright.chromium.launch(
+        executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS
+    )
+
+
+def list_pages(root: str | Path) -> list[str]:
+    """Every HTML page of the site, relative to ``root`` (theme templates excluded)."""
+    root = Path(root)
+    pages = []
+    for path in sorted(root.rglob("*.html")):
+        rel = path.relative_to(root).as_posix()
+        if rel.startswith(("_static/", "_sources/", "_images/", "_downloads/")):
+            continue
+        pages.append(rel)
+    return pages
+
+
+def fmt_bytes(n: int) -> str:
+    if n >= 1_000_000:
+        return f"{n / 1e6:.2f} MB"
+    if n >= 1_000:
+        return f"{n / 1e3:.1f} kB"
+    return f"{n} B"
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def is_local(url: str) -> bool:
+    """True for the local server (and data:, blob: and the like); false for the network."""
+    parts = urlsplit(url)
+    if parts.scheme in ("data", "blob", "about", "javascript", "mailto", "chrome"):
+        return True
+    return parts.hostname in LOCAL_HOSTS
+
+
+def _label(url: str) -> str:
+    """The page's path in the site: what every problem line starts with."""
+    return unquote(urlsplit(url).path).lstrip("/") or "index.html"
+
+
+class _Ids(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.ids: set[str] = set()
+
+    def handle_starttag(self, tag, attrs):
+        for key, value in attrs:
+            if key == "id" or (key == "name" and tag == "a"):
+                self.ids.add(value or "")
+
+
+@functools.lru_cache(maxsize=512)
+def _ids_in(path: Path, mtime: float) -> frozenset[str]:
+    parser = _Ids()
+    parser.feed(path.read_text(encoding="utf-8", errors="replace"))
+    return frozenset(parser.ids)
+
+
+def _target_file(site_root: Path, url: str) -> Path:
+    path = unquote(urlsplit(url).path).lstrip("/")
+    target = site_root / path
+    if not path or path.endswith("/") or target.is_dir():
+        target = target / "index.html"
+    return target
+
+
+# Element descriptions used in problem lines: short, recognisable HTML.
+_JS_DESCRIBE = r"""
+const describe = (el) => {
+  if (!el || !el.tagName) return String(el);
+  const tag = el.tagName.toLowerCase();
+  let s = '<' + tag;
+  for (const name of ['src', 'href', 'id', 'class']) {
+    const v = el.getAttribute(name);
+    if (v) s += ' ' + name + '="' + (v.length > 80 ? v.slice(0, 77) + '...' : v) + '"';
+  }
+  s += '>';
+  const text = (el.innerText || el.textContent || '').trim().replace(/\s+/g, ' ');
+  if (text && !['img', 'script', 'link'].includes(tag))
+    s += (text.length > 40 ? text.slice(0, 37) + '...' : text);
+  return s;
+};
+"""
+
+# Any CSS colour to [r, g, b, a] (a in 0..1): let a canvas do the parsing, so oklch(),
+# color-mix() and friends work as well as rgb().
+_JS_COLOR = r"""
+const _ctx = document.createElement('canvas').getContext('2d', {willReadFrequently: true});
+const rgba = (css) => {
+  const m = css.match(/^rgba?\(([^)]*)\)$/);
+  if (m) {
+    const p = m[1].split(/[\s,\/]+/).filter(Boolean).map(parseFloat);
+    return [p[0], p[1], p[2], p.length > 3 ? p[3] : 1];
+  }
+  _ctx.clearRect(0, 0, 1, 1);
+  _ctx.fillStyle = '#000'; _ctx.fillStyle = css;
+  _ctx.fillRect(0, 0, 1, 1);
+  const d = _ctx.getImageData(0, 0, 1, 1).data;
+  return [d[0], d[1], d[2], d[3] / 255];
+};
+const over = (top, base) => [0, 1, 2].map(i => top[3] * top[i] + (1 - top[3]) * base[i]);
+const background = (el) => {
+  const chain = [];
+  for (let a = el; a; a = a.parentElement) chain.push(a);
+  let base = [255, 255, 255];
+  for (const a of chain.reverse()) {
+    const c = rgba(getComputedStyle(a).backgroundColor);
+    if (c[3] > 0) base = over(c, base);
+  }
+  return base;
+};
+const lum = (c) => {
+  const f = (v) => { v /= 255; return v <= 0.03928 ? v / 12.92 : Math.pow((v + 0.055) / 1.055, 2.4); };
+  return 0.2126 * f(c[0]) + 0.7152 * f(c[1]) + 0.0722 * f(c[2]);
+};
+const contrast = (a, b) => {
+  const [x, y] = [lum(a), lum(b)].sort((p, q) => q - p);
+  return (x + 0.05) / (y + 0.05);
+};
+const css = (c) => 'rgb(' + c.map(v => Math.round(v)).join(',') + ')';
+"""
+
+
+# --------------------------------------------------------------------------- watching
+
+
+@dataclass
+class _Watch:
+    """Console errors, failed and blocked requests of one page load."""
+
+    console: list[tuple[str, str]] = field(default_factory=list)  # (text, source url)
+    errors: list[str] = field(default_factory=list)  # uncaught exceptions
+    failed: dict[str, str] = field(default_factory=dict)  # url -> why
+    external: dict[str, str] = field(default_factory=dict)  # url -> resource type
+
+    def attach(self, page) -> None:
+        page.on("console", self._on_console)
+        page.on("pageerror", self._on_error)
+        page.on("requestfailed", self._on_failed)
+        page.on("response", self._on_response)
+        page.route(lambda url: not is_local(url), self._block)
+
+    def detach(self, page) -> None:
+        page.remove_listener("console", self._on_console)
+        page.remove_listener("pageerror", self._on_error)
+        page.remove_listener("requestfailed", self._on_failed)
+        page.remove_listener("response", self._on_response)
+        page.unroute_all(behavior="ignoreErrors")
+
+    def _on_console(self, msg) -> None:
+        if msg.type == "error":
+            self.console.append((msg.text, (msg.location or {}).get("url", "")))
+
+    def _on_error(self, exc) -> None:
+        self.errors.append(str(exc).splitlines()[0] if str(exc) else repr(exc))
+
+    def _on_failed(self, request) -> None:
+        if request.url not in self.external:
+            self.failed.setdefault(request.url, f"{request.method} failed: {request.failure}")
+
+    def _on_response(self, response) -> None:
+        if response.status >= 400:
+            self.failed[response.url] = f"{response.request.method} -> HTTP {response.status}"
+
+    def _block(self, route) -> None:
+        self.external[route.request.url] = route.request.resource_type
+        route.abort("blockedbyclient")
+
+    def problems(self, label: str, base_url: str) -> list[str]:
+        out = []
+        for url, kind in self.external.items():
+            out.append(f"{label}: needs the network: {kind} request to {url} (blocked; the "
+                       "site must read offline)")
+        for url, why in self.failed.items():
+            out.append(f"{label}: request for {_rel(url, base_url)}: {why}")
+        reported = set(self.failed) | set(self.external)
+        for text, source in self.console:
+            if text.startswith("Failed to load resource") and source in reported:
+                continue  # the failed request above already names it
+            where = f" (from {_rel(source, base_url)})" if source else ""
+            out.append(f"{label}: console error: {text}{where}")
+        for text in self.errors:
+            out.append(f"{label}: uncaught JavaScript error: {text}")
+        return out
+
+
+def _rel(url: str, base_url: str) -> str:
+    return url[len(base_url):] if url.startswith(base_url) else url
+
+
+def _settle(page) -> None:
+    """Wait until the page and its late requests are done (bounded)."""
+    with contextlib.suppress(Exception):
+        page.wait_for_load_state("networkidle", timeout=5_000)
+
+
+# --------------------------------------------------------------------------- desktop
+
+
+@dataclass
+class Weight:
+    """What one page costs a reader: its HTML, its images and the downloads it links."""
+
+    page: str
+    items: list[tuple[str, str, int]]  # (path in site, kind, bytes)
+
+    @property
+    def total(self) -> int:
+        return sum(n for _, _, n in self.items)
+
+    def by_kind(self, kind: str) -> int:
+        return sum(n for _, k, n in self.items if k == kind)
+
+    def biggest(self, k: int = 3) -> list[tuple[str, str, int]]:
+        return sorted(self.items, key=lambda item: -item[2])[:k]
+
+    def as_dict(self) -> dict:
+        return {
+            "page": self.page,
+            "total_bytes": self.total,
+            "html_bytes": self.by_kind("html"),
+            "image_bytes": self.by_kind("image"),
+            "download_bytes": self.by_kind("download"),
+            "items": [{"path": p, "kind": k, "bytes": n} for p, k, n in self.items],
+        }
+
+
+@dataclass
+class PageReport:
+    page: str
+    problems: list[str]
+    weight: Weight | None = None
+
+
+_JS_COLLECT = (
+    "async () => {"
+    + _JS_DESCRIBE
+    + r"""
+  const imgs = Array.from(document.images);
+  for (const img of imgs) if (img.loading === 'lazy') img.loading = 'eager';
+  await Promise.all(imgs.map(img => Promise.race([
+    img.decode().catch(() => null), new Promise(r => setTimeout(r, 5000))])));
+  const content = document.querySelector('article.bd-article, article, [role=main], main') || document.body;
+  return {
+    images: imgs.map(img => ({
+      src: img.getAttribute('src') || '', abs: img.currentSrc || img.src || '',
+      alt: img.getAttribute('alt'), natural: img.naturalWidth, complete: img.complete,
+      inContent: content.contains(img), html: describe(img)})),
+    links: Array.from(document.querySelectorAll('a[href]')).map(a => ({
+      href: a.getAttribute('href'), abs: a.href, inContent: content.contains(a),
+      html: describe(a)})),
+  };
+}"""
+)
+
+
+def check_page(page, url: str, site_root: str | Path, *, budget: int = BUDGET_BYTES,
+               fetched: dict[str, str | None] | None = None) -> PageReport:
+    """Load ``url`` at desktop width and check what a reader of it relies on.
+
+    * it loads with no console error, no failed request and nothing from the network;
+    * every ``<img>`` loads (``naturalWidth > 0``) and has non-empty alt text;
+    * every same-site link resolves: the file exists, and so does its ``#fragment``;
+    * every download link (``.py``, ``.ipynb``, ``.zip``, ``.json.gz``) answers HTTP 200
+      with a non-empty body;
+    * the page's weight (its HTML, images, and downloads its content links) is within
+      ``budget`` bytes.
+
+    ``fetched`` caches download checks across pages (url -> problem or None).
+    """
+    site_root = Path(site_root)
+    label = _label(url)
+    base_url = urljoin(url, "/")
+    fetched = {} if fetched is None else fetched
+    problems: list[str] = []
+
+    page.set_viewport_size(DESKTOP)
+    watch = _Watch()
+    watch.attach(page)
+    try:
+        response = page.goto(url, wait_until="load")
+        _settle(page)
+        if response is None or response.status != 200:
+            status = response.status if response else "no response"
+            return PageReport(label, [f"{label}: the page itself answered {status}"])
+        found = page.evaluate(_JS_COLLECT)
+    finally:
+        watch.detach(page)
+    problems += watch.problems(label, base_url)
+
+    # Images: loaded, and described.
+    for img in found["images"]:
+        if not img["natural"]:
+            problems.append(f"{label}: {img['html']} did not load (naturalWidth 0)")
+        if not (img["alt"] or "").strip():
+            problems.append(f"{label}: {img['html']} has no alt text")
+
+    # Links: the target file and the fragment exist; downloads answer with a body.
+    seen: set[str] = set()
+    for link in found["links"]:
+        abs_url, href = link["abs"], link["href"]
+        if not abs_url or abs_url in seen or not is_local(abs_url):
+            continue
+        seen.add(abs_url)
+        parts = urlsplit(abs_url)
+        if parts.scheme not in ("http", "https"):
+            continue
+        if parts.path.lower().endswith(DOWNLOAD_SUFFIXES):
+            key = abs_url.split("#")[0]
+            if key not in fetched:
+                fetched[key] = _fetch_problem(page, key)
+            if fetched[key]:
+                problems.append(f"{label}: download {href}: {fetched[key]}")
+                continue
+        target = _target_file(site_root, abs_url)
+        if not target.is_file():
+            problems.append(f"{label}: link to {href}: no such file ({link['html']})")
+            continue
+        fragment = unquote(parts.fragment)
+        if fragment and target.suffix == ".html":
+            ids = _ids_in(target, target.stat().st_mtime)
+            if fragment not in ids:
+                where = target.relative_to(site_root).as_posix()
+                problems.append(f"{label}: link to {href}: no such anchor #{fragment} in {where}")
+
+    weight = _weight(label, site_root, base_url, found)
+    if weight.total > budget:
+        big = ", ".join(f"{p} {fmt_bytes(n)}" for p, _, n in weight.biggest())
+        problems.append(f"{label}: weighs {fmt_bytes(weight.total)}, over the "
+                        f"{fmt_bytes(budget)} budget; biggest: {big}")
+    return PageReport(label, problems, weight)
+
+
+def _fetch_problem(page, url: str) -> str | None:
+    try:
+        response = page.request.get(url, timeout=30_000)
+    except Exception as exc:  # a refused connection, a timeout: say so, on the page's line
+        return f"could not fetch ({exc.__class__.__name__}: {str(exc).splitlines()[0]})"
+    try:
+        if response.status != 200:
+            return f"HTTP {response.status}"
+        if not response.body():
+            return "empty body (0 bytes)"
+        return None
+    finally:
+        response.dispose()
+
+
+def _weight(label: str, site_root: Path, base_url: str, found: dict) -> Weight:
+    items: dict[str, tuple[str, int]] = {}
+
+    def add(abs_url: str, kind: str) -> None:
+        if not abs_url.startswith(base_url):
+            return
+        rel = unquote(urlsplit(abs_url).path).lstrip("/")
+        if rel.startswith("_static/") or rel in items:
+            return
+        path = site_root / rel
+        if path.is_file():
+            items[rel] = (kind, path.stat().st_size)
+
+    add(urljoin(base_url, label), "html")
+    for img in found["images"]:
+        add(img["abs"], "image")
+    for link in found["links"]:
+        path = urlsplit(link["abs"]).path.lower()
+        if link["inContent"] and (path.endswith(DOWNLOAD_SUFFIXES) or "/_downloads/" in path):
+            add(link["abs"].split("#")[0], "download")
+    return Weight(label, [(p, k, n) for p, (k, n) in items.items()])
+
+
+# --------------------------------------------------------------------------- phone
+
+_JS_OVERFLOW = (
+    "(W) => {"
+    + _JS_DESCRIBE
+    + r"""
+  // The nearest ancestor that scrolls or clips sideways and fits the screen. It must be
+  // the content's own box (a table's or code block's scroller), not the page layout
+  // that holds the whole article: a text column that scrolls sideways fails too.
+  const article = document.querySelector('article.bd-article, article, [role=main], main');
+  const contained = (el) => {
+    for (let a = el.parentElement; a && a !== document.body && a !== document.documentElement;
+         a = a.parentElement) {
+      if (getComputedStyle(a).overflowX === 'visible') continue;
+      if (a.getBoundingClientRect().right > W + 1) continue;
+      return !(article && a.contains(article));
+    }
+    return false;
+  };
+  const bad = [];
+  for (const el of document.body.querySelectorAll('*')) {
+    const r = el.getBoundingClientRect();
+    if (r.width === 0 || r.height === 0 || r.right <= W + 1) continue;
+    if (!el.checkVisibility({visibilityProperty: true, opacityProperty: true})) continue;
+    if (contained(el)) continue;
+    bad.push([el, r.right]);
+  }
+  const outer = bad.filter(([el]) => !bad.some(([o]) => o !== el && o.contains(el)));
+  return {
+    scrollWidth: document.scrollingElement.scrollWidth,
+    items: outer.slice(0, 8).map(([el, right]) => ({html: describe(el), right: Math.round(right)})),
+  };
+}"""
+)
+
+
+def check_phone(page, url: str, width: int = PHONE_WIDTH) -> list[str]:
+    """At ``width`` px the page must not scroll sideways.
+
+    Content wider than the screen is fine only inside its own horizontal scroll
+    container (a table or code block with ``overflow-x: auto``); anything else that
+    reaches past the right edge is named.
+    """
+    label = _label(url)
+    page.set_viewport_size({"width": width, "height": PHONE["height"]})
+    page.goto(url, wait_until="load")
+    _settle(page)
+    found = page.evaluate(_JS_OVERFLOW, width)
+    problems = []
+    if found["scrollWidth"] > width + 1:
+        problems.append(f"{label}: at {width} px the page scrolls sideways "
+                        f"(scrollWidth {found['scrollWidth']} px)")
+    for item in found["items"]:
+        problems.append(f"{label}: at {width} px {item['html']} reaches {item['right']} px, "
+                        "outside any horizontal scroll container")
+    return problems
+
+
+# --------------------------------------------------------------------------- dark mode
+
+DARK_INIT = (
+    "try { localStorage.setItem('mode', 'dark'); localStorage.setItem('theme', 'dark'); }"
+    " catch (e) {}"
+)
+
+_JS_READABLE = (
+    "() => {"
+    + _JS_DESCRIBE
+    + _JS_COLOR
+    + r"""
+  const root = document.querySelector('article.bd-article, article, [role=main], main') || document.body;
+  const low = [];
+  let checked = 0;
+  const walker = document.createTreeWalker(root, NodeFilter.SHOW_ELEMENT);
+  for (let el = walker.currentNode; el && checked < 1500; el = walker.nextNode()) {
+    if (!Array.from(el.childNodes).some(n => n.nodeType === 3 && n.textContent.trim())) continue;
+    if (!el.checkVisibility({visibilityProperty: true, opacityProperty: true})) continue;
+    const s = getComputedStyle(el);
+    const r = el.getBoundingClientRect();
+    if (r.width === 0 || r.height === 0) continue;
+    checked += 1;
+    const bg = background(el);
+    const fg = over(rgba(s.color), bg);
+    const ratio = contrast(fg, bg);
+    const size = parseFloat(s.fontSize), bold = parseInt(s.fontWeight) >= 700;
+    const need = (size >= 24 || (bold && size >= 18.66)) ? 3.0 : 4.5;
+    if (ratio < need) low.push({html: describe(el), ratio, need, fg: css(fg), bg: css(bg)});
+  }
+  const body = document.querySelector('article p, main p, p') || document.body;
+  const bbg = background(body);
+  const bodyRatio = contrast(over(rgba(getComputedStyle(body).color), bbg), bbg);
+  const images = [];
+  for (const img of document.images) {
+    if (!img.complete || !img.naturalWidth) continue;
+    const s = getComputedStyle(img);
+    let opacity = 1;
+    for (let a = img; a; a = a.parentElement) opacity *= parseFloat(getComputedStyle(a).opacity);
+    const r = img.getBoundingClientRect();
+    let transparent = 0;
+    try {
+      const w = Math.min(img.naturalWidth, 96), h = Math.min(img.naturalHeight, 96);
+      const c = document.createElement('canvas'); c.width = w; c.height = h;
+      const x = c.getContext('2d'); x.drawImage(img, 0, 0, w, h);
+      const d = x.getImageData(0, 0, w, h).data;
+      let n = 0; for (let i = 3; i < d.length; i += 4) if (d[i] < 250) n++;
+      transparent = n / (w * h);
+    } catch (e) { transparent = -1; }
+    images.push({html: describe(img), opacity, visible: img.checkVisibility({visibilityProperty: true}),
+                 width: r.width, transparent, bg: css(background(img)),
+                 bgLum: lum(background(img)), filter: s.filter});
+  }
+  return {theme: document.documentElement.dataset.theme || '', bodyRatio,
+          body: describe(body), checked, low, images};
+}"""
+)
+
+
+def check_dark(page, url: str) -> list[str]:
+    """In the theme's dark mode, text stays readable and figures stay visible.
+
+    Dark mode is switched on the way the theme's switch does it (``localStorage``
+    ``mode``/``theme`` = ``dark``); the page must then carry ``data-theme="dark"``.
+    Text: contrast of every text element of the article >= 4.5 (3.0 for large text).
+    Figures: not transparent, and a figure with transparent pixels must sit on a
+    light background (dark lines on a transparent PNG vanish on a dark page).
+    """
+    label = _label(url)
+    page.set_viewport_size(DESKTOP)
+    page.goto(url, wait_until="load")
+    _settle(page)
+    found = page.evaluate(_JS_READABLE)
+    problems = []
+    if found["theme"] != "dark":
+        return [f"{label}: dark mode did not switch on (data-theme={found['theme']!r})"]
+    if found["bodyRatio"] < MIN_CONTRAST:
+        problems.append(f"{label} (dark): body text {found['body']} has contrast "
+                        f"{found['bodyRatio']:.2f} < {MIN_CONTRAST}")
+    for item in sorted(found["low"], key=lambda i: i["ratio"])[:8]:
+        problems.append(f"{label} (dark): {item['html']} has contrast {item['ratio']:.2f} < "
+                        f"{item['need']} ({item['fg']} on {item['bg']})")
+    if len(found["low"]) > 8:
+        problems.append(f"{label} (dark): ... and {len(found['low']) - 8} more low-contrast elements")
+    for img in found["images"]:
+        if not img["visible"] or img["opacity"] < 0.5 or img["width"] < 2:
+            problems.append(f"{label} (dark): {img['html']} is not visible "
+                            f"(opacity {img['opacity']:.2f}, width {img['width']:.0f} px)")
+        elif img["transparent"] > 0.02 and img["bgLum"] < 0.5:
+            problems.append(f"{label} (dark): {img['html']} is transparent "
+                            f"({img['transparent']:.0%} of pixels) on a dark background "
+                            f"{img['bg']}: give it a light background")
+    return problems
+
+
+def check_contrast(page, url: str) -> list[str]:
+    """Light-mode twin of the text part of :func:`check_dark` (page already loaded)."""
+    label = _label(url)
+    found = page.evaluate(_JS_READABLE)
+    return [
+        f"{label} (light): {item['html']} has contrast {item['ratio']:.2f} < {item['need']} "
+        f"({item['fg']} on {item['bg']})"
+        for item in sorted(found["low"], key=lambda i: i["ratio"])[:8]
+    ]
+
+
+# --------------------------------------------------------------------------- search
+
+
+def check_search(page, base_url: str, query: str, expect_any: list[str]) -> list[str]:
+    """``search.html?q=query`` lists at least one page whose path contains one of
+    ``expect_any`` (e.g. ``chapters/part1``)."""
+    url = urljoin(base_url, f"search.html?q={query}")
+    page.set_viewport_size(DESKTOP)
+    page.goto(url, wait_until="load")
+    try:
+        page.wait_for_function(
+            "() => { const s = document.querySelector('#search-results .search-summary,"
+            " #search-results p'); return s && /found|did not match|no results/i.test(s.textContent)"
+            " || document.querySelectorAll('#search-results ul.search li').length > 0 }",
+            timeout=15_000,
+        )
+        time.sleep(0.3)  # results are appended one by one
+    except Exception:
+        return [f"search.html?q={query}: the search never finished"]
+    hrefs = page.eval_on_selector_all(
+        "#search-results ul.search li a", "els => els.map(a => a.getAttribute('href'))"
+    )
+    hits = [h for h in hrefs if any(e in h for e in expect_any)]
+    if not hits:
+        return [f"search.html?q={query}: results {hrefs or '(none)'} include none of {expect_any}"]
+    return []

@@ -1,0 +1,95 @@
+"""The built site, page by page, in headless Chromium.
+
+Run after a docs build::
+
+    python -m nox -s browser
+    # or, by hand, on any built copy of the site:
+    python -m pytest -q -m browser tests/browser --site docs/_build/html
+
+Each failure names the page and the element (see sitecheck.py). The page-weight table
+is printed at the end of the run and written to artifacts/page-weights.json; the
+screenshots for reviewers go to artifacts/screenshots/.
+"""
+
+from __future__ import annotations
+
+import pytest
+import sitecheck
+
+pytestmark = pytest.mark.browser
+
+#: Pages photographed for reviewers at desktop and phone width.
+SCREENSHOTS = {
+    "home": "index.html",
+    "part1": "chapters/part1.html",
+    "example01": "auto_examples/01_matmul_add.html",
+}
+
+
+def _fail(problems: list[str]) -> None:
+    if problems:
+        pytest.fail("\n".join(problems), pytrace=False)
+
+
+def test_page(page_path, page, site_root, base_url, weights, fetched):
+    """Loads clean and offline; images load and have alt text; links, anchors and
+    downloads resolve; text is readable in light mode; within the weight budget."""
+    url = base_url + page_path
+    report = sitecheck.check_page(page, url, site_root, fetched=fetched)
+    if report.weight is not None:
+        weights[report.page] = report.weight
+    problems = report.problems
+    if report.weight is not None:  # the page loaded: check its text in light mode too
+        problems += sitecheck.check_contrast(page, url)
+    _fail(problems)
+
+
+def test_phone_width(page_path, page, base_url):
+    """At 390 px nothing scrolls sideways but tables and code in their own scroller."""
+    _fail(sitecheck.check_phone(page, base_url + page_path))
+
+
+def test_dark_mode(page_path, dark_page, base_url):
+    """With the theme in dark mode, text keeps its contrast and figures stay visible."""
+    _fail(sitecheck.check_dark(dark_page, base_url + page_path))
+
+
+def test_search_finds_part1(page, base_url):
+    """Searching a launch call every Part 1 trace has finds the Part 1 pages."""
+    _fail(
+        sitecheck.check_search(
+            page, base_url, "cudaLaunchKernel", ["chapters/part1", "auto_examples/01_matmul_add"]
+        )
+    )
+
+
+@pytest.mark.parametrize("width", [1366, sitecheck.PHONE_WIDTH], ids=["desktop", "phone"])
+@pytest.mark.parametrize("name", list(SCREENSHOTS))
+def test_screenshot(name, width, page, site_root, base_url, artifacts):
+    """Full-page screenshots for reviewers: artifacts/screenshots/<page>-<width>.png."""
+    rel = SCREENSHOTS[name]
+    if not (site_root / rel).exists():
+        pytest.fail(f"{rel}: not in the built site, nothing to photograph", pytrace=False)
+    out = artifacts / "screenshots" / f"{name}-{width}.png"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    page.set_viewport_size({"width": width, "height": 900 if width > 800 else 844})
+    page.goto(base_url + rel, wait_until="load")
+    page.wait_for_load_state("networkidle")
+    page.screenshot(path=str(out), full_page=True)
+    assert out.stat().st_size > 1000
+
+
+@pytest.mark.parametrize("name", list(SCREENSHOTS))
+def test_screenshot_dark(name, dark_page, site_root, base_url, artifacts):
+    """The same pages in dark mode at desktop width: <page>-1366-dark.png."""
+    rel = SCREENSHOTS[name]
+    if not (site_root / rel).exists():
+        pytest.fail(f"{rel}: not in the built site, nothing to photograph", pytrace=False)
+    out = artifacts / "screenshots" / f"{name}-1366-dark.png"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    dark_page.set_viewport_size({"width": 1366, "height": 900})
+    dark_page.goto(base_url + rel, wait_until="load")
+    dark_page.wait_for_load_state("networkidle")
+    assert dark_page.evaluate("document.documentElement.dataset.theme") == "dark"
+    dark_page.screenshot(path=str(out), full_page=True)
+    assert out.stat().st_size > 1000

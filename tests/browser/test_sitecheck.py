@@ -1,0 +1,126 @@
+"""The checker itself: a copy of a real page, broken on purpose, is reported element by
+element, with the page's path on every line, and nothing else new is reported."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import struct
+import zlib
+
+import pytest
+import sitecheck
+
+pytestmark = pytest.mark.browser
+
+PAGE = "chapters/part1.html"  # a real page of the build, theme and all
+
+# Injected at the top of the article. Each line is one thing a reader would trip over.
+BROKEN = """
+<p><img src="../_images/no-such-figure.png" alt="a figure that was never built"></p>
+<p><img src="../_images/selftest-noalt.png"></p>
+<p><img src="../_images/selftest-transparent.png" alt="dark lines on a transparent PNG"
+        style="background-color: transparent"></p>
+<p><a href="../index.html#no-such-anchor">a stale anchor</a>
+   <a href="../no-such-page.html">a page that does not exist</a>
+   <a href="../_downloads/selftest/missing.json.gz">a trace that is not there</a>
+   <a href="../_downloads/selftest/empty.py">an empty script</a>
+   <a href="../_downloads/selftest/big.zip">a heavy zip</a></p>
+<script src="https://cdn.example.com/lib.js"></script>
+<script>console.error("self-test boom")</script>
+<div style="width: 900px; height: 4px">a strip too wide for a phone</div>
+<p style="color: #333">grey text for a light page only</p>
+"""
+
+# (what must be reported, as a regex over the problem lines)
+EXPECTED = [
+    r"^chapters/part1\.html: <img src=\"\.\./_images/no-such-figure\.png\"> did not load",
+    r"^chapters/part1\.html: request for _images/no-such-figure\.png: GET -> HTTP 404",
+    r"^chapters/part1\.html: <img src=\"\.\./_images/selftest-noalt\.png\"> has no alt text",
+    r"^chapters/part1\.html: link to \.\./index\.html#no-such-anchor: no such anchor",
+    r"^chapters/part1\.html: link to \.\./no-such-page\.html: no such file \(<a href=",
+    r"^chapters/part1\.html: download \.\./_downloads/selftest/missing\.json\.gz: HTTP 404",
+    r"^chapters/part1\.html: download \.\./_downloads/selftest/empty\.py: empty body",
+    r"^chapters/part1\.html: weighs .* over the 1\.50 MB budget; biggest: _downloads/selftest/big\.zip",
+    r"^chapters/part1\.html: needs the network: script request to https://cdn\.example\.com/lib\.js",
+    r"^chapters/part1\.html: console error: self-test boom",
+    r"^chapters/part1\.html: at 390 px <div>a strip too wide for a phone reaches 9\d\d px",
+    r"^chapters/part1\.html \(dark\): <p>grey text for a light page only has contrast",
+    r"^chapters/part1\.html \(dark\): <img src=\"\.\./_images/selftest-transparent\.png\"> is transparent",
+]
+# Also acceptable among the new lines: the page-level consequence of the wide strip.
+CONSEQUENCES = [r"^chapters/part1\.html: at 390 px the page scrolls sideways"]
+
+
+def _png(width: int, height: int, pixel) -> bytes:
+    """A small RGBA PNG, written by hand (no imaging library needed)."""
+    rows = b"".join(
+        b"\x00" + b"".join(bytes(pixel(x, y)) for x in range(width)) for y in range(height)
+    )
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(
+            ">I", zlib.crc32(kind + data) & 0xFFFFFFFF
+        )
+
+    header = struct.pack(">IIBBBBB", width, height, 8, 6, 0, 0, 0)
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(rows))
+            + chunk(b"IEND", b""))
+
+
+def _all_checks(browser, base_url: str, site) -> list[str]:
+    url = base_url + PAGE
+    light = browser.new_context(color_scheme="light")
+    dark = browser.new_context(color_scheme="dark")
+    dark.add_init_script(sitecheck.DARK_INIT)
+    for ctx in (light, dark):  # check_page reports external requests; elsewhere just drop them
+        ctx.route(lambda url: not sitecheck.is_local(url), lambda route: route.abort())
+    try:
+        page = light.new_page()
+        problems = sitecheck.check_page(page, url, site).problems
+        problems += sitecheck.check_phone(page, url)
+        problems += sitecheck.check_dark(dark.new_page(), url)
+    finally:
+        light.close()
+        dark.close()
+    return problems
+
+
+def test_broken_copy_is_reported_by_page_and_element(tmp_path, site_root, chromium):
+    site = tmp_path / "site"
+    shutil.copytree(site_root, site)
+    with sitecheck.serve(site) as base_url:
+        before = set(_all_checks(chromium, base_url, site))
+
+        images = site / "_images"
+        images.mkdir(exist_ok=True)
+        (images / "selftest-noalt.png").write_bytes(_png(8, 8, lambda x, y: (40, 90, 200, 255)))
+        (images / "selftest-transparent.png").write_bytes(
+            _png(32, 32, lambda x, y: (0, 0, 0, 255) if x == y else (0, 0, 0, 0))
+        )
+        downloads = site / "_downloads" / "selftest"
+        downloads.mkdir(parents=True)
+        (downloads / "empty.py").write_bytes(b"")
+        (downloads / "big.zip").write_bytes(b"\x00" * 1_600_000)
+        page_file = site / PAGE
+        html = page_file.read_text(encoding="utf-8")
+        marker = '<article class="bd-article">'
+        assert marker in html, f"{PAGE}: the theme's article element moved; update the self-test"
+        page_file.write_text(html.replace(marker, marker + BROKEN, 1), encoding="utf-8")
+
+        after = _all_checks(chromium, base_url, site)
+
+    new = [line for line in after if line not in before]
+    missing = [rx for rx in EXPECTED if not any(re.search(rx, line) for line in new)]
+    unexplained = [
+        line for line in new
+        if not any(re.search(rx, line) for rx in EXPECTED + CONSEQUENCES)
+    ]
+    assert not missing, "not reported:\n" + "\n".join(missing) + "\n\nreported:\n" + "\n".join(new)
+    assert not unexplained, "reported but not planted:\n" + "\n".join(unexplained)
+
+
+def test_list_pages_skips_theme_templates(site_root):
+    pages = sitecheck.list_pages(site_root)
+    assert "index.html" in pages
+    assert not [p for p in pages if p.startswith("_static/")]

@@ -1,0 +1,231 @@
+"""The command line: every subcommand, its formats, errors, and golden outputs.
+
+Golden files live in ``tests/golden/*.txt`` and are compared exactly. After an
+intended change (or a re-recording), regenerate them and review the diff::
+
+    UPDATE_GOLDEN=1 python -m pytest tests/test_cli.py
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from test_link import LAUNCH_PATHS, doc
+from test_measure import GAPS
+from test_tables import NESTED
+
+from tracereader.cli import main, run
+
+ROOT = Path(__file__).resolve().parent.parent
+GOLDEN = ROOT / "tests" / "golden"
+H200 = ROOT / "tests" / "data" / "h200"
+UPDATE = os.environ.get("UPDATE_GOLDEN") == "1"
+
+SYNTHETIC = {"paths": LAUNCH_PATHS, "gaps": GAPS, "nested": NESTED}
+
+
+@pytest.fixture
+def synth(tmp_path, monkeypatch):
+    """Synthetic traces as files in the working directory (so paths print short)."""
+    for name, events in SYNTHETIC.items():
+        (tmp_path / f"{name}.json").write_text(json.dumps(doc(events)))
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def cli(capsys, *argv):
+    rc = main(list(argv))
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+def check_golden(name: str, text: str) -> None:
+    path = GOLDEN / f"{name}.txt"
+    if UPDATE:
+        GOLDEN.mkdir(exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+        return
+    if not path.exists():
+        pytest.fail(f"no golden file {path.name}; run with UPDATE_GOLDEN=1 to create it")
+    assert text == path.read_text(encoding="utf-8")
+
+
+# ------------------------------------------------------------------ golden: synthetic
+SYNTH_CASES = [
+    ("synthetic_summary", ["summary", "paths.json"]),
+    ("synthetic_kernels", ["kernels", "paths.json"]),
+    ("synthetic_launches", ["launches", "paths.json"]),
+    ("synthetic_launches_ops", ["launches", "paths.json", "--ops"]),
+    ("synthetic_gaps", ["gaps", "gaps.json"]),
+    ("synthetic_ops", ["ops", "nested.json"]),
+    ("synthetic_ops_markdown", ["ops", "nested.json", "--format", "markdown"]),
+    ("synthetic_compare", ["compare", "paths.json", "gaps.json", "--labels", "paths,gaps"]),
+]
+
+
+@pytest.mark.parametrize(("name", "argv"), SYNTH_CASES, ids=[c[0] for c in SYNTH_CASES])
+def test_golden_synthetic(synth, capsys, name, argv):
+    rc, out, err = cli(capsys, *argv)
+    assert rc == 0 and err == ""
+    check_golden(name, out)
+
+
+# ------------------------------------------------------------------ golden: real traces
+REAL_CASES = [
+    (f"{trace}_{cmd}", [cmd, f"tests/data/h200/{trace}.json.gz", *extra])
+    for trace in ("train_eager", "train_stack", "compile", "cudagraphs", "sdpa")
+    for cmd, extra in [
+        ("summary", []),
+        ("kernels", []),
+        ("ops", ["--top", "15"]),
+        ("launches", []),
+        ("gaps", ["--top", "10"]),
+    ]
+] + [
+    ("compare_eager_compile", ["compare", "tests/data/h200/train_eager.json.gz",
+                               "tests/data/h200/compile.json.gz"]),
+    ("train_eager_kernels_step2_markdown", ["kernels", "tests/data/h200/train_eager.json.gz",
+                                            "--step", "2", "--format", "markdown"]),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("name", "argv"), REAL_CASES, ids=[c[0] for c in REAL_CASES])
+def test_golden_real(capsys, monkeypatch, name, argv):
+    for arg in argv[1:]:
+        if arg.endswith(".json.gz") and not (ROOT / arg).exists():
+            pytest.skip(f"{arg} not recorded yet")
+    monkeypatch.chdir(ROOT)
+    rc, out, err = cli(capsys, *argv)
+    assert rc == 0 and err == ""
+    check_golden(name, out)
+
+
+# ------------------------------------------------------------------ formats
+def test_summary_json_is_one_object_with_the_keys(synth, capsys):
+    rc, out, _ = cli(capsys, "summary", "paths.json", "--format", "json")
+    assert rc == 0
+    data = json.loads(out)
+    for key in ("kernels", "memcpys", "memsets", "gpu_ops", "linked_gpu_ops", "launch_apis",
+                "graph_launches", "gpu_busy_us", "steps", "events", "duration_us", "devices",
+                "parser", "repairs", "step_times"):  # fmt: skip
+        assert key in data, key
+    assert (data["gpu_ops"], data["linked_gpu_ops"], data["graph_launches"]) == (17, 16, 1)
+
+
+@pytest.mark.parametrize("cmd", ["kernels", "ops", "launches", "gaps"])
+@pytest.mark.parametrize("fmt", ["text", "json", "markdown"])
+def test_every_format(synth, capsys, cmd, fmt):
+    rc, out, err = cli(capsys, cmd, "gaps.json", "--format", fmt)
+    assert rc == 0 and err == "" and out.strip()
+    if fmt == "json":
+        json.loads(out)
+    if fmt == "markdown":
+        assert "|---" in out or "|:---" in out
+
+
+def test_step_and_top(synth, capsys):
+    rc, out, _ = cli(
+        capsys, "kernels", "gaps.json", "--step", "1", "--top", "2", "--format", "json"
+    )
+    assert rc == 0 and len(json.loads(out)) == 2
+
+
+def test_compare_json(synth, capsys):
+    rc, out, _ = cli(capsys, "compare", "paths.json", "nested.json", "--format", "json")
+    data = json.loads(out)
+    assert rc == 0 and data["labels"] == ["eager", "compiled"]
+
+
+# ------------------------------------------------------------------ errors
+def _one_line_error(rc, out, err):
+    assert rc == 2 and out == ""
+    assert err.startswith("tracereader: ") and err.count("\n") == 1
+    assert "Traceback" not in err
+
+
+def test_missing_file(synth, capsys):
+    _one_line_error(*cli(capsys, "summary", "nope.json"))
+
+
+def test_not_a_trace(synth, capsys):
+    Path("x.json").write_text('{"hello": 1}')
+    Path("y.txt").write_text("this is not json")
+    Path("z.json.gz").write_bytes(gzip.compress(b'{"traceEvents": [')[:-8])
+    for name in ("x.json", "y.txt", "z.json.gz"):
+        _one_line_error(*cli(capsys, "kernels", name))
+
+
+def test_unknown_step(synth, capsys):
+    rc, out, err = cli(capsys, "kernels", "paths.json", "--step", "7")
+    _one_line_error(rc, out, err)
+    assert "ProfilerStep#7" in err
+
+
+def test_bad_labels(synth, capsys):
+    _one_line_error(*cli(capsys, "compare", "paths.json", "paths.json", "--labels", "one"))
+
+
+def test_usage_error_returns_2(capsys):
+    assert main(["frobnicate"]) == 2
+    assert main([]) == 2
+    capsys.readouterr()
+
+
+def test_run_exits_with_status(synth, monkeypatch, capsys):
+    monkeypatch.setattr(sys, "argv", ["tracereader", "summary", "nope.json"])
+    with pytest.raises(SystemExit) as exc:
+        run()
+    assert exc.value.code == 2
+    capsys.readouterr()
+
+
+# ------------------------------------------------------------------ validate
+def test_validate_ok(synth, capsys):
+    rc, out, _ = cli(capsys, "validate", "paths.json")
+    assert rc == 0 and out.strip()
+
+
+def test_validate_error_exits_1(synth, capsys, monkeypatch):
+    import tracereader._validate as v
+
+    monkeypatch.setattr(v, "validate", lambda t: [v.Finding("error", "clock went backwards")])
+    rc, out, _ = cli(capsys, "validate", "paths.json", "--format", "json")
+    assert rc == 1 and json.loads(out)[0]["message"] == "clock went backwards"
+
+
+def test_validate_without_validator_degrades(synth, capsys, monkeypatch):
+    monkeypatch.setitem(sys.modules, "tracereader._validate", None)
+    rc, out, _ = cli(capsys, "validate", "paths.json")
+    assert rc == 0 and "1 of 17 GPU ops have no launch call" in out
+
+
+# ------------------------------------------------------------------ render is lazy
+def test_render_missing_module_is_one_line(synth, capsys, monkeypatch):
+    import tracereader
+
+    monkeypatch.setitem(sys.modules, "tracereader._render", None)
+    monkeypatch.delattr(tracereader, "_render", raising=False)
+    _one_line_error(*cli(capsys, "render", "paths.json", "--out", "x.png"))
+
+
+def test_render_help(capsys):
+    assert main(["render", "--help"]) == 0
+    assert "--out" in capsys.readouterr().out
+
+
+def test_cli_imports_neither_matplotlib_nor_torch(synth):
+    code = (
+        "import sys; from tracereader.cli import main; "
+        "rc = main(['summary', 'paths.json']) + main(['kernels', 'paths.json']); "
+        "bad = {'matplotlib', 'torch'} & set(sys.modules); "
+        "sys.exit(rc or (3 if bad else 0))"
+    )
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
+    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr

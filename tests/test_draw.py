@@ -1,0 +1,408 @@
+"""Timeline pictures: structure, not pixels (tracereader._draw)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("matplotlib")
+
+from tracereader import Kind, load
+from tracereader._draw import Callout, alt_text, compare_timelines, resolve_window, timeline
+from tracereader._draw_layout import CLASS_INDEX, classify, merge_bars, short_name
+from tracereader._link import link
+from tracereader._measure import gaps as measure_gaps
+
+ROOT = Path(__file__).resolve().parents[1]
+RECORDINGS = ROOT / "src" / "tracereader" / "recordings" / "01_matmul_add"
+H200 = ROOT / "tests" / "data" / "h200"
+
+MM_KERNEL = (
+    "void cutlass::Kernel2<cutlass_80_simt_sgemm_64x64_8x5_tn_align1>"
+    "(cutlass_80_simt_sgemm_64x64_8x5_tn_align1::Params)"
+)
+ADD_KERNEL = (
+    "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>, "
+    "std::array<char*, 3ul> >(int, at::native::CUDAFunctor_add<float>, std::array<char*, 3ul>)"
+)
+
+
+def _x(name, cat, ts, dur, pid=1, tid=1, **args):
+    return {
+        "ph": "X",
+        "cat": cat,
+        "name": name,
+        "pid": pid,
+        "tid": tid,
+        "ts": ts,
+        "dur": dur,
+        "args": args,
+    }
+
+
+def make_doc(steps: int = 2) -> dict:
+    """A small eager trace: per step, matmul + add on the main thread (two
+    launches, the second through the driver), a sync, an op on a second
+    thread, a Python frame; two kernels with a 50 µs GPU gap between them."""
+    ev = [
+        {"ph": "M", "name": "thread_name", "pid": 1, "tid": 1, "args": {"name": "python3"}},
+        {"ph": "M", "name": "thread_name", "pid": 1, "tid": 2, "args": {"name": "pt_autograd_0"}},
+    ]
+    for k in range(steps):
+        t, c = 1000.0 * k, 10 * k
+        ev += [
+            _x(f"ProfilerStep#{k + 1}", "user_annotation", t, 400, **{"External id": c + 1}),
+            _x("model.py(3): forward", "python_function", t + 5, 300, **{"Python id": c + 1}),
+            _x("block", "user_annotation", t + 10, 250, **{"External id": c + 2}),
+            _x("aten::matmul", "cpu_op", t + 20, 60, **{"External id": c + 3}),
+            _x("aten::mm", "cpu_op", t + 25, 50, **{"External id": c + 4}),
+            _x(
+                "cudaLaunchKernel",
+                "cuda_runtime",
+                t + 40,
+                10,
+                **{"External id": c + 4, "correlation": c + 100},
+            ),
+            _x("aten::add", "cpu_op", t + 150, 40, **{"External id": c + 5}),
+            _x(
+                "cuLaunchKernel",
+                "cuda_driver",
+                t + 160,
+                10,
+                **{"External id": c + 5, "correlation": c + 101},
+            ),
+            _x("cudaGetDevice", "cuda_runtime", t + 185, 1, **{"External id": c + 5}),
+            _x("cudaDeviceSynchronize", "cuda_runtime", t + 200, 50, correlation=c + 102),
+            _x("aten::mul", "cpu_op", t + 30, 20, tid=2, **{"External id": c + 6}),
+            _x(
+                MM_KERNEL,
+                "kernel",
+                t + 60,
+                100,
+                pid=0,
+                tid=7,
+                correlation=c + 100,
+                stream=7,
+                device=0,
+                **{"External id": c + 4},
+            ),
+            _x(
+                ADD_KERNEL,
+                "kernel",
+                t + 210,
+                5,
+                pid=0,
+                tid=7,
+                correlation=c + 101,
+                stream=7,
+                device=0,
+                **{"External id": c + 5},
+            ),
+            _x("block", "gpu_user_annotation", t + 60, 155, pid=0, tid=7, **{"External id": c + 2}),
+        ]
+    return {"schemaVersion": 1, "traceEvents": ev}
+
+
+@pytest.fixture(scope="module")
+def trace():
+    return load(json.dumps(make_doc()).encode())
+
+
+def test_lanes_and_rows_for_a_step(trace):
+    fig = timeline(trace, step=1)
+    info = fig.tracereader_info
+    assert info["lanes"] == ["CPU python3", "CPU pt_autograd_0", "GPU 0 stream 7"]
+    # main thread: step > block > matmul > mm > launch (python frames left out)
+    assert info["rows"] == 5 + 1 + 1
+    assert info["counts"]["Python frames"] == 0
+    assert info["counts"]["kernels"] == 2
+    assert info["window"]["what"] == "ProfilerStep#1"
+
+
+def test_python_frames_only_when_asked(trace):
+    info = timeline(trace, step=1, python=True).tracereader_info
+    assert info["counts"]["Python frames"] == 1
+    assert info["rows"] == 6 + 1 + 1
+
+
+def test_gpu_annotation_strip(trace):
+    info = timeline(trace, step=1, gpu_annotations=True).tracereader_info
+    assert "GPU 0 stream 7 annotations" in info["lanes"]
+    assert info["counts"]["GPU annotations"] == 1
+
+
+def test_bar_classes(trace):
+    info = timeline(trace, step=1).tracereader_info
+    c = info["counts"]
+    assert (c["launch calls"], c["synchronize calls"], c["other runtime calls"]) == (2, 1, 1)
+    assert c["step/user annotations"] == 2 and c["aten/CPU ops"] == 4
+
+
+def test_arrows_equal_linked_gpu_ops_in_window(trace):
+    start, end, _ = resolve_window(trace, step=2)
+    launch = link(trace).launch
+    gpu = trace.where(kind=(Kind.KERNEL, Kind.MEMCPY, Kind.MEMSET), within=(start, end))
+    expected = sum(1 for g in gpu if launch[g] >= 0 and start <= trace.ts_ns[launch[g]] < end)
+    info = timeline(trace, step=2).tracereader_info
+    assert info["arrows"] == expected == 2
+    assert timeline(trace, step=2, arrows=False).tracereader_info["arrows"] == 0
+
+
+def test_arrow_needs_both_ends_in_window(trace):
+    kernel = int(trace.where(name=MM_KERNEL)[0])
+    window = (int(trace.ts_ns[kernel]), int(trace.ts_ns[kernel] + trace.dur_ns[kernel]))
+    assert timeline(trace, window).tracereader_info["arrows"] == 0
+
+
+def test_gaps_shaded_where_measure_finds_them(trace):
+    fig = timeline(trace, step=1, min_gap_us=5)
+    start, end = (
+        fig.tracereader_info["window"]["start_ns"],
+        fig.tracereader_info["window"]["end_ns"],
+    )
+    found = measure_gaps(trace, window=(start, end), min_gap_us=5)
+    drawn = fig.tracereader_info["gaps"]
+    assert [(g["start_ns"], g["end_ns"]) for g in drawn] == [(g.start_ns, g.end_ns) for g in found]
+    assert len(drawn) == 1 and drawn[0]["gap_us"] == pytest.approx(50)
+    ax = fig.axes[0]
+    assert sum(p.get_gid() == "tracereader-gap" for p in ax.patches) == len(drawn)
+    assert any("50 µs" in t.get_text() for t in ax.texts)
+    assert timeline(trace, step=1, gaps=False).tracereader_info["gaps"] == []
+
+
+def test_callouts_on_named_events(trace):
+    add = int(trace.where(name="aten::add")[1])
+    callouts = [
+        Callout(name="aten::matmul", text="matmul starts"),
+        Callout(event=add, text="the add", at="end"),
+        Callout(name="cutlass", text="the GEMM"),  # substring of the long kernel name
+    ]
+    info = timeline(trace, step=2, callouts=callouts).tracereader_info
+    got = info["callouts"]
+    assert [c["event"] for c in got] == [
+        int(trace.where(name="aten::matmul")[1]),
+        add,
+        int(trace.where(name=MM_KERNEL)[1]),
+    ]
+    assert got[2]["lane"] == "GPU 0 stream 7"
+    assert got[1]["t_us"] > got[0]["t_us"]
+    with pytest.raises(ValueError, match="no occurrence"):
+        timeline(trace, step=2, callouts=[Callout(name="aten::nothing", text="x")])
+    with pytest.raises(ValueError, match="not drawn"):
+        timeline(trace, step=1, callouts=[Callout(event=add, text="x")])
+
+
+def test_alt_text_mentions_lanes_and_counts(trace):
+    fig = timeline(trace, step=1, callouts=[Callout(name="aten::mm", text="here")])
+    text = alt_text(fig)
+    assert text == fig.tracereader_alt
+    for needle in (
+        "CPU python3",
+        "GPU 0 stream 7",
+        "2 kernels",
+        "2 launch calls",
+        "1 synchronize call",
+        "2 arrows",
+        "1 GPU idle gap ",
+        "50 µs",
+        "here",
+    ):
+        assert needle in text, needle
+    with pytest.raises(ValueError):
+        alt_text(object())
+
+
+def test_window_choices(trace):
+    s1 = trace.step(1)
+    assert resolve_window(trace, (s1.start_ns, s1.end_ns))[:2] == (s1.start_ns, s1.end_ns)
+    start, end, what = resolve_window(trace, region="block")
+    assert what == "block" and start < trace.regions("block")[0].start_ns
+    assert resolve_window(trace, region=("block", 1))[0] > s1.end_ns
+    row = int(trace.where(name="aten::add")[0])
+    start, end, _ = resolve_window(trace, around=row, pad_us=5)
+    assert (start, end) == (trace.ts_ns[row] - 5000, trace.ts_ns[row] + trace.dur_ns[row] + 5000)
+    whole = resolve_window(trace)
+    assert whole[0] < trace.t0_ns and whole[2] == "whole trace"
+    with pytest.raises(ValueError, match="at most one"):
+        resolve_window(trace, step=1, region="block")
+    with pytest.raises(KeyError):
+        resolve_window(trace, step=9)
+    with pytest.raises(KeyError):
+        resolve_window(trace, region=("block", 5))
+
+
+def test_step_window_keeps_spilled_gpu_work():
+    doc = make_doc(steps=1)
+    for e in doc["traceEvents"]:
+        if e.get("name") == ADD_KERNEL:
+            e["ts"] = 700.0  # long after ProfilerStep#1 ends at 400
+    t = load(json.dumps(doc).encode())
+    _, end, _ = resolve_window(t, step=1)
+    assert end >= t.t0_ns + 705_000
+
+
+def test_subpixel_merging_bounds_drawn_bars():
+    """20k events in one window: the bars drawn stay bounded by the pixel width."""
+    n = 5000
+    ev = []
+    for i in range(n):
+        t = 4.0 * i
+        ev += [
+            _x("aten::add", "cpu_op", t, 3.0, **{"External id": i + 1}),
+            _x(
+                "cudaLaunchKernel",
+                "cuda_runtime",
+                t + 1,
+                1.0,
+                **{"External id": i + 1, "correlation": i + 1},
+            ),
+            _x("k", "kernel", t + 2.5, 0.5, pid=0, tid=7, correlation=i + 1),
+            _x("aten::empty", "cpu_op", t + 3.2, 0.5, **{"External id": n + i + 1}),
+        ]
+    t = load(json.dumps({"traceEvents": ev}).encode())
+    fig = timeline(t, width_in=10)
+    info = fig.tracereader_info
+    assert info["events_drawn"] == 4 * n
+    assert (info["arrows"], info["arrows_linked"]) == (0, n)  # too dense to draw
+    assert "too dense" in fig.tracereader_alt
+    assert timeline(t, width_in=10, arrows="all").tracereader_info["arrows"] == n
+    px = (10 - 1.9) * 144
+    assert info["bars"] <= 2 * px * 3  # rows x classes, far below one per event
+    assert info["labels"] == 0
+
+
+def test_merge_bars_keeps_wide_bars_apart():
+    s = np.array([0, 10, 20, 1000, 1003, 5000])
+    e = np.array([5, 15, 25, 1002, 1004, 9000])
+    bars = merge_bars(s, e, np.zeros(6, int), np.zeros(6, int), px_ns=8.0)
+    assert bars["count"].tolist() == [3, 2, 1]
+    assert bars["end_ns"].tolist() == [25, 1004, 9000]
+    bars = merge_bars(s, e, np.zeros(6, int), np.zeros(6, int), px_ns=1.0)
+    assert len(bars["count"]) == 6
+
+
+def test_classify_runtime_calls(trace):
+    idx = trace.where(kind=(Kind.RUNTIME, Kind.DRIVER))
+    launched = np.zeros(len(trace), bool)
+    cls = classify(trace, idx, launched)
+    by_name = {trace.name(i): int(c) for i, c in zip(idx, cls, strict=True)}
+    assert by_name["cudaLaunchKernel"] == CLASS_INDEX["launch"]
+    assert by_name["cuLaunchKernel"] == CLASS_INDEX["launch"]
+    assert by_name["cudaDeviceSynchronize"] == CLASS_INDEX["sync"]
+    assert by_name["cudaGetDevice"] == CLASS_INDEX["runtime"]
+
+
+@pytest.mark.parametrize(
+    ("name", "short"),
+    [
+        (MM_KERNEL, "cutlass_80_simt_sgemm_64x64_8x5_tn_align1"),
+        (ADD_KERNEL, "vectorized_elementwise_kernel<CUDAFunctor_add>"),
+        (
+            "void (anonymous namespace)::softmax_warp_forward<float, float, 8>(float*, int)",
+            "softmax_warp_forward",
+        ),
+        (
+            "void cublasLt::splitKreduce_kernel<32, 16, int, float>(cublasLt::Params<float>)",
+            "splitKreduce_kernel",
+        ),
+        ("triton_poi_fused_add_0", "triton_poi_fused_add_0"),
+        ("nvjet_sm90_tst_64x8_64x16_1x4_h_bz_NNT", "nvjet_sm90_tst_64x8_64x16_1x4_h_bz_NNT"),
+    ],
+)
+def test_short_kernel_names(name, short):
+    assert short_name(name, int(Kind.KERNEL)) == short
+
+
+def test_short_name_leaves_cpu_ops_and_copies():
+    assert short_name("aten::mm", int(Kind.CPU_OP)) == "aten::mm"
+    assert short_name("Memcpy HtoD (Pageable -> Device)", int(Kind.MEMCPY)).startswith(
+        "Memcpy HtoD ("
+    )
+
+
+def test_labels_use_short_names(trace):
+    fig = timeline(trace, step=1, width_in=30)
+    texts = {t.get_text() for t in fig.axes[0].texts}
+    assert "cutlass_80_simt_sgemm_64x64_8x5_tn_align1" in texts
+    assert not any(t.startswith("void ") for t in texts)
+
+
+def test_compare_shares_one_time_scale(trace):
+    other = load(json.dumps(make_doc(steps=1)).encode())
+    fig = compare_timelines([trace, other], [2, None], ["eager", "compiled"], title="A vs B")
+    assert len(fig.axes) == 2
+    assert fig.axes[0].get_xlim() == fig.axes[1].get_xlim()
+    panels = fig.tracereader_info["panels"]
+    assert [p["title"] for p in panels] == ["eager: ProfilerStep#2", "compiled: whole trace"]
+    assert (
+        "Timeline of eager" in fig.tracereader_alt and "Timeline of compiled" in fig.tracereader_alt
+    )
+    with pytest.raises(ValueError):
+        compare_timelines([trace], [1, 2], ["a"])
+
+
+def test_cpu_only_trace_and_empty_window():
+    t = load(
+        json.dumps(
+            {
+                "traceEvents": [
+                    _x("ProfilerStep#1", "user_annotation", 0, 100),
+                    _x("aten::add", "cpu_op", 10, 20),
+                ]
+            }
+        ).encode()
+    )
+    info = timeline(t, step=1).tracereader_info
+    assert info["lanes"] == ["CPU thread 1"] and info["arrows"] == 0 and info["gaps"] == []
+    fig = timeline(t, (t.t0_ns + 200_000, t.t0_ns + 300_000))
+    assert fig.tracereader_info["events_drawn"] == 0
+    assert "no events" in fig.tracereader_alt
+
+
+def test_draws_into_a_given_figure(trace):
+    from matplotlib.figure import Figure
+
+    given = Figure()
+    assert timeline(trace, step=1, fig=given) is given
+    assert given.get_size_inches()[0] == pytest.approx(12)
+
+
+def test_importing_tracereader_does_not_import_matplotlib():
+    code = "import sys, tracereader, tracereader._draw; print('matplotlib' in sys.modules)"
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={"PYTHONPATH": str(ROOT / "src")},
+    )
+    assert out.stdout.strip() == "False"
+
+
+REAL = sorted(RECORDINGS.glob("*/trace.json.gz")) + sorted(H200.glob("*.json.gz"))
+
+
+@pytest.mark.skipif(not REAL, reason="no recorded H200 traces")
+@pytest.mark.parametrize(
+    "path", REAL, ids=lambda p: p.parent.name if p.name == "trace.json.gz" else p.name
+)
+def test_real_h200_traces(path):
+    t = load(path)
+    fig = timeline(t, step=t.steps[-1].name if t.steps else None)
+    info = fig.tracereader_info
+    start, end = info["window"]["start_ns"], info["window"]["end_ns"]
+    launch = link(t).launch
+    gpu = np.flatnonzero(np.isin(t.kind, [int(k) for k in (Kind.KERNEL, Kind.MEMCPY, Kind.MEMSET)]))
+    gpu = gpu[(t.ts_ns[gpu] < end) & (t.ts_ns[gpu] + t.dur_ns[gpu] > start)]
+    lr = launch[gpu]
+    ok = lr >= 0
+    ok[ok] = (t.ts_ns[lr[ok]] < end) & (t.ts_ns[lr[ok]] + t.dur_ns[lr[ok]] > start)
+    assert info["arrows"] == int(ok.sum()) > 0
+    assert any(lane.startswith("GPU") for lane in info["lanes"])
+    assert info["lanes"][0].startswith("CPU")
+    assert "GPU" in fig.tracereader_alt

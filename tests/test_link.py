@@ -1,0 +1,323 @@
+"""Linker: GPU op -> launch call -> issuing op -> stack, on tiny synthetic traces.
+
+The builders at the top (``op``, ``call``, ``gpu``...) are shared by the
+measure, tables and CLI tests, which import them from this module.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from tracereader import Kind, load
+from tracereader._events import Lane, Trace
+from tracereader._link import link
+
+PID = 4242
+
+
+def ev(name, ts, dur, cat, pid=PID, tid=1, **args):
+    return {
+        "ph": "X",
+        "cat": cat,
+        "name": name,
+        "pid": pid,
+        "tid": tid,
+        "ts": ts,
+        "dur": dur,
+        "args": args,
+    }
+
+
+def op(name, ts, dur, ext=None, tid=1, cat="cpu_op", **args):
+    if ext is not None:
+        args["External id"] = ext
+    return ev(name, ts, dur, cat, tid=tid, **args)
+
+
+def py(name, ts, dur, tid=1):
+    return ev(name, ts, dur, "python_function", tid=tid)
+
+
+def step(n, ts, dur, tid=1):
+    return ev(f"ProfilerStep#{n}", ts, dur, "user_annotation", tid=tid)
+
+
+def call(name, ts, dur, corr=None, ext=None, tid=1):
+    driver = name.startswith("cu") and not name.startswith("cuda")
+    args = {"cbid": 1}
+    if corr is not None:
+        args["correlation"] = corr
+    if ext is not None:
+        args["External id"] = ext
+    return ev(name, ts, dur, "cuda_driver" if driver else "cuda_runtime", tid=tid, **args)
+
+
+def gpu(name, ts, dur, corr, stream=7, device=0, cat="kernel", ext=None):
+    args = {"device": device, "stream": stream, "correlation": corr}
+    if ext is not None:
+        args["External id"] = ext
+    return ev(name, ts, dur, cat, pid=device, tid=stream, **args)
+
+
+def doc(events):
+    return {"schemaVersion": 1, "traceEvents": events, "displayTimeUnit": "ms"}
+
+
+def make(events) -> Trace:
+    return load(json.dumps(doc(events)).encode())
+
+
+def row(trace, name, nth=0):
+    """Row of the nth event called ``name``."""
+    return int(trace.where(name=name)[nth])
+
+
+# A trace exercising every launch path. Times are µs.
+LAUNCH_PATHS = [
+    step(1, 0, 2000),
+    py("nn.Module: Linear_0", 5, 120),
+    op("aten::linear", 10, 100, ext=1),
+    op("aten::t", 12, 5, ext=2),
+    op("aten::addmm", 20, 80, ext=3),
+    call("cudaLaunchKernel", 30, 10, corr=101, ext=3),
+    gpu("void gemm_kernel<float>(float*)", 50, 20, 101),
+    op("aten::add", 110, 40, ext=4),
+    call("cudaLaunchKernelExC", 120, 10, corr=102, ext=4),
+    gpu("add_kernel", 135, 5, 102),
+    op("aten::mul", 160, 40, ext=5),
+    call("cuLaunchKernel", 170, 10, corr=103, ext=5),
+    gpu("mul_kernel", 185, 5, 103),
+    op("aten::div", 210, 40, ext=6),
+    call("cuLaunchKernelEx", 220, 10, corr=104, ext=6),
+    gpu("div_kernel", 235, 5, 104),
+    op("aten::coop", 260, 40, ext=7),
+    call("cudaLaunchCooperativeKernel", 270, 10, corr=105, ext=7),
+    gpu("coop_kernel", 285, 5, 105),
+    op("aten::copy_", 310, 40, ext=8),
+    call("cudaMemcpyAsync", 320, 10, corr=106, ext=8),
+    gpu("Memcpy HtoD (Pageable -> Device)", 335, 5, 106, cat="gpu_memcpy"),
+    op("aten::zero_", 360, 40, ext=9),
+    call("cudaMemsetAsync", 370, 10, corr=107, ext=9),
+    gpu("Memset (Device)", 385, 5, 107, cat="gpu_memset"),
+    op("aten::_local_scalar_dense", 410, 40, ext=10),
+    call("cudaMemcpy", 420, 10, corr=108, ext=10),
+    gpu("Memcpy DtoH (Device -> Pageable)", 425, 2, 108, cat="gpu_memcpy"),
+    op("aten::fill_", 460, 40, ext=11),
+    call("cudaMemset", 470, 10, corr=109, ext=11),
+    gpu("Memset (Device)", 485, 2, 109, cat="gpu_memset"),
+    # Inductor: a Triton launch is a cpu_op with args.stream = 0 (a CPU event).
+    op("triton_poi_fused_add_0", 510, 40, ext=12, kernel_backend="triton", stream=0),
+    call("cuLaunchKernel", 520, 10, corr=110, ext=12),
+    gpu("triton_poi_fused_add_0", 535, 5, 110),
+    # CUDA graph: one call, three kernels sharing its correlation.
+    op("CUDAGraph::replay", 560, 100, ext=13),
+    call("cudaGraphLaunch", 570, 20, corr=111, ext=13),
+    gpu("graph_k0", 630, 5, 111),
+    gpu("graph_k1", 636, 5, 111),
+    gpu("graph_k2", 642, 5, 111, stream=20),
+    # No External id on the call: containment finds aten::nonzero.
+    op("aten::nonzero", 700, 40, ext=14),
+    call("cudaLaunchKernel", 710, 10, corr=112),
+    gpu("nonzero_kernel", 725, 5, 112),
+    # External id names an op on another thread: rejected, containment wins.
+    op("aten::sum", 760, 40, ext=15),
+    op("aten::other_thread", 750, 100, ext=16, tid=2),
+    call("cudaLaunchKernel", 770, 10, corr=113, ext=16),
+    gpu("sum_kernel", 785, 5, 113),
+    # A launch with no op around it at all.
+    call("cudaLaunchKernel", 2100, 10, corr=114),
+    gpu("lonely_kernel", 2115, 5, 114),
+    # A kernel whose launch call was not recorded.
+    gpu("orphan_kernel", 2200, 5, 999),
+    # Not GPU work: sync span and GPU-side annotation.
+    ev("gpu_user_annotation_x", 50, 500, "gpu_user_annotation", pid=0, tid=7),
+    ev("Stream Sync", 600, 10, "cuda_sync", pid=0, tid=7, correlation=555),
+]
+
+
+@pytest.fixture(scope="module")
+def paths():
+    return make(LAUNCH_PATHS)
+
+
+def test_gpu_ops_are_kernels_memcpys_memsets(paths):
+    ln = link(paths)
+    kinds = paths.kind[ln.gpu_ops]
+    assert len(ln.gpu_ops) == 17
+    assert np.count_nonzero(kinds == Kind.KERNEL) == 13
+    assert np.count_nonzero(kinds == Kind.MEMCPY) == 2
+    assert np.count_nonzero(kinds == Kind.MEMSET) == 2
+    assert ln.linked_gpu_ops == 16
+    assert paths.kind[row(paths, "triton_poi_fused_add_0", 0)] == Kind.CPU_OP
+
+
+@pytest.mark.parametrize(
+    ("gpu_name", "api", "issuer"),
+    [
+        ("void gemm_kernel<float>(float*)", "cudaLaunchKernel", "aten::addmm"),
+        ("add_kernel", "cudaLaunchKernelExC", "aten::add"),
+        ("mul_kernel", "cuLaunchKernel", "aten::mul"),
+        ("div_kernel", "cuLaunchKernelEx", "aten::div"),
+        ("coop_kernel", "cudaLaunchCooperativeKernel", "aten::coop"),
+        ("Memcpy HtoD (Pageable -> Device)", "cudaMemcpyAsync", "aten::copy_"),
+        ("Memset (Device)", "cudaMemsetAsync", "aten::zero_"),
+        ("Memcpy DtoH (Device -> Pageable)", "cudaMemcpy", "aten::_local_scalar_dense"),
+        ("graph_k1", "cudaGraphLaunch", "CUDAGraph::replay"),
+        ("nonzero_kernel", "cudaLaunchKernel", "aten::nonzero"),
+        ("sum_kernel", "cudaLaunchKernel", "aten::sum"),
+    ],
+)
+def test_every_launch_api(paths, gpu_name, api, issuer):
+    ln = link(paths)
+    i = row(paths, gpu_name)
+    assert ln.launch_api(i) == api
+    assert paths.name(ln.issuing_op(i)) == issuer
+
+
+def test_triton_cpu_op_launches_its_kernel(paths):
+    ln = link(paths)
+    k = paths.where(name="triton_poi_fused_add_0", kind=Kind.KERNEL)
+    assert len(k) == 1
+    assert ln.launch_api(k[0]) == "cuLaunchKernel"
+    assert paths.kind[ln.issuing_op(k[0])] == Kind.CPU_OP
+
+
+def test_graph_launch_one_call_many_ops(paths):
+    ln = link(paths)
+    g = row(paths, "cudaGraphLaunch")
+    ops = ln.gpu_ops_of_call(g)
+    assert [paths.name(i) for i in ops] == ["graph_k0", "graph_k1", "graph_k2"]
+    assert all(ln.launch[i] == g for i in ops)
+
+
+def test_issuer_methods(paths):
+    ln = link(paths)
+    # 14 calls launched GPU ops: 11 issuers by External id, 2 by containment, 1 none.
+    assert ln.method == {"external_id": 11, "containment": 2, "none": 1}
+    assert ln.issuer[row(paths, "cudaLaunchKernel", 3)] == -1
+    assert ln.issuer_method[row(paths, "cudaLaunchKernel", 1)] == 2  # no External id
+    assert ln.issuer_method[row(paths, "cudaLaunchKernel", 2)] == 2  # wrong thread
+
+
+def test_unlinked_kernel(paths):
+    ln = link(paths)
+    i = row(paths, "orphan_kernel")
+    assert ln.launch[i] == -1 and ln.launch_api(i) == "" and ln.issuing_op(i) == -1
+    assert ln.step_of(i) is None
+
+
+def test_parent_and_stack(paths):
+    ln = link(paths)
+    names = [paths.name(i) for i in ln.stack(row(paths, "void gemm_kernel<float>(float*)"))]
+    assert names == [
+        "ProfilerStep#1",
+        "nn.Module: Linear_0",
+        "aten::linear",
+        "aten::addmm",
+        "cudaLaunchKernel",
+    ]
+    assert paths.name(ln.parent[row(paths, "aten::t")]) == "aten::linear"
+    assert ln.parent[row(paths, "ProfilerStep#1")] == -1
+    assert ln.parent[row(paths, "aten::other_thread")] == -1
+    assert ln.parent[row(paths, "add_kernel")] == -1  # GPU events have no CPU parent
+
+
+def test_step_by_launch_time(paths):
+    ln = link(paths)
+    assert ln.step_of(row(paths, "sum_kernel")).name == "ProfilerStep#1"
+    assert ln.step_of(row(paths, "lonely_kernel")) is None
+
+
+def test_gpu_ops_of_recurses(paths):
+    ln = link(paths)
+    inside = [paths.name(i) for i in ln.gpu_ops_of(row(paths, "aten::linear"))]
+    assert inside == ["void gemm_kernel<float>(float*)"]
+    assert len(ln.gpu_ops_of(row(paths, "ProfilerStep#1"))) == 15
+    assert len(ln.gpu_ops_of(row(paths, "aten::t"))) == 0
+    assert ln.gpu_ops_inside[row(paths, "nn.Module: Linear_0")] == 1
+    assert ln.gpu_ops_inside[row(paths, "ProfilerStep#1")] == 15
+
+
+def test_link_is_cached(paths):
+    assert link(paths) is link(paths)
+
+
+def test_kernel_spills_into_next_step():
+    t = make(
+        [
+            step(1, 0, 100),
+            step(2, 100, 100),
+            op("aten::mm", 80, 15, ext=1),
+            call("cudaLaunchKernel", 85, 5, corr=1, ext=1),
+            gpu("mm_kernel", 150, 30, 1),  # runs during step 2, launched in step 1
+        ]
+    )
+    assert link(t).step_of(row(t, "mm_kernel")).name == "ProfilerStep#1"
+
+
+def test_old_trace_external_id_equals_correlation():
+    """torch 1.x: the call's External id is its own correlation and names no op."""
+    t = make(
+        [
+            op("aten::mm", 0, 50, ext=7),
+            call("cudaLaunchKernel", 10, 5, corr=3, ext=3),
+            gpu("mm_kernel", 20, 10, 3),
+        ]
+    )
+    ln = link(t)
+    assert ln.method == {"external_id": 0, "containment": 1, "none": 0}
+    assert t.name(ln.issuing_op(row(t, "mm_kernel"))) == "aten::mm"
+
+
+def _reference_parents(trace):
+    """Plain per-lane stack, the obvious O(n) loop."""
+    out = np.full(len(trace), -1)
+    stacks = {}
+    for i in range(len(trace)):
+        if trace.lanes[trace.lane[i]].is_gpu:
+            continue
+        st = stacks.setdefault(int(trace.lane[i]), [])
+        end = trace.ts_ns[i] + trace.dur_ns[i]
+        while st and trace.ts_ns[st[-1]] + trace.dur_ns[st[-1]] + 1 < end:
+            st.pop()
+        out[i] = st[-1] if st else -1
+        st.append(i)
+    return out
+
+
+def test_parents_match_a_stack_on_random_nesting():
+    rng = np.random.default_rng(0)
+    ts, dur, lane = [], [], []
+    for ln in range(3):
+        t = 0
+        for _ in range(3000):  # random forest: nested children inside random spans
+            d = int(rng.integers(1, 200))
+            ts.append(t)
+            dur.append(d)
+            lane.append(ln)
+            for _ in range(int(rng.integers(0, 4))):
+                s = t + int(rng.integers(0, d))
+                ts.append(s)
+                dur.append(int(rng.integers(0, d - (s - t) + 2)))  # sometimes overhangs
+                lane.append(ln)
+            t += d + int(rng.integers(0, 3))
+    ts, dur, lane = np.array(ts), np.array(dur), np.array(lane, dtype=np.int32)
+    order = np.lexsort((-dur, ts))
+    n = len(ts)
+    trace = Trace(
+        ts_ns=ts[order],
+        dur_ns=dur[order],
+        kind=np.full(n, int(Kind.CPU_OP), np.int8),
+        name_id=np.zeros(n, np.int32),
+        cat_id=np.zeros(n, np.int32),
+        lane=lane[order],
+        correlation=np.full(n, -1),
+        external_id=np.full(n, -1),
+        names=["op"],
+        cats=["cpu_op"],
+        lanes=[Lane(i, 1, i, False, "") for i in range(3)],
+    )
+    assert np.array_equal(link(trace).parent, _reference_parents(trace))

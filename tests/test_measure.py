@@ -1,0 +1,348 @@
+"""Measurements: launch latency, GPU busy, idle gaps and their causes, steps, summary.
+
+Synthetic traces check exact values; the real H200 traces are checked against
+an independent count made here with plain ``json``.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from test_link import LAUNCH_PATHS, call, ev, gpu, make, op, py, step
+
+from tracereader import load
+from tracereader._measure import gaps, gpu_busy_us, launches, step_times, summary
+
+ROOT = Path(__file__).resolve().parent.parent
+REAL = sorted((ROOT / "tests" / "data" / "h200").glob("*.json.gz")) + sorted(
+    (ROOT / "src" / "tracereader" / "recordings").glob("*/*/trace.json.gz")
+)
+#: Every trace file the tests ship: the recordings plus the loader's quirk fixtures.
+ALL_TRACES = REAL + sorted((ROOT / "tests" / "data" / "synthetic").glob("*.json"))
+
+
+# ------------------------------------------------------------------ launches
+def test_launch_latency_definitions():
+    t = make(
+        [
+            op("aten::add", 0, 30, ext=1),
+            call("cudaLaunchKernel", 10, 5, corr=1, ext=1),
+            gpu("add_kernel", 20, 3, 1),
+            op("CUDAGraph::replay", 100, 40, ext=2),
+            call("cudaGraphLaunch", 100, 20, corr=2, ext=2),
+            gpu("g0", 150, 5, 2),
+            gpu("g1", 160, 5, 2),
+            gpu("g2", 170, 5, 2),
+            gpu("orphan", 300, 5, 99),
+        ]
+    )
+    lt = launches(t)
+    assert len(lt) == 5
+    recs = {r["name"]: r for r in lt.to_records()}
+    assert recs["add_kernel"]["launch_to_start_us"] == 10.0
+    assert recs["add_kernel"]["queue_delay_us"] == 5.0
+    assert recs["add_kernel"]["call_us"] == 5.0
+    assert recs["add_kernel"]["op"] == "aten::add"
+    assert recs["g2"]["graph"] and recs["g2"]["launch_to_start_us"] == 70.0
+    assert recs["orphan"]["launch_to_start_us"] is None and recs["orphan"]["api"] == ""
+    by = {r["api"]: r for r in lt.by_api()}
+    assert by["cudaGraphLaunch"]["calls"] == 1 and by["cudaGraphLaunch"]["gpu_ops"] == 3
+    assert by["cudaGraphLaunch"]["launch_to_start_us_median"] == 50.0  # first kernel only
+    assert by["cudaLaunchKernel"]["queue_delay_us_median"] == 5.0
+
+
+def test_latency_exact_with_absolute_timestamps():
+    """torch 1.x writes absolute integer µs (~1.7e15): ns values exceed float precision."""
+    t = make(
+        [
+            call("cudaLaunchKernel", 1669783687389327, 9, corr=1),
+            gpu("sgemm", 1669783687389339, 40, 1),
+        ]
+    )
+    (rec,) = launches(t).to_records()
+    assert (rec["launch_to_start_us"], rec["queue_delay_us"], rec["call_us"]) == (12.0, 3.0, 9.0)
+
+
+def test_launches_window_selects_by_launch_time():
+    t = make(LAUNCH_PATHS)
+    assert len(launches(t, window=(0, 2_000_000))) == 15  # launched inside step 1
+    assert len(launches(t)) == 17
+
+
+# ------------------------------------------------------------------ busy
+BUSY = [
+    gpu("a", 0, 10, 1),
+    gpu("b", 5, 10, 2),  # overlaps a on the same device: counted once
+    gpu("c", 12, 8, 3, stream=20),
+    gpu("d", 0, 7, 4, device=1),
+    ev("Stream Sync", 0, 100, "cuda_sync", pid=0, tid=7),
+    ev("fwd", 0, 100, "gpu_user_annotation", pid=0, tid=7),
+]
+
+
+def test_gpu_busy_is_union_per_device_summed():
+    t = make(BUSY)
+    assert gpu_busy_us(t) == 27.0
+    assert gpu_busy_us(t, device=0) == 20.0
+    assert gpu_busy_us(t, device=1) == 7.0
+    assert gpu_busy_us(t, window=(3_000, 8_000)) == 9.0
+
+
+# ------------------------------------------------------------------ gaps
+GAPS = [
+    step(1, 0, 1000),
+    # gap 1 [110, 130): the thread sat in cudaStreamSynchronize (.item())
+    op("aten::mm", 0, 20, ext=1),
+    call("cudaLaunchKernel", 5, 5, corr=1, ext=1),
+    gpu("k1", 90, 20, 1),
+    op("aten::_local_scalar_dense", 45, 70, ext=2),
+    call("cudaStreamSynchronize", 50, 62),
+    op("aten::add", 118, 10, ext=3),
+    call("cudaLaunchKernel", 120, 5, corr=2, ext=3),
+    gpu("k2", 130, 5, 2),
+    # gap 2 [135, 195): mostly aten::empty, an op that launches nothing
+    op("aten::empty", 136, 40, ext=4),
+    op("aten::add", 180, 20, ext=5),
+    call("cudaLaunchKernel", 185, 5, corr=3, ext=5),
+    gpu("k3", 195, 5, 3),
+    # gap 3 [200, 300): a Python frame
+    py("model.py(12): forward", 205, 90),
+    call("cudaLaunchKernel", 296, 2, corr=4),
+    gpu("k4", 300, 5, 4),
+    # gap 4 [305, 340): the launch call itself is slow
+    call("cuLaunchKernel", 306, 30, corr=5),
+    gpu("k5", 340, 5, 5),
+    # gap 5 [345, 500): no event on the thread, only the step around it
+    call("cudaLaunchKernel", 495, 2, corr=6),
+    gpu("k6", 500, 5, 6),
+    # 0.5 us: below min_gap_us
+    call("cudaLaunchKernel", 497, 2, corr=7),
+    gpu("k7", 505.5, 5, 7),
+]
+
+
+def test_gap_causes():
+    t = make(GAPS)
+    found = gaps(t)
+    assert [(g.start_ns, g.end_ns) for g in found] == [
+        (110_000, 130_000),
+        (135_000, 195_000),
+        (200_000, 300_000),
+        (305_000, 340_000),
+        (345_000, 500_000),
+    ]
+    assert [g.cause for g in found] == [
+        "sync",
+        "op without kernels",
+        "python",
+        "launch",
+        "nothing recorded",
+    ]
+    names = [t.name(g.cause_event) for g in found]
+    assert names == [
+        "cudaStreamSynchronize",
+        "aten::empty",
+        "model.py(12): forward",
+        "cuLaunchKernel",
+        "ProfilerStep#1",
+    ]
+    assert [t.name(g.next_op) for g in found] == ["k2", "k3", "k4", "k5", "k6"]
+    assert found[1].breakdown_us == {
+        "op without kernels": 40.0,
+        "launch": 15.0,
+        "nothing recorded": 5.0,
+    }
+    assert found[2].breakdown_us == {"python": 90.0, "launch": 2.0, "nothing recorded": 8.0}
+    assert all(g.device == 0 for g in found)
+    assert found[0].gap_us == 20.0
+
+
+def test_gaps_min_and_window():
+    t = make(GAPS)
+    assert len(gaps(t, min_gap_us=0.1)) == 6
+    assert len(gaps(t, min_gap_us=50)) == 3
+    inside = gaps(t, window=(100_000, 320_000))
+    assert [g.cause for g in inside] == ["sync", "op without kernels", "python"]
+
+
+def test_gap_with_unlinked_next_op():
+    t = make([gpu("a", 0, 5, 1), gpu("b", 20, 5, 2)])
+    (g,) = gaps(t)
+    assert g.cause == "nothing recorded" and g.cause_event == -1
+
+
+# ------------------------------------------------------------------ steps
+def test_step_times_attribute_by_launch():
+    t = make(
+        [
+            step(1, 0, 100),
+            step(2, 100, 100),
+            call("cudaLaunchKernel", 10, 5, corr=1),
+            gpu("long", 20, 60, 1),
+            call("cudaLaunchKernel", 90, 5, corr=2),
+            gpu("spill", 110, 10, 2),  # runs in step 2, launched in step 1
+            call("cudaLaunchKernel", 150, 5, corr=3),
+            gpu("short", 160, 10, 3),
+            call("cudaMemcpyAsync", 170, 5, corr=4),
+            gpu("Memcpy DtoH (Device -> Pinned)", 180, 2, 4, cat="gpu_memcpy"),
+        ]
+    )
+    s1, s2 = step_times(t)
+    assert (s1.name, s1.cpu_us, s1.gpu_busy_us, s1.kernels, s1.launches) == (
+        "ProfilerStep#1",
+        100.0,
+        70.0,
+        2,
+        2,
+    )
+    assert s1.verdict == "compute-bound"
+    assert (s2.gpu_busy_us, s2.gpu_ops, s2.kernels, s2.launches) == (12.0, 2, 1, 2)
+    assert s2.verdict == "overhead-bound"
+
+
+# ------------------------------------------------------------------ summary
+def test_summary_synthetic():
+    s = summary(make(LAUNCH_PATHS))
+    assert (s["kernels"], s["memcpys"], s["memsets"], s["gpu_ops"]) == (13, 2, 2, 17)
+    assert s["linked_gpu_ops"] == 16
+    assert s["graph_launches"] == 1
+    assert s["launch_apis"] == {
+        "cudaLaunchKernel": 4,
+        "cudaGraphLaunch": 3,
+        "cuLaunchKernel": 2,
+        "cuLaunchKernelEx": 1,
+        "cudaLaunchCooperativeKernel": 1,
+        "cudaLaunchKernelExC": 1,
+        "cudaMemcpy": 1,
+        "cudaMemcpyAsync": 1,
+        "cudaMemset": 1,
+        "cudaMemsetAsync": 1,
+    }
+    assert s["steps"] == ["ProfilerStep#1"]
+    assert s["issuer_methods"] == {"external_id": 11, "containment": 2, "none": 1}
+    json.dumps(s)  # JSON-ready
+
+
+# ------------------------------------------------------------------ real traces
+def _independent(path: Path) -> dict:
+    """Count what summary() reports, straight from the JSON, without tracereader."""
+    data = path.read_bytes()
+    raw = (gzip.decompress(data) if data[:2] == b"\x1f\x8b" else data).decode("utf-8", "replace")
+    doc = json.loads(raw, strict=False)
+    evs = [e for e in (doc if isinstance(doc, list) else doc["traceEvents"]) if e.get("ph") == "X"]
+    # Category names as written by torch 2.x, and their torch 1.x spellings.
+    gpu_cats = {"kernel": "kernels", "gpu_memcpy": "memcpys", "memcpy": "memcpys",
+                "gpu_memset": "memsets", "memset": "memsets"}  # fmt: skip
+    call_cats = {"cuda_runtime", "cuda_driver", "runtime"}
+    out = dict.fromkeys(("kernels", "memcpys", "memsets"), 0)
+    calls = {}
+    for e in evs:
+        if str(e.get("cat")).lower() in call_cats and "correlation" in e.get("args", {}):
+            calls.setdefault(e["args"]["correlation"], e["name"])
+    apis: dict[str, int] = {}
+    per_device: dict[int, list[tuple[int, int]]] = {}
+    for e in evs:
+        cat = str(e.get("cat")).lower()
+        if cat in gpu_cats:
+            out[gpu_cats[cat]] += 1
+            name = calls.get(e.get("args", {}).get("correlation"))
+            if name is not None:
+                apis[name] = apis.get(name, 0) + 1
+            start = round(e["ts"] * 1000)
+            per_device.setdefault(e["pid"], []).append((start, start + round(e["dur"] * 1000)))
+    busy = 0
+    for spans in per_device.values():
+        end = None
+        for a, b in sorted(spans):
+            if end is None or a > end:
+                busy += b - a
+                end = b
+            elif b > end:
+                busy += b - end
+                end = b
+    steps = sorted(
+        (e["ts"], e["name"])
+        for e in evs
+        if e.get("cat") == "user_annotation" and e["name"].startswith("ProfilerStep#")
+    )
+    out.update(
+        gpu_ops=sum(out.values()),
+        linked_gpu_ops=sum(apis.values()),
+        launch_apis=apis,
+        graph_launches=sum(
+            1
+            for e in evs
+            if e["name"] == "cudaGraphLaunch" and str(e.get("cat")).lower() in call_cats
+        ),
+        gpu_busy_us=busy / 1e3,
+        steps=[n for _, n in steps],
+    )
+    return out
+
+
+@pytest.mark.skipif(not ALL_TRACES, reason="no trace files yet")
+@pytest.mark.parametrize("path", ALL_TRACES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_summary_matches_independent_count(path):
+    s = summary(load(path))
+    want = _independent(path)
+    for key in ("kernels", "memcpys", "memsets", "gpu_ops", "linked_gpu_ops", "graph_launches"):
+        assert s[key] == want[key], key
+    assert s["launch_apis"] == want["launch_apis"]
+    assert s["gpu_busy_us"] == pytest.approx(want["gpu_busy_us"], abs=1e-6)
+    assert s["steps"] == want["steps"]
+
+
+def _real(name: str):
+    path = ROOT / "tests" / "data" / "h200" / f"{name}.json.gz"
+    if not path.exists():
+        pytest.skip(f"{path.name} not recorded yet")
+    return load(path)
+
+
+def test_real_cudagraphs_one_call_many_kernels():
+    from tracereader._link import link
+
+    t = _real("cudagraphs")
+    ln = link(t)
+    graph_calls = t.where(name="cudaGraphLaunch")
+    assert len(graph_calls) >= 1
+    assert max(len(ln.gpu_ops_of_call(c)) for c in graph_calls) > 1
+    assert any(launches(t).graph)
+
+
+def test_real_compile_triton_cpu_op_is_issuer():
+    from tracereader import Kind
+    from tracereader._link import link
+
+    t = _real("compile")
+    ln = link(t)
+    triton = [i for i in t.where(kind=Kind.KERNEL) if t.name(i).startswith("triton_")]
+    assert triton
+    for k in triton:
+        issuer = ln.issuing_op(k)
+        assert t.kind[issuer] == Kind.CPU_OP and t.name(issuer) == t.name(k)
+        assert ln.launch_api(k).startswith("cuLaunchKernel")
+
+
+def test_real_train_eager_has_sync_gaps_and_side_stream():
+    t = _real("train_eager")
+    assert sum(1 for ln in t.gpu_lanes() if len(t.where(lane=ln.index))) >= 2
+    causes = {g.cause for g in gaps(t)}
+    assert "sync" in causes
+    assert summary(t)["memcpys"] > 0
+
+
+def test_real_train_stack_kernels_sit_under_module_frames():
+    from tracereader import Kind
+    from tracereader._link import link
+
+    t = _real("train_stack")
+    ln = link(t)
+    stacks = [ln.stack(i) for i in ln.gpu_ops if ln.launch[i] >= 0]
+    assert any(t.kind[j] == Kind.PYTHON for s in stacks for j in s)
+    assert any(t.name(j).startswith("nn.Module:") for s in stacks for j in s)
+    assert np.all(ln.launch[ln.gpu_ops] >= 0)

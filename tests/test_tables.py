@@ -1,0 +1,211 @@
+"""Tables: kernel and op tables (self/total times), comparisons, rendering, names."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from test_link import call, gpu, make, op, py, step
+
+from tracereader._tables import Table, compare, kernel_table, op_table, shorten_kernel_name
+
+
+# ------------------------------------------------------------------ names
+@pytest.mark.parametrize(
+    ("full", "short"),
+    [
+        (
+            "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>, "
+            "std::array<char*, 3ul> >(int, at::native::CUDAFunctor_add<float>, std::array<char*, 3ul>)",
+            "vectorized_elementwise_kernel<CUDAFunctor_add<float>>",
+        ),
+        (
+            "void cutlass::Kernel2<cutlass_80_simt_sgemm_64x64_8x5_tn_align1>"
+            "(cutlass_80_simt_sgemm_64x64_8x5_tn_align1::Params)",
+            "cutlass_80_simt_sgemm_64x64_8x5_tn_align1",
+        ),
+        (
+            "void at::native::reduce_kernel<512, 1, at::native::ReduceOp<float, "
+            "at::native::MeanOps<float, float, float, float>, unsigned int, float, 4, 4> >"
+            "(at::native::ReduceOp<float, at::native::MeanOps<float, float, float, float>, "
+            "unsigned int, float, 4, 4>)",
+            "reduce_kernel<MeanOps<float>>",
+        ),
+        (
+            "void at::native::vectorized_elementwise_kernel<4, at::native::GeluCUDAKernelImpl("
+            "at::TensorIteratorBase&, at::native::GeluType)::{lambda()#2}::operator()() const::"
+            "{lambda()#2}::operator()() const::{lambda(float)#1}, std::array<char*, 2ul> >(int, "
+            "at::native::GeluCUDAKernelImpl(at::TensorIteratorBase&, at::native::GeluType)::"
+            "{lambda()#2}::operator()() const::{lambda()#2}::operator()() const::"
+            "{lambda(float)#1}, std::array<char*, 2ul>)",
+            "vectorized_elementwise_kernel<GeluCUDAKernelImpl>",
+        ),
+        (
+            "void (anonymous namespace)::softmax_warp_forward<float, float, float, 9, false, false>"
+            "(float*, float const*, int, int, int, bool const*, int, bool)",
+            "softmax_warp_forward<float>",
+        ),
+        (
+            "sm80_xmma_gemm_f32f32_f32f32_f32_tn_n_tilesize32x32x8_stage3_warpsize1x2x1_ffma_"
+            "aligna4_alignc4_execute_split_k_kernel__5x_cublas",
+            "sm80_xmma_gemm_f32f32_f32f32_f32_tn_n_tilesize32x32…_split_k",
+        ),
+        ("triton_per_fused_addmm_gelu_native_layer_norm_0", "triton_per_fused_addmm_gelu_native_layer_norm_0"),
+        ("Memcpy DtoH (Device -> Pageable)", "Memcpy DtoH (Device -> Pageable)"),
+        ("fmha_cutlassF_bf16_aligned_64x64_rf_sm80(PyTorchMemEffAttention::AttentionKernel<"
+         "cutlass::bfloat16_t, cutlass::arch::Sm80, true, 64, 64, 64, true, true>::Params)",
+         "fmha_cutlassF_bf16_aligned_64x64_rf_sm80"),
+    ],
+)  # fmt: skip
+def test_shorten_kernel_name(full, short):
+    assert shorten_kernel_name(full) == short
+    assert len(shorten_kernel_name(full)) <= 60
+
+
+def test_shorten_respects_width():
+    name = "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_execute_segment_k_off_kernel__5x_cublas"
+    short = shorten_kernel_name(name, width=40)
+    assert len(short) == 40 and short.startswith("sm90_xmma_gemm_bf16bf16")
+    assert short.endswith("…_segment_k_off")
+
+
+# ------------------------------------------------------------------ Table
+def test_table_renderings():
+    long = "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, std::array<char*, 1ul> >(int)"
+    t = Table(
+        ["name", "calls", "total_us", "pct"], [[long, 3, 1234.5678, 50.0], ["b|c", 1, None, 5.25]]
+    )
+    text = t.to_text().splitlines()
+    assert text[0] == "name                                               calls  total_us   pct"
+    assert text[2] == "vectorized_elementwise_kernel<FillFunctor<float>>      3  1,234.57  50.0"
+    assert text[3] == "b|c" + " " * 52 + "1" + " " * 13 + "5.2"
+    md = t.to_markdown().splitlines()
+    assert md[1] == "|:---|---:|---:|---:|"
+    assert md[3] == "| `b\\|c` | 1 |  | 5.2 |"
+    recs = json.loads(t.to_json())
+    assert recs[0]["name"] == long and recs[1]["total_us"] is None
+    html = t._repr_html_()
+    assert 'title="void at::native::vectorized_elementwise_kernel&lt;4' in html
+    assert ">vectorized_elementwise_kernel&lt;FillFunctor&lt;float&gt;&gt;</td>" in html
+
+
+def test_table_disambiguates_names_that_shorten_alike():
+    t = Table(["name"], [["void f<1, Foo<float> >(int)"], ["void f<2, Foo<float> >(int)"]])
+    assert t.to_text().splitlines()[2:] == ["f<Foo<float>>", "f<Foo<float>> (2)"]
+
+
+# ------------------------------------------------------------------ kernels
+def test_kernel_table():
+    t = make(
+        [
+            step(1, 0, 100),
+            call("cudaLaunchKernel", 1, 1, corr=1),
+            gpu("k", 10, 2, 1),
+            call("cudaLaunchKernel", 2, 1, corr=2),
+            gpu("k", 20, 4, 2),
+            call("cudaLaunchKernel", 3, 1, corr=3),
+            gpu("k", 30, 9, 3),
+            call("cudaMemcpyAsync", 4, 1, corr=4),
+            gpu("Memcpy HtoD (Pageable -> Device)", 40, 5, 4, cat="gpu_memcpy"),
+            call("cudaLaunchKernel", 150, 1, corr=5),
+            gpu("late", 160, 80, 5),
+        ]
+    )
+    tab = kernel_table(t)
+    assert tab.columns == [
+        "name",
+        "calls",
+        "total_us",
+        "mean_us",
+        "min_us",
+        "median_us",
+        "max_us",
+        "pct",
+    ]
+    assert tab.rows[1] == ["k", 3, 15.0, 5.0, 2.0, 4.0, 9.0, 15.0]
+    assert [r[0] for r in tab.rows] == ["late", "k", "Memcpy HtoD (Pageable -> Device)"]
+    in_step = kernel_table(t, window=(0, 100_000))
+    assert [r[0] for r in in_step.rows] == ["k", "Memcpy HtoD (Pageable -> Device)"]
+    assert in_step.rows[0][-1] == 75.0
+    assert len(kernel_table(t, top=1)) == 1
+
+
+# ------------------------------------------------------------------ ops
+NESTED = [
+    op("fwd", 0, 200, ext=1, cat="user_annotation"),
+    op("aten::linear", 10, 100, ext=2),
+    op("aten::t", 12, 8, ext=3),
+    op("aten::addmm", 30, 70, ext=4),
+    call("cudaLaunchKernel", 40, 10, corr=1, ext=4),
+    gpu("gemm", 60, 50, 1),
+    py("model.py(3): forward", 120, 60),
+    op("aten::relu", 130, 40, ext=5),
+    call("cudaLaunchKernel", 140, 10, corr=2, ext=5),
+    gpu("relu_kernel", 160, 7, 2),
+    op("aten::relu", 300, 20, ext=6),
+    call("cudaLaunchKernel", 305, 5, corr=3, ext=6),
+    gpu("relu_kernel", 320, 9, 3),
+]
+
+
+def test_op_table_self_and_total():
+    tab = op_table(make(NESTED))
+    rows = {r[0]: r[1:] for r in tab.rows}
+    # calls, self_cpu, total_cpu, self_gpu, total_gpu, gpu_ops
+    assert rows["fwd"] == [1, 60.0, 200.0, 0.0, 57.0, 2]
+    assert rows["aten::linear"] == [1, 22.0, 100.0, 0.0, 50.0, 1]
+    assert rows["aten::t"] == [1, 8.0, 8.0, 0.0, 0.0, 0]
+    assert rows["aten::addmm"] == [1, 60.0, 70.0, 50.0, 50.0, 1]
+    assert rows["aten::relu"] == [2, 45.0, 60.0, 16.0, 16.0, 2]
+    assert rows["cudaLaunchKernel"] == [3, 25.0, 25.0, 0.0, 0.0, 0]
+    assert "model.py(3): forward" not in rows
+    assert [r[0] for r in tab.rows[:2]] == ["fwd", "aten::linear"]  # by total GPU
+
+
+def test_op_table_window_sort_top():
+    t = make(NESTED)
+    tab = op_table(t, window=(290_000, 400_000))
+    assert [r[0] for r in tab.rows] == ["aten::relu", "cudaLaunchKernel"]
+    assert tab.rows[0][1] == 1
+    top = op_table(t, top=2, sort="self_cpu_us")
+    assert [r[0] for r in top.rows] == ["fwd", "aten::addmm"]
+
+
+# ------------------------------------------------------------------ compare
+def _stepped(kernels_per_step, step_us=100):
+    evs, corr = [], 0
+    for s, names in enumerate(kernels_per_step):
+        t0 = s * step_us
+        evs.append(step(s + 1, t0, step_us))
+        for j, name in enumerate(names):
+            corr += 1
+            evs.append(call("cudaLaunchKernel", t0 + 1 + j, 0.5, corr=corr))
+            evs.append(gpu(name, t0 + 10 + 10 * j, 5, corr))
+    return make(evs)
+
+
+def test_compare():
+    eager = _stepped([["mm", "add", "gelu"], ["mm", "add", "gelu"]])
+    compiled = _stepped([["mm", "triton_fused"], ["mm", "triton_fused"]], step_us=50)
+    c = compare(eager, compiled)
+    m = {r[0]: r[1:] for r in c.metrics.rows}
+    assert m["steps"] == [2, 2, "x1.00"]
+    assert m["kernels per step"] == [3.0, 2.0, "x0.67"]
+    assert m["launch calls per step"] == [3.0, 2.0, "x0.67"]
+    assert m["CPU time per step (us)"] == [100.0, 50.0, "x0.50"]
+    assert m["GPU busy per step (us)"] == [15.0, 10.0, "x0.67"]
+    assert c.only_a == ["add", "gelu"] and c.only_b == ["triton_fused"]
+    text = c.to_text()
+    assert "GPU ops only in eager (gone in compiled): 2" in text
+    assert "GPU ops only in compiled (new): 1\n  triton_fused" in text
+    data = json.loads(c.to_json())
+    assert data["labels"] == ["eager", "compiled"] and data["only_b"] == ["triton_fused"]
+    assert "| kernels per step | 3.00 | 2.00 | x0.67 |" in c.to_markdown()
+
+
+def test_compare_without_steps_uses_whole_trace():
+    a = make([call("cudaLaunchKernel", 0, 1, corr=1), gpu("k", 5, 5, 1)])
+    c = compare(a, a, labels=("x", "y"))
+    m = {r[0]: r[1:] for r in c.metrics.rows}
+    assert m["steps"] == [0, 0, ""] and m["kernels per step"] == [1.0, 1.0, "x1.00"]
+    assert c.metrics.columns == ["metric", "x", "y", "change"]
