@@ -33,7 +33,7 @@ sphinx_gallery_conf = {
     "within_subsection_order": "FileNameSortKey",
     "reset_modules": ("matplotlib", "site_hooks.reset_example"),
     "reset_modules_order": "before",
-    "image_scrapers": ("matplotlib",),
+    "image_scrapers": ("site_hooks.gallery_scraper",),
     "capture_repr": ("_repr_html_", "__repr__"),
     "ignore_repr_types": r"profiler_util\.EventList|matplotlib\.(text|axes|figure|lines|container)",
     "first_notebook_cell": "%matplotlib inline\n# pip install tracereader torch matplotlib",
@@ -45,6 +45,8 @@ sphinx_gallery_conf = {
     # Recordings change without the example text changing: always re-run (replay is fast).
     "run_stale_examples": True,
     "abort_on_example_error": True,
+    # The timing pages load jQuery/DataTables from a CDN: the site must read offline.
+    "write_computation_times": False,
 }
 
 myst_enable_extensions = ["colon_fence", "deflist", "dollarmath", "substitution", "attrs_inline"]
@@ -71,7 +73,9 @@ html_theme_options = {
     "secondary_sidebar_items": {"auto_examples/**": []},
 }
 html_static_path = ["_static"]
-html_css_files = ["custom.css"]
+html_css_files = ["custom.css", "home.css"]
 html_js_files = ["perfetto.js"]
 html_extra_path = ["_generated/extra"]
 html_last_updated_fmt = None
+# Without it, a first-time visitor's console logs "Got invalid theme mode".
+html_context = {"default_mode": "auto"}

@@ -168,13 +168,39 @@ if __name__ == "__main__" and len(sys.argv) > 1:
 # 64x64: the table
 # ----------------
 #
-# With 64x64 matrices in bfloat16 the GPU finishes each kernel in a few
+# With 64x64 matrices in bfloat16 the GPU finishes each kernel in a couple of
 # microseconds, while the CPU spends far longer preparing and launching them.
 # Compare ``Self CPU time total`` with ``Self CUDA time total`` at the bottom.
+# (The table is the profiler's own ``key_averages().table()``; five of its ten
+# columns are shown here, the whole table is in the downloadable trace's run.)
 
 small = run_or_replay(profile_matmul_add, "64_bf16", size=64, dtype="bfloat16", warmup=True)
-print(small.stamp_line())
-print(small.table)
+print(small.table_view())
+
+# %%
+# The recording: its stamp, the trace to download, and a button that opens it
+# in Perfetto in your browser.
+
+small
+
+# %%
+# 64x64: one step on the timeline
+# -------------------------------
+#
+# The last profiled step. The CPU thread on top runs the nested ops
+# (``ProfilerStep`` > ``matmul_add`` > ``aten::matmul`` > ``aten::mm`` > the
+# launch call); the GPU stream below runs two tiny kernels. Arrows join each
+# launch call to the kernel it launched; shaded spans are GPU idle time.
+
+import matplotlib.pyplot as plt
+
+from tracereader import summary, timeline
+
+small_trace = small.trace()
+last = small_trace.steps[-1]
+timeline(small_trace, step=last.name, fig=plt.figure(figsize=(12, 3.4)))
+busy = summary(small_trace)["gpu_busy_us"] / len(small_trace.steps)
+print(f"{last.name}: CPU {last.dur_us:.0f} us; GPU busy {busy:.1f} us per step on average")
 
 # %%
 # 4096x4096: the table
@@ -184,8 +210,23 @@ print(small.table)
 # the CUDA total climbs to the same order as the CPU total.
 
 big = run_or_replay(profile_matmul_add, "4096_bf16", size=4096, dtype="bfloat16", warmup=True)
-print(big.stamp_line())
-print(big.table)
+print(big.table_view())
+
+# %%
+
+big
+
+# %%
+# 4096x4096: one step on the timeline
+# -----------------------------------
+#
+# Now the GPU lane is full: the GEMM runs for hundreds of microseconds, so the
+# CPU's launches get ahead of the GPU and the kernels queue.
+
+big_trace = big.trace()
+timeline(big_trace, step=big_trace.steps[-1].name, fig=plt.figure(figsize=(12, 3.4)))
+busy = summary(big_trace)["gpu_busy_us"] / len(big_trace.steps)
+print(f"GPU busy {busy:.0f} us per step on average")
 
 # %%
 # Every other Part 1 experiment

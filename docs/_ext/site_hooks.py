@@ -28,6 +28,31 @@ def reset_example(gallery_conf, fname):
     torch.set_num_threads(1)
 
 
+def gallery_scraper(block, block_vars, gallery_conf):
+    """sphinx-gallery's matplotlib scraper, with tracereader's generated alt text.
+
+    The stock scraper uses a figure's titles as alt text; a timeline knows better
+    (its lanes, window and event counts), so each ``:alt:`` line is replaced, in
+    figure order, by the figure's ``tracereader_alt`` where it has one.
+    """
+    import re
+
+    import matplotlib.pyplot as plt
+    from sphinx_gallery.scrapers import matplotlib_scraper
+
+    alts = [getattr(plt.figure(num), "tracereader_alt", None) for num in plt.get_fignums()]
+    rst = matplotlib_scraper(block, block_vars, gallery_conf)
+    found = iter(alts)
+
+    def swap(match):
+        alt = next(found, None)
+        if not alt:
+            return match.group(0)
+        return match.group(1) + " ".join(alt.split())
+
+    return re.sub(r"^(\s*:alt: ).*$", swap, rst, flags=re.M)
+
+
 def check_recordings(app):
     """Fail a strict build (TRACEREADER_STRICT=1) on any stale recording."""
     problems = record.check_examples(DOCS.parent / "examples")
@@ -48,9 +73,23 @@ def copy_traces(app):
         shutil.copyfile(rec.trace_path, dest)
 
 
+def thumbnail_alt(app, doctree, docname):
+    """sphinx-gallery writes its thumbnails with an empty alt: name the example."""
+    from docutils import nodes
+
+    for img in doctree.findall(nodes.image):
+        name = Path(img.get("uri", "")).name
+        if img.get("alt") or not (name.startswith("sphx_glr_") and name.endswith("_thumb.png")):
+            continue
+        example = name[len("sphx_glr_") : -len("_thumb.png")]
+        title = app.env.titles.get(f"auto_examples/{example}")
+        img["alt"] = f"Thumbnail of the example: {title.astext() if title else example}"
+
+
 def setup(app):
     EXTRA.mkdir(parents=True, exist_ok=True)
     # Run before sphinx-gallery (priority 500) executes the examples.
     app.connect("builder-inited", check_recordings, priority=100)
     app.connect("builder-inited", copy_traces, priority=100)
+    app.connect("doctree-resolved", thumbnail_alt)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -6,6 +6,7 @@ The pipeline runs one way: :func:`load` (bytes -> columns) -> events
 :mod:`tracereader.record` touches torch, and only when it runs a workload.
 """
 
+from ._draw import Callout, alt_text, compare_timelines, timeline
 from ._events import Kind, Lane, Region, Trace
 from ._link import Links, link
 from ._load import TraceError, load
@@ -36,5 +37,10 @@ __all__ = [
     "kernel_table",
     "op_table",
     "shorten_kernel_name",
+    # draw (matplotlib is imported only when a figure is made)
+    "Callout",
+    "alt_text",
+    "compare_timelines",
+    "timeline",
 ]
 __version__ = "0.1.0"

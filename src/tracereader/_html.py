@@ -18,7 +18,7 @@ import html
 import posixpath
 from urllib.parse import urlsplit
 
-__all__ = ["trace_links_html", "format_size"]
+__all__ = ["FigureHTML", "trace_links_html", "format_size"]
 
 
 def format_size(nbytes: int) -> str:
@@ -64,3 +64,37 @@ def trace_links_html(url: str, nbytes: int, title: str) -> str:
         '<span class="tr-perfetto-status" role="status" aria-live="polite"></span>'
         "</div>"
     )
+
+
+class FigureHTML:
+    """A figure as an ``<img>`` with its generated alt text, for executed pages.
+
+    Notebook renderers (MyST-NB) write a displayed matplotlib figure as an
+    image without alt text. This wraps the PNG in HTML instead, with the alt
+    text :func:`tracereader.timeline` generated (``fig.tracereader_alt``) or the
+    one given, so every picture on a page says what it shows.
+    """
+
+    def __init__(self, fig, alt: str | None = None, caption: str = "", dpi: int = 96) -> None:
+        import base64
+        import io
+
+        buf = io.BytesIO()
+        fig.savefig(buf, format="png", dpi=dpi, bbox_inches="tight")
+        self.png = buf.getvalue()
+        self.alt = alt or getattr(fig, "tracereader_alt", "") or caption
+        if not self.alt:
+            raise ValueError("a figure on a page needs alt text: pass alt=")
+        self.caption = caption
+        self._b64 = base64.b64encode(self.png).decode("ascii")
+
+    def _repr_html_(self) -> str:
+        cap = f"<figcaption>{html.escape(self.caption)}</figcaption>" if self.caption else ""
+        return (
+            f'<figure class="tr-figure"><img src="data:image/png;base64,{self._b64}" '
+            f'alt="{html.escape(self.alt, quote=True)}" style="max-width:100%;height:auto">'
+            f"{cap}</figure>"
+        )
+
+    def __repr__(self) -> str:
+        return f"<figure: {self.alt}>"

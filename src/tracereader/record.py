@@ -36,6 +36,7 @@ import inspect
 import json
 import os
 import platform
+import re
 import shutil
 import subprocess
 import tempfile
@@ -60,6 +61,9 @@ __all__ = [
 
 #: The command that re-records every example; named in every staleness error.
 RECORD_COMMAND = "python scripts/record.py (on a GPU machine; `nox -s record` does the same)"
+
+#: The columns :meth:`Recording.table_view` keeps by default.
+TABLE_COLUMNS = ("Self CPU", "CPU total", "Self CUDA", "CUDA total", "# of Calls")
 
 _TRACE = "trace.json.gz"
 _TABLE = "table.txt"
@@ -245,6 +249,52 @@ class Recording:
     @property
     def trace_bytes(self) -> int:
         return self.trace_path.stat().st_size
+
+    @property
+    def trace_url(self) -> str:
+        """Where the built site serves this trace, relative to a page one folder deep."""
+        return f"../traces/{self.example}/{self.name}.json.gz"
+
+    def _repr_html_(self) -> str:
+        """The stamp, a download link and an "Open in Perfetto" button (pages show this)."""
+        import html
+
+        from ._html import trace_links_html
+
+        title = f"{self.example} {self.name}"
+        return (
+            f'<div class="tr-recording"><p class="tr-stamp">{html.escape(self.stamp_line())}</p>'
+            + trace_links_html(self.trace_url, self.trace_bytes, title)
+            + "</div>"
+        )
+
+    def table_view(self, columns: tuple[str, ...] = TABLE_COLUMNS, rows: int | None = None) -> str:
+        """The recorded profiler table with only ``columns`` (it is 10 columns wide).
+
+        The numbers are the profiler's own; only columns and rows are dropped.
+        """
+        lines = self.table.splitlines()
+        rules = [i for i, line in enumerate(lines) if line.startswith("---")]
+        if len(rules) < 3:
+            return self.table
+        # Column names from the header (a long name can overflow its column by a
+        # character, so split on runs of spaces); positions from the dashed rule.
+        names = re.split(r"\s{2,}", lines[rules[0] + 1].strip())
+        spans = [(m.start(), m.end()) for m in re.finditer(r"-+", lines[rules[0]])]
+        if len(names) != len(spans):
+            return self.table
+        keep = [sp for i, (name, sp) in enumerate(zip(names, spans)) if i == 0 or name in columns]
+        header = lines[rules[0] + 1]
+        body = lines[rules[1] + 1 : rules[2]][: rows if rows else None]
+
+        def cut(line: str) -> str:
+            return "  ".join(line[a:b] for a, b in keep).rstrip()
+
+        head = "  ".join(name.rjust(b - a) for (a, b), name in zip(keep, [names[0], *[
+            n for i, n in enumerate(names) if i and n in columns]]))
+        rule = "  ".join("-" * (b - a) for a, b in keep)
+        footer = [line for line in lines[rules[2] + 1 :] if line.strip()]
+        return "\n".join([rule, head, rule, *map(cut, body), rule, *footer])
 
 
 def _folder(example: str, name: str) -> Path:
