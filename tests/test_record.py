@@ -137,3 +137,25 @@ def test_load_definitions_skips_the_page_body(tmp_path, monkeypatch):
     ns = record.load_definitions(script)
     assert ns["profile_thing"](None, size=1) == str(2 + 3.141592653589793)
     assert "LIMITS" in ns and "result" not in ns
+
+
+def test_table_view_keeps_the_profilers_numbers():
+    rec = record.load("01_matmul_add", "4096_bf16")
+    view = rec.table_view()
+    assert "CPU time avg" not in view and "Self CPU %" not in view
+    header = view.splitlines()[1].split()
+    assert header[:3] == ["Name", "Self", "CPU"] and header[-3:] == ["#", "of", "Calls"]
+    full_rows = rec.table.splitlines()[3:-4]
+    view_rows = view.splitlines()[3:-4]
+    assert len(view_rows) == len(full_rows) > 5
+    for short, full in zip(view_rows, full_rows, strict=True):
+        assert short.split()[-1] == full.split()[-1]  # calls
+        assert short.split()[1] == full.split()[2]  # self CPU, character for character
+    assert view.splitlines()[-2:] == rec.table.strip().splitlines()[-2:]
+
+
+def test_recording_html_has_stamp_download_and_perfetto_button():
+    html = record.load("01_matmul_add", "64_bf16")._repr_html_()
+    assert "Recorded on NVIDIA H200" in html
+    assert 'href="../traces/01_matmul_add/64_bf16.json.gz"' in html
+    assert "tr-perfetto" in html

@@ -283,16 +283,18 @@ class Recording:
         spans = [(m.start(), m.end()) for m in re.finditer(r"-+", lines[rules[0]])]
         if len(names) != len(spans):
             return self.table
-        keep = [sp for i, (name, sp) in enumerate(zip(names, spans)) if i == 0 or name in columns]
-        header = lines[rules[0] + 1]
+        picked = [
+            (name, span)
+            for i, (name, span) in enumerate(zip(names, spans, strict=True))
+            if i == 0 or name in columns
+        ]
         body = lines[rules[1] + 1 : rules[2]][: rows if rows else None]
 
         def cut(line: str) -> str:
-            return "  ".join(line[a:b] for a, b in keep).rstrip()
+            return "  ".join(line[a:b] for _, (a, b) in picked).rstrip()
 
-        head = "  ".join(name.rjust(b - a) for (a, b), name in zip(keep, [names[0], *[
-            n for i, n in enumerate(names) if i and n in columns]]))
-        rule = "  ".join("-" * (b - a) for a, b in keep)
+        head = "  ".join(name.rjust(b - a) for name, (a, b) in picked)
+        rule = "  ".join("-" * (b - a) for _, (a, b) in picked)
         footer = [line for line in lines[rules[2] + 1 :] if line.strip()]
         return "\n".join([rule, head, rule, *map(cut, body), rule, *footer])
 
