@@ -150,7 +150,7 @@ def test_table_view_keeps_the_profilers_numbers():
     assert len(view_rows) == len(full_rows) > 5
     for short, full in zip(view_rows, full_rows, strict=True):
         assert short.split()[-1] == full.split()[-1]  # calls
-        assert short.split()[1] == full.split()[2]  # self CPU, character for character
+        assert short.split()[-5] == full.split()[-9]  # self CPU, character for character
     assert view.splitlines()[-2:] == rec.table.strip().splitlines()[-2:]
 
 
