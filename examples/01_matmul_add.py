@@ -175,13 +175,13 @@ if __name__ == "__main__" and len(sys.argv) > 1:
 # columns are shown here; ``small.table`` holds all ten.)
 
 small = run_or_replay(profile_matmul_add, "64_bf16", size=64, dtype="bfloat16", warmup=True)
+print(small.stamp_line())
 print(small.table_view())
 
 # %%
-# The recording: its stamp, the trace to download, and a button that opens it
-# in Perfetto in your browser.
+# The trace of this run, to download or to open in Perfetto in your browser:
 
-small
+small.links()
 
 # %%
 # 64x64: one step on the timeline
@@ -210,11 +210,12 @@ print(f"{last.name}: CPU {last.dur_us:.0f} us; GPU busy {busy:.1f} us per step o
 # the CUDA total climbs to the same order as the CPU total.
 
 big = run_or_replay(profile_matmul_add, "4096_bf16", size=4096, dtype="bfloat16", warmup=True)
+print(big.stamp_line())
 print(big.table_view())
 
 # %%
 
-big
+big.links()
 
 # %%
 # 4096x4096: one step on the timeline

@@ -16,9 +16,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from test_link import LAUNCH_PATHS, doc
-from test_measure import GAPS
-from test_tables import NESTED
+from _builders import GAPS, LAUNCH_PATHS, NESTED, doc
 
 from tracereader.cli import main, run
 

@@ -12,100 +12,17 @@ import pytest
 
 pytest.importorskip("matplotlib")
 
+from _builders import ADD_KERNEL, MM_KERNEL, make_doc, x_event
+
 from tracereader import Kind, load
 from tracereader._draw import Callout, alt_text, compare_timelines, resolve_window, timeline
 from tracereader._draw_layout import CLASS_INDEX, classify, merge_bars, short_name
+from tracereader._gaps import gaps as measure_gaps
 from tracereader._link import link
-from tracereader._measure import gaps as measure_gaps
 
 ROOT = Path(__file__).resolve().parents[1]
 RECORDINGS = ROOT / "src" / "tracereader" / "recordings" / "01_matmul_add"
 H200 = ROOT / "tests" / "data" / "h200"
-
-MM_KERNEL = (
-    "void cutlass::Kernel2<cutlass_80_simt_sgemm_64x64_8x5_tn_align1>"
-    "(cutlass_80_simt_sgemm_64x64_8x5_tn_align1::Params)"
-)
-ADD_KERNEL = (
-    "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>, "
-    "std::array<char*, 3ul> >(int, at::native::CUDAFunctor_add<float>, std::array<char*, 3ul>)"
-)
-
-
-def _x(name, cat, ts, dur, pid=1, tid=1, **args):
-    return {
-        "ph": "X",
-        "cat": cat,
-        "name": name,
-        "pid": pid,
-        "tid": tid,
-        "ts": ts,
-        "dur": dur,
-        "args": args,
-    }
-
-
-def make_doc(steps: int = 2) -> dict:
-    """A small eager trace: per step, matmul + add on the main thread (two
-    launches, the second through the driver), a sync, an op on a second
-    thread, a Python frame; two kernels with a 50 µs GPU gap between them."""
-    ev = [
-        {"ph": "M", "name": "thread_name", "pid": 1, "tid": 1, "args": {"name": "python3"}},
-        {"ph": "M", "name": "thread_name", "pid": 1, "tid": 2, "args": {"name": "pt_autograd_0"}},
-    ]
-    for k in range(steps):
-        t, c = 1000.0 * k, 10 * k
-        ev += [
-            _x(f"ProfilerStep#{k + 1}", "user_annotation", t, 400, **{"External id": c + 1}),
-            _x("model.py(3): forward", "python_function", t + 5, 300, **{"Python id": c + 1}),
-            _x("block", "user_annotation", t + 10, 250, **{"External id": c + 2}),
-            _x("aten::matmul", "cpu_op", t + 20, 60, **{"External id": c + 3}),
-            _x("aten::mm", "cpu_op", t + 25, 50, **{"External id": c + 4}),
-            _x(
-                "cudaLaunchKernel",
-                "cuda_runtime",
-                t + 40,
-                10,
-                **{"External id": c + 4, "correlation": c + 100},
-            ),
-            _x("aten::add", "cpu_op", t + 150, 40, **{"External id": c + 5}),
-            _x(
-                "cuLaunchKernel",
-                "cuda_driver",
-                t + 160,
-                10,
-                **{"External id": c + 5, "correlation": c + 101},
-            ),
-            _x("cudaGetDevice", "cuda_runtime", t + 185, 1, **{"External id": c + 5}),
-            _x("cudaDeviceSynchronize", "cuda_runtime", t + 200, 50, correlation=c + 102),
-            _x("aten::mul", "cpu_op", t + 30, 20, tid=2, **{"External id": c + 6}),
-            _x(
-                MM_KERNEL,
-                "kernel",
-                t + 60,
-                100,
-                pid=0,
-                tid=7,
-                correlation=c + 100,
-                stream=7,
-                device=0,
-                **{"External id": c + 4},
-            ),
-            _x(
-                ADD_KERNEL,
-                "kernel",
-                t + 210,
-                5,
-                pid=0,
-                tid=7,
-                correlation=c + 101,
-                stream=7,
-                device=0,
-                **{"External id": c + 5},
-            ),
-            _x("block", "gpu_user_annotation", t + 60, 155, pid=0, tid=7, **{"External id": c + 2}),
-        ]
-    return {"schemaVersion": 1, "traceEvents": ev}
 
 
 @pytest.fixture(scope="module")
@@ -253,16 +170,16 @@ def test_subpixel_merging_bounds_drawn_bars():
     for i in range(n):
         t = 4.0 * i
         ev += [
-            _x("aten::add", "cpu_op", t, 3.0, **{"External id": i + 1}),
-            _x(
+            x_event("aten::add", "cpu_op", t, 3.0, **{"External id": i + 1}),
+            x_event(
                 "cudaLaunchKernel",
                 "cuda_runtime",
                 t + 1,
                 1.0,
                 **{"External id": i + 1, "correlation": i + 1},
             ),
-            _x("k", "kernel", t + 2.5, 0.5, pid=0, tid=7, correlation=i + 1),
-            _x("aten::empty", "cpu_op", t + 3.2, 0.5, **{"External id": n + i + 1}),
+            x_event("k", "kernel", t + 2.5, 0.5, pid=0, tid=7, correlation=i + 1),
+            x_event("aten::empty", "cpu_op", t + 3.2, 0.5, **{"External id": n + i + 1}),
         ]
     t = load(json.dumps({"traceEvents": ev}).encode())
     fig = timeline(t, width_in=10)
@@ -351,8 +268,8 @@ def test_cpu_only_trace_and_empty_window():
         json.dumps(
             {
                 "traceEvents": [
-                    _x("ProfilerStep#1", "user_annotation", 0, 100),
-                    _x("aten::add", "cpu_op", 10, 20),
+                    x_event("ProfilerStep#1", "user_annotation", 0, 100),
+                    x_event("aten::add", "cpu_op", 10, 20),
                 ]
             }
         ).encode()

@@ -1,141 +1,17 @@
 """Linker: GPU op -> launch call -> issuing op -> stack, on tiny synthetic traces.
 
-The builders at the top (``op``, ``call``, ``gpu``...) are shared by the
-measure, tables and CLI tests, which import them from this module.
+The builders (``op``, ``call``, ``gpu``...) live in ``tests/_builders.py``.
 """
 
 from __future__ import annotations
 
-import json
-
 import numpy as np
 import pytest
+from _builders import LAUNCH_PATHS, call, gpu, make, op, row, step
 
-from tracereader import Kind, load
+from tracereader import Kind
 from tracereader._events import Lane, Trace
 from tracereader._link import link
-
-PID = 4242
-
-
-def ev(name, ts, dur, cat, pid=PID, tid=1, **args):
-    return {
-        "ph": "X",
-        "cat": cat,
-        "name": name,
-        "pid": pid,
-        "tid": tid,
-        "ts": ts,
-        "dur": dur,
-        "args": args,
-    }
-
-
-def op(name, ts, dur, ext=None, tid=1, cat="cpu_op", **args):
-    if ext is not None:
-        args["External id"] = ext
-    return ev(name, ts, dur, cat, tid=tid, **args)
-
-
-def py(name, ts, dur, tid=1):
-    return ev(name, ts, dur, "python_function", tid=tid)
-
-
-def step(n, ts, dur, tid=1):
-    return ev(f"ProfilerStep#{n}", ts, dur, "user_annotation", tid=tid)
-
-
-def call(name, ts, dur, corr=None, ext=None, tid=1):
-    driver = name.startswith("cu") and not name.startswith("cuda")
-    args = {"cbid": 1}
-    if corr is not None:
-        args["correlation"] = corr
-    if ext is not None:
-        args["External id"] = ext
-    return ev(name, ts, dur, "cuda_driver" if driver else "cuda_runtime", tid=tid, **args)
-
-
-def gpu(name, ts, dur, corr, stream=7, device=0, cat="kernel", ext=None):
-    args = {"device": device, "stream": stream, "correlation": corr}
-    if ext is not None:
-        args["External id"] = ext
-    return ev(name, ts, dur, cat, pid=device, tid=stream, **args)
-
-
-def doc(events):
-    return {"schemaVersion": 1, "traceEvents": events, "displayTimeUnit": "ms"}
-
-
-def make(events) -> Trace:
-    return load(json.dumps(doc(events)).encode())
-
-
-def row(trace, name, nth=0):
-    """Row of the nth event called ``name``."""
-    return int(trace.where(name=name)[nth])
-
-
-# A trace exercising every launch path. Times are µs.
-LAUNCH_PATHS = [
-    step(1, 0, 2000),
-    py("nn.Module: Linear_0", 5, 120),
-    op("aten::linear", 10, 100, ext=1),
-    op("aten::t", 12, 5, ext=2),
-    op("aten::addmm", 20, 80, ext=3),
-    call("cudaLaunchKernel", 30, 10, corr=101, ext=3),
-    gpu("void gemm_kernel<float>(float*)", 50, 20, 101),
-    op("aten::add", 110, 40, ext=4),
-    call("cudaLaunchKernelExC", 120, 10, corr=102, ext=4),
-    gpu("add_kernel", 135, 5, 102),
-    op("aten::mul", 160, 40, ext=5),
-    call("cuLaunchKernel", 170, 10, corr=103, ext=5),
-    gpu("mul_kernel", 185, 5, 103),
-    op("aten::div", 210, 40, ext=6),
-    call("cuLaunchKernelEx", 220, 10, corr=104, ext=6),
-    gpu("div_kernel", 235, 5, 104),
-    op("aten::coop", 260, 40, ext=7),
-    call("cudaLaunchCooperativeKernel", 270, 10, corr=105, ext=7),
-    gpu("coop_kernel", 285, 5, 105),
-    op("aten::copy_", 310, 40, ext=8),
-    call("cudaMemcpyAsync", 320, 10, corr=106, ext=8),
-    gpu("Memcpy HtoD (Pageable -> Device)", 335, 5, 106, cat="gpu_memcpy"),
-    op("aten::zero_", 360, 40, ext=9),
-    call("cudaMemsetAsync", 370, 10, corr=107, ext=9),
-    gpu("Memset (Device)", 385, 5, 107, cat="gpu_memset"),
-    op("aten::_local_scalar_dense", 410, 40, ext=10),
-    call("cudaMemcpy", 420, 10, corr=108, ext=10),
-    gpu("Memcpy DtoH (Device -> Pageable)", 425, 2, 108, cat="gpu_memcpy"),
-    op("aten::fill_", 460, 40, ext=11),
-    call("cudaMemset", 470, 10, corr=109, ext=11),
-    gpu("Memset (Device)", 485, 2, 109, cat="gpu_memset"),
-    # Inductor: a Triton launch is a cpu_op with args.stream = 0 (a CPU event).
-    op("triton_poi_fused_add_0", 510, 40, ext=12, kernel_backend="triton", stream=0),
-    call("cuLaunchKernel", 520, 10, corr=110, ext=12),
-    gpu("triton_poi_fused_add_0", 535, 5, 110),
-    # CUDA graph: one call, three kernels sharing its correlation.
-    op("CUDAGraph::replay", 560, 100, ext=13),
-    call("cudaGraphLaunch", 570, 20, corr=111, ext=13),
-    gpu("graph_k0", 630, 5, 111),
-    gpu("graph_k1", 636, 5, 111),
-    gpu("graph_k2", 642, 5, 111, stream=20),
-    # No External id on the call: containment finds aten::nonzero.
-    op("aten::nonzero", 700, 40, ext=14),
-    call("cudaLaunchKernel", 710, 10, corr=112),
-    gpu("nonzero_kernel", 725, 5, 112),
-    # External id names an op on another thread: rejected, containment wins.
-    op("aten::sum", 760, 40, ext=15),
-    op("aten::other_thread", 750, 100, ext=16, tid=2),
-    call("cudaLaunchKernel", 770, 10, corr=113, ext=16),
-    gpu("sum_kernel", 785, 5, 113),
-    # A launch with no op around it at all.
-    call("cudaLaunchKernel", 2100, 10, corr=114),
-    gpu("lonely_kernel", 2115, 5, 114),
-    # A kernel whose launch call was not recorded.
-    gpu("orphan_kernel", 2200, 5, 999),
-    # Not GPU work: sync span and GPU-side annotation.
-    ev("gpu_user_annotation_x", 50, 500, "gpu_user_annotation", pid=0, tid=7),
-    ev("Stream Sync", 600, 10, "cuda_sync", pid=0, tid=7, correlation=555),
-]
 
 
 @pytest.fixture(scope="module")

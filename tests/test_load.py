@@ -2,17 +2,22 @@
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import json
 import os
+import pickle
 import random
+import subprocess
+import sys
 from collections import Counter
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from tracereader import Kind, TraceError, load
+import tracereader
+from tracereader import Kind, TraceError, _columns, _fast, _tolerant, load
 from tracereader import _load as loader
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -174,7 +179,7 @@ def test_repaired_values():
 
 def test_tolerant_path_reports_the_same_wide_ints():
     data = (SYNTH / "bigint.json").read_bytes()
-    assert_same(loader._load_tolerant(data, "x"), load(data))
+    assert_same(_tolerant.load_tolerant(data, "x"), load(data))
 
 
 def test_non_numeric_args_on_the_tolerant_path():
@@ -192,17 +197,53 @@ def test_non_numeric_args_on_the_tolerant_path():
 @pytest.mark.parametrize("path", [SYNTH / "modern.json", SYNTH / "legacy.json", *REAL[:5]])
 def test_fast_and_tolerant_paths_agree(path):
     data, label = loader._read_bytes(path)
-    fast, tolerant = load(path), loader._load_tolerant(data, label)
+    fast, tolerant = load(path), _tolerant.load_tolerant(data, label)
     assert (fast.parser, tolerant.parser) == ("fast", "tolerant")
     assert_same(fast, tolerant)
+
+
+def test_plain_records_mirror_the_msgspec_structs():
+    """The stdlib stand-ins have the structs' fields and defaults, in order."""
+    import msgspec
+
+    for plain, struct in [(_columns.PlainArgs, _fast.ArgsRecord), (_columns.PlainEvent, _fast.EventRecord)]:
+        assert [(f.name, f.default) for f in dataclasses.fields(plain)] == [
+            (f.name, f.default) for f in msgspec.structs.fields(struct)
+        ]
+    json_keys = {f.encode_name: f.name for f in msgspec.structs.fields(_fast.ArgsRecord)}
+    assert _columns.INT_ARGS.items() <= json_keys.items()
+
+
+NO_MSGSPEC = """
+import pickle, sys
+sys.modules["msgspec"] = None  # as if msgspec were not installed
+import tracereader, tracereader.record
+out = [tracereader.load(path) for path in sys.argv[2:]]
+with open(sys.argv[1], "wb") as fh:
+    pickle.dump(out, fh)
+"""
+
+
+def test_without_msgspec_import_works_and_load_uses_the_stdlib(tmp_path):
+    """The recording machine has no msgspec: importing works, loading is "stdlib"."""
+    paths = [SYNTH / "modern.json", SYNTH / "control_chars.json", *REAL[:1]]
+    env = {**os.environ, "PYTHONPATH": str(Path(tracereader.__file__).parents[1])}
+    out = tmp_path / "traces.pickle"
+    cmd = [sys.executable, "-c", NO_MSGSPEC, str(out), *map(str, paths)]
+    subprocess.run(cmd, check=True, env=env, capture_output=True, timeout=120)
+    traces = pickle.loads(out.read_bytes())
+    for path, trace in zip(paths, traces, strict=True):
+        reference = load(path)
+        assert trace.parser == "stdlib"
+        assert_same(trace, reference)
 
 
 def test_small_pieces_quick_split_and_mmap_agree(monkeypatch):
     """Cutting the array into tiny pieces, the full-scan locator and mmap change nothing."""
     reference = load(SYNTH / "modern.json")
-    monkeypatch.setattr(loader, "PIECE_BYTES", 64)
+    monkeypatch.setattr(_fast, "PIECE_BYTES", 64)
     assert_same(load(SYNTH / "modern.json"), reference)
-    monkeypatch.setattr(loader, "_split_top", lambda data: None)
+    monkeypatch.setattr(_fast, "_split_top", lambda data: None)
     assert_same(load(SYNTH / "modern.json"), reference)
     monkeypatch.setattr(loader, "MMAP_BYTES", 1)
     assert_same(load(SYNTH / "modern.json"), reference)
@@ -221,7 +262,7 @@ def test_a_cut_inside_a_string_falls_back_to_one_piece(monkeypatch):
     doc["traceEvents"][1]["name"] = 'tricky},{"name": "x'
     data = json.dumps(doc, indent=1).encode()
     reference = load(data)
-    monkeypatch.setattr(loader, "PIECE_BYTES", 16)
+    monkeypatch.setattr(_fast, "PIECE_BYTES", 16)
     trace = load(data)
     assert trace.parser == "fast" and 'tricky},{"name": "x' in trace.names
     assert_same(trace, reference)
@@ -230,29 +271,29 @@ def test_a_cut_inside_a_string_falls_back_to_one_piece(monkeypatch):
 @pytest.fixture
 def tiny_pieces(monkeypatch):
     """Make modern.json big enough to be cut into ~20 pieces and shared by workers."""
-    monkeypatch.setattr(loader, "PIECE_BYTES", 512)
-    monkeypatch.setattr(loader, "PARALLEL_BYTES", 1)
+    monkeypatch.setattr(_fast, "PIECE_BYTES", 512)
+    monkeypatch.setattr(_fast, "PARALLEL_BYTES", 1)
     return monkeypatch
 
 
 @pytest.mark.parametrize("workers", [2, 3])
 def test_forked_workers_give_the_same_trace(tiny_pieces, workers):
     reference = load(SYNTH / "modern.json", workers=1)
-    forks, fork = [], loader._fork
-    tiny_pieces.setattr(loader, "_fork", lambda *args: forks.append(1) or fork(*args))
+    forks, fork = [], _fast._fork
+    tiny_pieces.setattr(_fast, "_fork", lambda *args: forks.append(1) or fork(*args))
     assert_same(load(SYNTH / "modern.json", workers=workers), reference)
     assert len(forks) == workers - 1
 
 
 def test_a_failed_worker_is_redone_by_the_parent(tiny_pieces):
-    parent, decode_into = os.getpid(), loader._decode_into
+    parent, decode_into = os.getpid(), _fast._decode_into
 
     def dies_in_helpers(*args):
         if os.getpid() != parent:
             os._exit(3)
         return decode_into(*args)
 
-    tiny_pieces.setattr(loader, "_decode_into", dies_in_helpers)
+    tiny_pieces.setattr(_fast, "_decode_into", dies_in_helpers)
     assert_same(load(SYNTH / "modern.json", workers=2), load(SYNTH / "modern.json", workers=1))
 
 
@@ -274,14 +315,14 @@ def test_time_order_matches_lexsort():
     rng = np.random.default_rng(1)
     ts = rng.integers(0, 50, 2000)
     dur = rng.integers(0, 5, 2000)
-    np.testing.assert_array_equal(loader._time_order(ts, dur), np.lexsort((-dur, ts)))
+    np.testing.assert_array_equal(_columns._time_order(ts, dur), np.lexsort((-dur, ts)))
 
 
 def test_us_to_ns_matches_python_round():
     rng = random.Random(2)
     values = [rng.randrange(10**16) / 1000 for _ in range(5000)]
     values += [float(rng.randrange(2**52)) for _ in range(100)]  # absolute integer µs
-    got = loader._us_to_ns(np.array(values))
+    got = _columns._us_to_ns(np.array(values))
     exact = [v.is_integer() and v * 1000 >= 2**53 for v in values]  # integer µs: exact
     expected = [int(v) * 1000 if e else round(v * 1000) for v, e in zip(values, exact, strict=True)]
     assert got.tolist() == expected

@@ -12,10 +12,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from test_link import LAUNCH_PATHS, call, ev, gpu, make, op, py, step
+from _builders import GAPS, LAUNCH_PATHS, call, ev, gpu, make, op, step
 
 from tracereader import load
-from tracereader._measure import gaps, gpu_busy_us, launches, step_times, summary
+from tracereader._gaps import gaps
+from tracereader._measure import gpu_busy_us, launches, step_times, summary
 
 ROOT = Path(__file__).resolve().parent.parent
 REAL = sorted((ROOT / "tests" / "data" / "h200").glob("*.json.gz")) + sorted(
@@ -93,38 +94,6 @@ def test_gpu_busy_is_union_per_device_summed():
 
 
 # ------------------------------------------------------------------ gaps
-GAPS = [
-    step(1, 0, 1000),
-    # gap 1 [110, 130): the thread sat in cudaStreamSynchronize (.item())
-    op("aten::mm", 0, 20, ext=1),
-    call("cudaLaunchKernel", 5, 5, corr=1, ext=1),
-    gpu("k1", 90, 20, 1),
-    op("aten::_local_scalar_dense", 45, 70, ext=2),
-    call("cudaStreamSynchronize", 50, 62),
-    op("aten::add", 118, 10, ext=3),
-    call("cudaLaunchKernel", 120, 5, corr=2, ext=3),
-    gpu("k2", 130, 5, 2),
-    # gap 2 [135, 195): mostly aten::empty, an op that launches nothing
-    op("aten::empty", 136, 40, ext=4),
-    op("aten::add", 180, 20, ext=5),
-    call("cudaLaunchKernel", 185, 5, corr=3, ext=5),
-    gpu("k3", 195, 5, 3),
-    # gap 3 [200, 300): a Python frame
-    py("model.py(12): forward", 205, 90),
-    call("cudaLaunchKernel", 296, 2, corr=4),
-    gpu("k4", 300, 5, 4),
-    # gap 4 [305, 340): the launch call itself is slow
-    call("cuLaunchKernel", 306, 30, corr=5),
-    gpu("k5", 340, 5, 5),
-    # gap 5 [345, 500): no event on the thread, only the step around it
-    call("cudaLaunchKernel", 495, 2, corr=6),
-    gpu("k6", 500, 5, 6),
-    # 0.5 us: below min_gap_us
-    call("cudaLaunchKernel", 497, 2, corr=7),
-    gpu("k7", 505.5, 5, 7),
-]
-
-
 def test_gap_causes():
     t = make(GAPS)
     found = gaps(t)

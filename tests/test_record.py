@@ -159,3 +159,10 @@ def test_recording_html_has_stamp_download_and_perfetto_button():
     assert "Recorded on NVIDIA H200" in html
     assert 'href="../traces/01_matmul_add/64_bf16.json.gz"' in html
     assert "tr-perfetto" in html
+
+
+def test_load_definitions_skips_assignments_that_use_page_results(tmp_path, monkeypatch):
+    monkeypatch.setenv("TRACEREADER_RECORDINGS", str(tmp_path / "none"))
+    body = "\nresult = profile_thing(None)\nfirst = result[0]\nLIMIT = SCALE + 1\n"
+    ns = record.load_definitions(write(tmp_path, EXAMPLE + body))
+    assert ns["LIMIT"] == 3 and "first" not in ns and "result" not in ns

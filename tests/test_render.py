@@ -12,7 +12,7 @@ import pytest
 
 pytest.importorskip("matplotlib")
 
-from test_draw import make_doc
+from _builders import make_doc
 
 from tracereader._html import format_size, trace_links_html
 from tracereader._render import add_arguments, run

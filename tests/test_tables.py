@@ -5,9 +5,10 @@ from __future__ import annotations
 import json
 
 import pytest
-from test_link import call, gpu, make, op, py, step
+from _builders import NESTED, call, gpu, make, step
 
-from tracereader._tables import Table, compare, kernel_table, op_table, shorten_kernel_name
+from tracereader._names import shorten_kernel_name
+from tracereader._tables import Table, compare, kernel_table, op_table
 
 
 # ------------------------------------------------------------------ names
@@ -131,23 +132,6 @@ def test_kernel_table():
 
 
 # ------------------------------------------------------------------ ops
-NESTED = [
-    op("fwd", 0, 200, ext=1, cat="user_annotation"),
-    op("aten::linear", 10, 100, ext=2),
-    op("aten::t", 12, 8, ext=3),
-    op("aten::addmm", 30, 70, ext=4),
-    call("cudaLaunchKernel", 40, 10, corr=1, ext=4),
-    gpu("gemm", 60, 50, 1),
-    py("model.py(3): forward", 120, 60),
-    op("aten::relu", 130, 40, ext=5),
-    call("cudaLaunchKernel", 140, 10, corr=2, ext=5),
-    gpu("relu_kernel", 160, 7, 2),
-    op("aten::relu", 300, 20, ext=6),
-    call("cudaLaunchKernel", 305, 5, corr=3, ext=6),
-    gpu("relu_kernel", 320, 9, 3),
-]
-
-
 def test_op_table_self_and_total():
     tab = op_table(make(NESTED))
     rows = {r[0]: r[1:] for r in tab.rows}

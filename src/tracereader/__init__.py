@@ -8,10 +8,12 @@ The pipeline runs one way: :func:`load` (bytes -> columns) -> events
 
 from ._draw import Callout, alt_text, compare_timelines, timeline
 from ._events import Kind, Lane, Region, Trace
+from ._gaps import Gap, gaps
 from ._link import Links, link
 from ._load import TraceError, load
-from ._measure import Gap, LaunchTable, StepTime, gaps, gpu_busy_us, launches, step_times, summary
-from ._tables import Comparison, Table, compare, kernel_table, op_table, shorten_kernel_name
+from ._measure import LaunchTable, StepTime, gpu_busy_us, launches, step_times, summary
+from ._names import shorten_kernel_name
+from ._tables import Comparison, Table, compare, kernel_table, op_table
 
 __all__ = [
     "Kind",

@@ -7,7 +7,7 @@ the author places on named events. :func:`compare_timelines` stacks several
 traces on one time scale (eager over compiled).
 
 Drawing never analyses: the launch links come from :func:`tracereader._link.link`
-and the idle gaps from :func:`tracereader._measure.gaps`; this module only
+and the idle gaps from :func:`tracereader._gaps.gaps`; this module only
 selects what to draw (see :mod:`tracereader._draw_layout`). Figures are plain
 :class:`matplotlib.figure.Figure` objects, not registered with pyplot, so
 nothing is shown and nothing leaks; pass ``fig=plt.figure()`` to draw into a

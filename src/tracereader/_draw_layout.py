@@ -5,7 +5,7 @@ overlap the window, which row each goes on (CPU threads with nested ops
 stacked by depth, then one row per GPU stream), which colour class each bar
 gets, how sub-pixel bars coalesce, and how long kernel names are shortened.
 Nothing here measures anything: launch links and idle gaps come from
-:mod:`tracereader._link` and :mod:`tracereader._measure`.
+:mod:`tracereader._link` and :mod:`tracereader._gaps`.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ import numpy as np
 
 from ._events import GPU_OP_KINDS, Kind, Lane, Trace
 from ._link import LAUNCH_APIS, SYNC_APIS
+from ._names import split_args
 
 __all__ = [
     "CLASSES",
@@ -288,11 +289,11 @@ def short_name(name: str, kind: int | None = None) -> str:
         text = text[5:]
     if "<" not in text and "::" not in text and "(" not in text:
         return text
-    base, args = _split_template(_strip_call(text))
+    base, args = split_args(_strip_call(text))
     base = base.rsplit("::", 1)[-1].strip()
     if args and base in _GENERIC:
         first = next((a for a in args if not _LITERAL.fullmatch(a)), "")
-        inner = _split_template(first)[0].rsplit("::", 1)[-1].strip()
+        inner = split_args(first)[0].rsplit("::", 1)[-1].strip()
         if re.fullmatch(r"\w+", inner):
             return inner
     if args and base in _FUNCTOR_HOSTS:
@@ -313,28 +314,6 @@ def _strip_call(text: str) -> str:
         elif ch == "(" and depth_angle <= 0:
             return text[:i]
     return text
-
-
-def _split_template(text: str) -> tuple[str, list[str]]:
-    """``a::b<x, c<y>, 4>`` -> (``a::b``, [``x``, ``c<y>``, ``4``])."""
-    at = text.find("<")
-    if at < 0:
-        return text, []
-    args, depth, cur = [], 0, []
-    for ch in text[at + 1 :]:
-        if ch == "<":
-            depth += 1
-        elif ch == ">":
-            if depth == 0:
-                break
-            depth -= 1
-        elif ch == "," and depth == 0:
-            args.append("".join(cur).strip())
-            cur = []
-            continue
-        cur.append(ch)
-    args.append("".join(cur).strip())
-    return text[:at], [a for a in args if a]
 
 
 def place_callout(

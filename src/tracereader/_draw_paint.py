@@ -2,7 +2,7 @@
 
 :func:`prepare_panel` gathers what one panel shows (events, rows, merged
 bars, arrow ends, gaps, callout targets) from the trace, the linker's launch
-array and :func:`tracereader._measure.gaps`; :func:`paint_panel` turns that
+array and :func:`tracereader._gaps.gaps`; :func:`paint_panel` turns that
 into matplotlib artists: one :class:`~matplotlib.collections.PolyCollection`
 for all bars, so a window with thousands of events draws in about a second.
 """
@@ -30,7 +30,7 @@ from ._draw_layout import (
     stack_levels,
 )
 from ._events import GPU_OP_KINDS, Trace
-from ._measure import gaps as find_gaps
+from ._gaps import gaps as find_gaps
 
 __all__ = ["Prepared", "paint_panel", "prepare_panel"]
 

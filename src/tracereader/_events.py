@@ -2,7 +2,8 @@
 
 A trace is held as numpy columns, one row per complete (``ph: "X"``) event,
 sorted by start time (longer events first on ties, so parents precede their
-children). Raw Chrome-trace keys never appear here: :mod:`tracereader._load`
+children). Raw Chrome-trace keys never appear here: the loader
+(:mod:`tracereader._load`, with ``_columns``, ``_fast`` and ``_tolerant``)
 translates them into these columns.
 
 Times are integer nanoseconds (``ts_ns``, ``dur_ns``); the first event of the

@@ -18,7 +18,7 @@ import html
 import posixpath
 from urllib.parse import urlsplit
 
-__all__ = ["FigureHTML", "trace_links_html", "format_size"]
+__all__ = ["FigureHTML", "Snippet", "trace_links_html", "format_size"]
 
 
 def format_size(nbytes: int) -> str:
@@ -98,3 +98,16 @@ class FigureHTML:
 
     def __repr__(self) -> str:
         return f"<figure: {self.alt}>"
+
+
+class Snippet:
+    """A ready-made piece of HTML that notebooks and sphinx-gallery display as such."""
+
+    def __init__(self, html_text: str, text: str) -> None:
+        self.html, self.text = html_text, text
+
+    def _repr_html_(self) -> str:
+        return self.html
+
+    def __repr__(self) -> str:
+        return self.text

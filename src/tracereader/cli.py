@@ -146,7 +146,7 @@ def _launches(args: argparse.Namespace) -> int:
 
 
 def _gaps(args: argparse.Namespace) -> int:
-    from ._measure import CAUSES, gaps
+    from ._gaps import CAUSES, gaps
     from ._tables import Table
 
     trace = _load(args.file)

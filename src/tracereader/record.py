@@ -255,6 +255,14 @@ class Recording:
         """Where the built site serves this trace, relative to a page one folder deep."""
         return f"../traces/{self.example}/{self.name}.json.gz"
 
+    def links(self) -> Any:
+        """Just the download link and the Perfetto button, as a displayable object."""
+        from ._html import Snippet, trace_links_html
+
+        title = f"{self.example} {self.name}"
+        html = trace_links_html(self.trace_url, self.trace_bytes, title)
+        return Snippet(html, f"trace: {self.trace_url}")
+
     def _repr_html_(self) -> str:
         """The stamp, a download link and an "Open in Perfetto" button (pages show this)."""
         import html
@@ -441,18 +449,34 @@ def run_or_replay(
     return rec
 
 
-def _is_definition(node: ast.stmt) -> bool:
-    """Imports, defs, classes, and assignments of call-free expressions (constants).
+def _is_definition(node: ast.stmt, bound: set[str]) -> bool:
+    """Imports, defs, classes, and constants built only from names already defined.
 
-    An assignment whose value calls something (``rec = run_or_replay(...)``) is
-    page body, not a definition: the workload's module-level constants must be
-    literal expressions such as ``DTYPES = {"bfloat16": torch.bfloat16}``.
+    Page body is everything else: ``rec = run_or_replay(...)`` (a call), or
+    ``last = rec_trace.steps[-1]`` (uses a name the page body made). So a
+    workload's module-level constants must be call-free expressions of imported
+    or defined names, such as ``DTYPES = {"bfloat16": torch.bfloat16}``.
     """
     if isinstance(node, (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.ClassDef)):
         return True
-    if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
-        return not any(isinstance(sub, ast.Call) for sub in ast.walk(node.value))
-    return False
+    if not isinstance(node, (ast.Assign, ast.AnnAssign)) or node.value is None:
+        return False
+    subs = list(ast.walk(node.value))
+    if any(isinstance(sub, (ast.Call, ast.Await, ast.Yield, ast.NamedExpr)) for sub in subs):
+        return False
+    import builtins
+
+    loaded = {sub.id for sub in subs if isinstance(sub, ast.Name)}
+    return loaded <= bound | set(dir(builtins))
+
+
+def _bound_names(node: ast.stmt) -> set[str]:
+    if isinstance(node, (ast.Import, ast.ImportFrom)):
+        return {(a.asname or a.name).split(".")[0] for a in node.names}
+    if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+        return {node.name}
+    targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+    return {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
 
 
 def load_definitions(source_path: str | os.PathLike[str]) -> dict[str, Any]:
@@ -464,7 +488,11 @@ def load_definitions(source_path: str | os.PathLike[str]) -> dict[str, Any]:
     """
     path = Path(source_path)
     tree = ast.parse(path.read_text(encoding="utf-8"))
-    body = [node for node in tree.body if _is_definition(node)]
+    body, bound = [], set()
+    for node in tree.body:
+        if _is_definition(node, bound):
+            body.append(node)
+            bound |= _bound_names(node)
     namespace: dict[str, Any] = {"__name__": f"tracereader_example_{path.stem}", "__file__": str(path)}
     exec(compile(ast.Module(body=body, type_ignores=[]), str(path), "exec"), namespace)
     return namespace

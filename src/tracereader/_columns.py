@@ -1,0 +1,352 @@
+"""Decoded trace events -> the numpy columns of a :class:`~tracereader._events.Trace`.
+
+Both loading paths (:mod:`tracereader._fast` with msgspec, and
+:mod:`tracereader._tolerant` with the stdlib ``json`` module) hand batches of
+event records to the same :class:`Columns` builder, so they produce identical
+columns. A record is anything with the attributes of :class:`PlainEvent`
+(``args``: of :class:`PlainArgs`); msgspec's structs in ``_fast`` mirror them.
+This module never imports msgspec.
+"""
+
+from __future__ import annotations
+
+import json
+import mmap
+from collections import Counter
+from dataclasses import dataclass
+from operator import attrgetter, itemgetter
+from typing import Any
+
+import numpy as np
+
+from ._events import CATEGORY_KIND, GPU_OP_KINDS, Kind, Lane, Trace
+
+__all__ = [
+    "EXTRA_ARGS",
+    "INT_ARGS",
+    "Buffer",
+    "Columns",
+    "PlainArgs",
+    "PlainEvent",
+    "TraceError",
+    "base_ns",
+]
+
+Buffer = bytes | bytearray | mmap.mmap  # the JSON text: read, gunzipped or memory-mapped
+
+
+class TraceError(ValueError):
+    """The input is not a readable trace; the message is one line for the user."""
+
+
+# --------------------------------------------------------------------------- records
+#: args kept as int64 columns in ``Trace.extra``: JSON key -> column name.
+EXTRA_ARGS = {
+    "bytes": "bytes",
+    "registers per thread": "registers",
+    "shared memory": "shared_mem",
+    "est. achieved occupancy %": "occupancy_pct",
+    "Python id": "python_id",
+    "Python parent id": "python_parent_id",
+    "Sequence number": "seq",
+    "stream": "stream",
+}
+_ID_ARGS = {"correlation": "correlation", "External id": "external_id"}
+INT_ARGS = {**_ID_ARGS, **EXTRA_ARGS}  # JSON key -> attribute of an args record
+Num = int | float | None  # None: JSON null; an absent key reads as -1
+
+
+@dataclass(slots=True)
+class PlainArgs:
+    """The few ``args`` the analyses need (attribute names: values of ``INT_ARGS``).
+
+    The stdlib stand-in for ``_fast.ArgsRecord``: same fields, same defaults.
+    """
+
+    correlation: Num = -1
+    external_id: Num = -1
+    bytes: Num = -1
+    registers: Num = -1
+    shared_mem: Num = -1
+    occupancy_pct: Num = -1
+    python_id: Num = -1
+    python_parent_id: Num = -1
+    seq: Num = -1
+    stream: Num = -1
+    grid: Any = None  # kernels: [x, y, z] blocks
+    block: Any = None  # kernels: [x, y, z] threads per block
+    name: Any = None  # thread_name metadata
+
+
+@dataclass(slots=True)
+class PlainEvent:
+    """One trace event's envelope; the stdlib stand-in for ``_fast.EventRecord``."""
+
+    ph: str = ""
+    name: str = ""
+    cat: str = ""
+    pid: int | str = ""
+    tid: int | str = ""
+    ts: float | None = None  # µs
+    dur: float | None = None  # µs
+    args: Any = None  # PlainArgs, ArgsRecord or None
+
+
+_NO_ARGS = PlainArgs()
+_PH, _NAME, _CAT, _PID, _TID, _TS, _DUR = (
+    attrgetter(a) for a in ("ph", "name", "cat", "pid", "tid", "ts", "dur")
+)
+_ATTR_GETTERS = {attr: attrgetter(attr) for attr in INT_ARGS.values()}
+_RAW_KEY = {attr: raw for raw, attr in INT_ARGS.items()}
+_GPU_ARGS = ("correlation", "external_id", "stream")
+#: Which args each kind carries in Kineto's output; other kinds are read for all.
+_KIND_ARGS = {
+    Kind.CPU_OP: ("external_id", "seq", "stream"),
+    Kind.USER_ANNOTATION: ("external_id", "seq"),
+    Kind.PYTHON: ("python_id", "python_parent_id"),
+    Kind.RUNTIME: ("correlation", "external_id"),
+    Kind.DRIVER: ("correlation", "external_id"),
+    Kind.KERNEL: (*_GPU_ARGS, "registers", "shared_mem", "occupancy_pct"),
+    Kind.MEMCPY: (*_GPU_ARGS, "bytes"),
+    Kind.MEMSET: (*_GPU_ARGS, "bytes"),
+    Kind.GPU_ANNOTATION: _GPU_ARGS,
+    Kind.SYNC: _GPU_ARGS,
+}
+_GPU_LANE = np.zeros(len(Kind), dtype=bool)  # Kind -> lives on a (device, stream) lane
+_GPU_LANE[[int(k) for k in (*GPU_OP_KINDS, Kind.GPU_ANNOTATION, Kind.SYNC)]] = True
+#: |ts| above this many µs would overflow int64 nanoseconds.
+_MAX_US = 9.0e15
+
+
+class _Interner(dict):
+    """``interner[value]`` -> a dense id, assigned in order of first sight."""
+
+    def __missing__(self, key: Any) -> int:
+        self[key] = len(self)
+        return self[key]
+
+
+class Columns:
+    """Accumulates batches of event records into numpy column chunks."""
+
+    def __init__(self, label: str, base_ns: int) -> None:
+        self.label, self.base_ns = label, base_ns
+        self.names, self.cats, self.lanes = _Interner(), _Interner(), _Interner()
+        self.cat_kind: list[int] = []
+        self.thread_names: dict[tuple[Any, Any], str] = {}
+        self.chunks: dict[str, list[np.ndarray]] = {}
+        self.notes: dict[str, int] = {}
+        self.n_flows = self.n_instants = 0
+
+    def note(self, template: str, n: int = 1) -> None:
+        """Count one kind of repair; ``template`` has ``{n}`` and plural ``{s}`` slots."""
+        self.notes[template] = self.notes.get(template, 0) + n
+
+    def _chunk(self, key: str, values: np.ndarray) -> None:
+        self.chunks.setdefault(key, []).append(values)
+
+    def add(self, events: list[Any]) -> None:
+        """Turn one batch into column chunks; metadata and counts on the way."""
+        phases = Counter(map(_PH, events))
+        self.n_flows += phases["s"] + phases["f"] + phases["t"]
+        self.n_instants += phases["i"] + phases["I"]
+        if phases["M"]:
+            for ev in events:
+                if ev.ph == "M" and ev.name == "thread_name" and ev.args is not None:
+                    name = ev.args.name
+                    text = name if isinstance(name, str) else json.dumps(name)
+                    self.thread_names[(ev.pid, ev.tid)] = "" if name is None else text
+        xs = events if phases["X"] == len(events) else [ev for ev in events if ev.ph == "X"]
+        n = len(xs)
+        if not n:
+            return
+        self._chunk("ts_us", np.array(list(map(_TS, xs)), dtype=np.float64))
+        self._chunk("dur_us", np.array(list(map(_DUR, xs)), dtype=np.float64))
+        self._chunk(
+            "name_id", np.fromiter(map(self.names.__getitem__, map(_NAME, xs)), np.int32, n)
+        )
+        cat_id = np.fromiter(map(self.cats.__getitem__, map(_CAT, xs)), np.int32, n)
+        self.cat_kind += [int(_kind_of(c)) for c in list(self.cats)[len(self.cat_kind) :]]
+        kind = np.asarray(self.cat_kind, dtype=np.int8)[cat_id]
+        keys = zip(map(_PID, xs), map(_TID, xs), _GPU_LANE[kind].tolist(), strict=True)
+        self._chunk("lane", np.fromiter(map(self.lanes.__getitem__, keys), np.int32, n))
+        self._chunk("cat_id", cat_id)
+        self._chunk("kind", kind)
+        args = [ev.args or _NO_ARGS for ev in xs]
+        ints = {attr: np.full(n, -1, np.int64) for attr in (*_ATTR_GETTERS, "grid", "block")}
+        by_kind = np.argsort(kind, kind="stable")
+        bounds = np.searchsorted(kind[by_kind], np.arange(len(Kind) + 1)).tolist()
+        for k in range(len(Kind)):
+            rows = by_kind[bounds[k] : bounds[k + 1]]
+            if not len(rows):
+                continue
+            some = [args[rows[0]]] if len(rows) == 1 else itemgetter(*rows.tolist())(args)
+            for attr in _KIND_ARGS.get(k, _ATTR_GETTERS):
+                ints[attr][rows] = self._ints(list(map(_ATTR_GETTERS[attr], some)), attr)
+            if k == Kind.KERNEL:
+                ints["grid"][rows] = _volumes([a.grid for a in some])
+                ints["block"][rows] = _volumes([a.block for a in some])
+        for attr, values in ints.items():
+            self._chunk(attr, values)
+
+    def merge(self, other: Columns) -> None:
+        """Append the columns of the events that follow ours in the file."""
+        names = np.fromiter(map(self.names.__getitem__, other.names), np.int32, len(other.names))
+        cats = np.fromiter(map(self.cats.__getitem__, other.cats), np.int32, len(other.cats))
+        lanes = np.fromiter(map(self.lanes.__getitem__, other.lanes), np.int32, len(other.lanes))
+        self.cat_kind += [int(_kind_of(c)) for c in list(self.cats)[len(self.cat_kind) :]]
+        for key, chunks in other.chunks.items():
+            table = {"name_id": names, "cat_id": cats, "lane": lanes}.get(key)
+            self.chunks.setdefault(key, []).extend(
+                chunks if table is None else [table[c] for c in chunks]
+            )
+        self.thread_names.update(other.thread_names)  # the later record wins
+        for template, n in other.notes.items():
+            self.note(template, n)
+        self.n_flows += other.n_flows
+        self.n_instants += other.n_instants
+
+    def _ints(self, values: list[Any], attr: str) -> np.ndarray:
+        """int64 column; -1 for null or unusable values (wide ints are reported)."""
+        try:
+            return np.fromiter(values, np.int64, len(values))
+        except TypeError:  # JSON null somewhere
+            values = [-1 if v is None else v for v in values]
+            try:
+                return np.fromiter(values, np.int64, len(values))
+            except (TypeError, ValueError, OverflowError):
+                pass
+        except (ValueError, OverflowError):
+            pass
+        out = np.full(len(values), -1, np.int64)
+        for i, v in enumerate(values):
+            if isinstance(v, int) and -(2**63) <= v < 2**63:
+                out[i] = v
+            elif isinstance(v, int):
+                width = "wider than 64 bits" if abs(v) >= 2**64 else "outside the int64 range"
+                self.note(
+                    f"{{n}} integer{{s}} {width} in args.{_RAW_KEY[attr]} kept out of columns"
+                )
+            elif isinstance(v, float) and abs(v) < 2**63:
+                out[i] = int(v)
+        return out
+
+    def finish(self, meta: dict[str, Any], parser: str, repairs: list[str]) -> Trace:
+        """Concatenate, drop unusable rows, convert to ns, sort and build the Trace."""
+        if not self.chunks:
+            raise TraceError(f"{self.label}: a trace with no complete events")
+        col = {key: np.concatenate(self.chunks.pop(key)) for key in list(self.chunks)}
+        ts_us, dur_us = col.pop("ts_us"), col.pop("dur_us")
+        dur_us[np.isnan(dur_us)] = 0.0  # "dur" missing: an instant-like complete event
+        ok = np.isfinite(ts_us) & np.isfinite(dur_us) & (np.abs(ts_us) < _MAX_US)
+        ok &= np.abs(dur_us) < _MAX_US
+        if not ok.all():
+            self.note("skipped {n} complete event{s} without a usable ts/dur", int((~ok).sum()))
+            ts_us, dur_us = ts_us[ok], dur_us[ok]
+            col = {key: values[ok] for key, values in col.items()}
+        if not len(ts_us):
+            raise TraceError(f"{self.label}: a trace with no complete events")
+        ts_ns = _us_to_ns(ts_us) + self.base_ns
+        dur_ns = _us_to_ns(dur_us)
+        if (dur_ns < 0).any():
+            self.note("clamped {n} negative duration{s} to 0", int((dur_ns < 0).sum()))
+            np.maximum(dur_ns, 0, out=dur_ns)
+        del ts_us, dur_us
+        keys = list(self.lanes)
+        used = np.zeros(len(keys), dtype=bool)
+        used[col["lane"]] = True
+        new_id = np.cumsum(used, dtype=np.int32) - 1  # hide lanes whose events were all dropped
+        col["lane"] = new_id[col["lane"]]
+        lanes = [
+            Lane(int(new_id[i]), pid, tid, is_gpu, self.thread_names.get((pid, tid), "").strip())
+            for i, (pid, tid, is_gpu) in enumerate(keys)
+            if used[i]
+        ]
+        order = _time_order(ts_ns, dur_ns)
+        col = {key: values[order] for key, values in col.items()}
+        return Trace(
+            ts_ns=ts_ns[order],
+            dur_ns=dur_ns[order],
+            kind=col.pop("kind"),
+            name_id=col.pop("name_id"),
+            cat_id=col.pop("cat_id"),
+            lane=col.pop("lane"),
+            correlation=col.pop("correlation"),
+            external_id=col.pop("external_id"),
+            names=list(self.names),
+            cats=list(self.cats),
+            lanes=lanes,
+            extra=col,
+            meta=meta,
+            repairs=repairs + [t.format(n=n, s="s" * (n != 1)) for t, n in self.notes.items()],
+            source=self.label,
+            parser=parser,
+            n_flows=self.n_flows,
+            n_instants=self.n_instants,
+        )
+
+
+def _kind_of(cat: str) -> Kind:
+    """Category -> Kind; torch 1.x capitalised some (``Operator``, ``Runtime``)."""
+    return CATEGORY_KIND.get(cat, CATEGORY_KIND.get(cat.lower(), Kind.OTHER))
+
+
+def _time_order(ts_ns: np.ndarray, dur_ns: np.ndarray) -> np.ndarray:
+    """Row order by start, longer first on ties: ``lexsort((-dur, ts))``, faster.
+
+    A stable argsort of ``ts`` is quick on the long sorted runs a trace holds;
+    only the rows that share a start time are then ordered by duration.
+    """
+    order = np.argsort(ts_ns, kind="stable")
+    ts_sorted = ts_ns[order]
+    tie = ts_sorted[1:] == ts_sorted[:-1]
+    if tie.any():
+        rows = np.flatnonzero(np.concatenate(([False], tie)) | np.concatenate((tie, [False])))
+        tied = order[rows]
+        order[rows] = tied[np.lexsort((-dur_ns[tied], ts_ns[tied]))]
+    return order
+
+
+def _volumes(dims: list[Any]) -> np.ndarray | list[int]:
+    """``[[x, y, z], ...]`` -> ``x*y*z`` each (blocks per grid, threads per block)."""
+    try:
+        xyz = np.array(dims, dtype=np.int64)
+        if xyz.ndim == 2 and xyz.shape[1] == 3 and (xyz >= 0).all() and (xyz < 2**21).all():
+            return xyz.prod(axis=1)
+    except (TypeError, ValueError, OverflowError):
+        pass
+    return [_volume(v) for v in dims]
+
+
+def _volume(xyz: Any) -> int:
+    """``[x, y, z]`` -> ``x*y*z`` (blocks in a grid, threads in a block); -1 if not that."""
+    if not isinstance(xyz, list) or not xyz or len(xyz) > 3:
+        return -1
+    total = 1
+    for v in xyz:
+        if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+            return -1
+        total *= v
+    return total if total < 2**63 else -1
+
+
+def _us_to_ns(us: np.ndarray) -> np.ndarray:
+    """µs floats -> int64 ns, ``round(us * 1000)`` exactly as Python would.
+
+    Kineto prints ``"{us}.{ns:03}"``, so ``rint(us * 1000)`` recovers the printed
+    integer. Old traces carry absolute integer µs (~1.7e15) whose product with
+    1000 exceeds 2**53; those are multiplied as integers to stay exact.
+    """
+    ns = np.rint(us * 1000.0).astype(np.int64)
+    wide = (np.abs(us) >= 2**53 / 1000) & (us == np.floor(us))
+    if wide.any():
+        ns[wide] = us[wide].astype(np.int64) * 1000
+    return ns
+
+
+def base_ns(meta: dict[str, Any]) -> int:
+    """``baseTimeNanoseconds`` (torch >= 2.4 traces use relative ``ts``), else 0."""
+    base = meta.get("baseTimeNanoseconds")
+    if isinstance(base, bool) or not isinstance(base, (int, float)) or base != base:
+        return 0
+    return int(base) if 0 < base < 2**62 else 0

@@ -1,0 +1,296 @@
+"""The fast loading path: msgspec decodes the ``traceEvents`` array in pieces.
+
+The file is memory-mapped (or gunzipped), the array is located from the head
+and tail of the file, and cut at event boundaries into pieces of about 16 MB.
+msgspec decodes each piece into small typed structs declared ``gc=False`` (the
+cyclic garbage collector never sees them). The args struct names only the
+handful of args the analyses use, so every other key (shapes, call stacks,
+kernel files...) is skipped without ever becoming a Python object. Each piece
+becomes numpy column chunks at once and its objects are dropped, so memory
+stays close to the size of the JSON text. Big files are shared between forked
+processes, each decoding a contiguous run of pieces.
+
+The only module that imports msgspec; :func:`tracereader._load.load` imports it
+when it loads, so ``import tracereader`` works where msgspec is not installed.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import re
+import sys
+import threading
+import warnings
+from typing import Any
+
+import msgspec
+import numpy as np
+
+from ._columns import Buffer, Columns, Num, TraceError, base_ns
+from ._events import Trace
+
+__all__ = ["ArgsRecord", "EventRecord", "NotFast", "load_fast"]
+
+#: Bytes of JSON decoded per msgspec call: the Python objects of one piece
+#: (about 50k events) live only until the piece is turned into columns.
+PIECE_BYTES = 16 << 20
+#: Event arrays at least this big are decoded by several processes.
+PARALLEL_BYTES = 64 << 20
+#: Most processes :func:`load_fast` uses by default.
+MAX_WORKERS = 4
+
+_LEADING_SPACE = re.compile(rb"[ \t\r\n]*")
+_EVENTS_KEY = re.compile(rb'"traceEvents"[ \t\r\n]*:[ \t\r\n]*\[')
+_BOUNDARY = re.compile(rb"\}[ \t\r\n]*,[ \t\r\n]*\{")
+
+
+class NotFast(Exception):
+    """msgspec refused the input: try the tolerant path."""
+
+
+class ArgsRecord(msgspec.Struct, gc=False):
+    """The few ``args`` the analyses need; msgspec skips every other key unseen.
+
+    Same fields and defaults as :class:`~tracereader._columns.PlainArgs`.
+    """
+
+    correlation: Num = -1
+    external_id: Num = msgspec.field(default=-1, name="External id")
+    bytes: Num = -1
+    registers: Num = msgspec.field(default=-1, name="registers per thread")
+    shared_mem: Num = msgspec.field(default=-1, name="shared memory")
+    occupancy_pct: Num = msgspec.field(default=-1, name="est. achieved occupancy %")
+    python_id: Num = msgspec.field(default=-1, name="Python id")
+    python_parent_id: Num = msgspec.field(default=-1, name="Python parent id")
+    seq: Num = msgspec.field(default=-1, name="Sequence number")
+    stream: Num = -1
+    grid: Any = None  # kernels: [x, y, z] blocks
+    block: Any = None  # kernels: [x, y, z] threads per block
+    name: Any = None  # thread_name metadata
+
+
+class EventRecord(msgspec.Struct, gc=False):
+    """One trace event's envelope. ``gc=False``: never tracked by the cyclic GC."""
+
+    ph: str = ""
+    name: str = ""
+    cat: str = ""
+    pid: int | str = ""
+    tid: int | str = ""
+    ts: float | None = None  # µs
+    dur: float | None = None  # µs
+    args: ArgsRecord | None = None
+
+
+_TOP = msgspec.json.Decoder(dict[str, msgspec.Raw])
+_EVENTS = msgspec.json.Decoder(list[EventRecord])
+
+
+def load_fast(holder: list[Buffer], label: str, workers: int | None) -> Trace:
+    """Decode with msgspec piece by piece; ``holder[0]`` is released once decoded.
+
+    ``workers``: as for :func:`tracereader.load`. Raises :class:`NotFast` when
+    msgspec refuses the bytes, and :class:`TraceError` when they are no trace.
+    """
+    data, workers = holder[0], _workers(workers)
+    try:
+        meta, buffer, start, stop = _locate(data, label, quick=True)
+        columns = Columns(label, base_ns(meta))
+        try:
+            _decode_spans(buffer, _spans(buffer, start, stop), columns, workers)
+        except msgspec.DecodeError:
+            # A cut fell inside a string, or the quick look at head and tail
+            # was fooled (or the JSON is bad): scan it all, decode in one go.
+            meta, buffer, start, stop = _locate(data, label, quick=False)
+            columns = Columns(label, base_ns(meta))
+            columns.add(_EVENTS.decode(memoryview(buffer)[start : stop + 1]))
+    except msgspec.DecodeError as exc:
+        if "truncated" in str(exc):
+            raise TraceError(f"{label}: JSON ends early (the file was cut off)") from None
+        raise NotFast from None
+    except msgspec.ValidationError:
+        raise NotFast from None
+    del buffer, data
+    holder.clear()  # the JSON bytes go now, before the columns are sorted
+    return columns.finish(meta, parser="fast", repairs=[])
+
+
+def _locate(data: Buffer, label: str, quick: bool) -> tuple[dict[str, Any], Buffer, int, int]:
+    """Find the ``traceEvents`` array: ``(meta, buffer, start, stop)``.
+
+    ``buffer[start]`` is its ``[`` and ``buffer[stop]`` its ``]``. The quick
+    way reads only the head and tail of the file (Kineto writes a little
+    metadata, the array, then ``traceName``); decoding the pieces then
+    proves it right. The general way scans the whole document with msgspec.
+    """
+    first = _LEADING_SPACE.match(data).end()
+    if data[first] == ord("["):  # a bare event array (generic Chrome trace)
+        stop = len(data) - 1
+        while data[stop] in b" \t\r\n":
+            stop -= 1
+        if data[stop] != ord("]"):
+            raise TraceError(f"{label}: JSON ends early (the file was cut off)")
+        return {}, data, first, stop
+    found = _split_top(data) if quick else None
+    if found is not None:
+        return found[0], data, found[1], found[2]
+    top = _TOP.decode(data)
+    if "traceEvents" not in top:
+        raise TraceError(f"{label}: JSON but not a trace (no traceEvents list)")
+    events = top.pop("traceEvents")
+    if memoryview(events)[0] != ord("["):
+        raise TraceError(f"{label}: JSON but not a trace (traceEvents is not a list)")
+    meta = {k: msgspec.json.decode(v) for k, v in top.items()}
+    start = _address(events) - _address(data)
+    size = len(memoryview(events))
+    if start >= 0 and start + size <= len(data):  # a view into data (msgspec does not copy)
+        return meta, data, start, start + size - 1
+    return meta, events, 0, size - 1
+
+
+def _split_top(data: Buffer) -> tuple[dict[str, Any], int, int] | None:
+    """Metadata and the array's span from the file's head and tail, or None.
+
+    The key must appear in the first 16 MB; the array's closing bracket is
+    searched backwards from the end of the file: the first candidate for which
+    the document, with the array replaced by ``null``, decodes to an object
+    whose ``traceEvents`` is ``null``. A bracket that closes a later list
+    passes this test, but then the array's last piece ends in that list's
+    content and fails to decode, which sends the caller to the full scan.
+    """
+    key = _EVENTS_KEY.search(data, 0, 1 << 24)
+    if key is None:
+        return None
+    start, view = key.end() - 1, memoryview(data)
+    stop = len(data)
+    for _ in range(64):
+        stop = data.rfind(b"]", max(start + 1, len(data) - (1 << 20)), stop)
+        if stop < 0:
+            return None
+        try:
+            doc = msgspec.json.decode(b"".join((view[:start], b"null", view[stop + 1 :])))
+        except msgspec.DecodeError:
+            continue
+        if isinstance(doc, dict) and "traceEvents" in doc and doc["traceEvents"] is None:
+            del doc["traceEvents"]
+            return doc, start, stop
+        return None
+    return None
+
+
+def _spans(buffer: Buffer, start: int, stop: int) -> list[tuple[int, int]]:
+    """Cut the array ``buffer[start:stop + 1]`` into spans of about ``PIECE_BYTES``.
+
+    From ``PIECE_BYTES`` on, the next ``},{`` ends a span. A cut is right when
+    it falls between two events; one that falls inside a string or a nested
+    value leaves that piece unbalanced, so decoding it fails and the caller
+    decodes the array whole.
+    """
+    spans, pos = [], start + 1
+    while pos + PIECE_BYTES < stop:
+        cut = _BOUNDARY.search(buffer, pos + PIECE_BYTES, stop)
+        if cut is None:
+            break
+        spans.append((pos, cut.start() + 1))
+        pos = cut.end() - 1
+    spans.append((pos, stop))
+    return spans
+
+
+def _decode_spans(
+    buffer: Buffer, spans: list[tuple[int, int]], columns: Columns, workers: int
+) -> None:
+    """Decode every span into ``columns``, forking ``workers - 1`` helpers for big inputs."""
+    shares = [
+        list(part) for part in np.array_split(np.arange(len(spans)), min(workers, len(spans)))
+    ]
+    if len(shares) < 2 or spans[-1][1] - spans[0][0] < PARALLEL_BYTES:
+        shares = [list(range(len(spans)))]
+    pending = [(_fork(buffer, [spans[i] for i in share], columns), share) for share in shares[1:]]
+    try:
+        _decode_into(buffer, [spans[i] for i in shares[0]], columns)
+        while pending:
+            helper, share = pending.pop(0)
+            part = helper.result()
+            if part is None:  # the helper failed: do its share here
+                part = Columns(columns.label, columns.base_ns)
+                _decode_into(buffer, [spans[i] for i in share], part)
+            columns.merge(part)
+    except BaseException:
+        for helper, _ in pending:
+            helper.abandon()
+        raise
+
+
+def _decode_into(buffer: Buffer, spans: list[tuple[int, int]], columns: Columns) -> None:
+    view = memoryview(buffer)
+    for begin, end in spans:
+        columns.add(_EVENTS.decode(b"".join((b"[", view[begin:end], b"]"))))
+
+
+class _Helper:
+    """A forked process decoding some spans; its columns come back through a pipe."""
+
+    def __init__(self, pid: int, fd: int) -> None:
+        self.pid, self.fd = pid, fd
+
+    def result(self) -> Columns | None:
+        """The helper's columns; None if it failed (the caller redoes its share).
+
+        A msgspec error in the helper is raised here, as if the parent had
+        met it.
+        """
+        try:
+            with os.fdopen(self.fd, "rb") as pipe:
+                status, value = pickle.load(pipe)
+        except Exception:
+            status, value = "failed", None
+        os.waitpid(self.pid, 0)
+        if status == "error":
+            raise value
+        return value if status == "ok" else None
+
+    def abandon(self) -> None:
+        os.close(self.fd)  # the helper's write fails, and it exits
+        os.waitpid(self.pid, 0)
+
+
+def _fork(buffer: Buffer, spans: list[tuple[int, int]], parent: Columns) -> _Helper:
+    read_fd, write_fd = os.pipe()
+    with warnings.catch_warnings():
+        # Python >= 3.12 warns when forking a process that has native threads
+        # (torch's pool, for one). The helper only decodes bytes with msgspec
+        # and numpy, writes to a pipe and calls os._exit: it takes no lock
+        # another thread could hold. Python threads rule forking out (_workers).
+        warnings.simplefilter("ignore", DeprecationWarning)
+        pid = os.fork()
+    if pid:
+        os.close(write_fd)
+        return _Helper(pid, read_fd)
+    try:  # the helper process: decode, send, and leave without any cleanup
+        os.close(read_fd)
+        try:
+            columns = Columns(parent.label, parent.base_ns)
+            _decode_into(buffer, spans, columns)
+            message = ("ok", columns)
+        except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+            message = ("error", exc)
+        with os.fdopen(write_fd, "wb") as pipe:
+            pickle.dump(message, pipe, protocol=pickle.HIGHEST_PROTOCOL)
+    finally:
+        os._exit(0)
+
+
+def _workers(requested: int | None) -> int:
+    """How many processes decode: ``requested``, or one per CPU up to ``MAX_WORKERS``."""
+    if not sys.platform.startswith("linux") or threading.active_count() > 1:
+        return 1  # fork only where it is cheap and safe: Linux, one Python thread
+    if requested is not None:
+        return max(1, int(requested))
+    return max(1, min(MAX_WORKERS, len(os.sched_getaffinity(0))))
+
+
+def _address(buffer: Any) -> int:
+    """Memory address of a buffer's first byte."""
+    return np.frombuffer(buffer, dtype=np.uint8).__array_interface__["data"][0]

@@ -1,0 +1,8 @@
+"""Shared test setup: ``_builders`` (synthetic trace builders) importable as a plain module."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))  # _builders.py, next to this file
