@@ -65,6 +65,8 @@ def _build_docs(session: nox.Session, strict: bool) -> None:
         shutil.rmtree(ROOT / path, ignore_errors=True)
     (ROOT / "docs" / "sg_execution_times.rst").unlink(missing_ok=True)
     env = {"TRACEREADER_STRICT": "1" if strict else "0", "KINETO_LOG_LEVEL": "6"}
+    if strict:  # one line per stale recording, before Sphinx starts
+        session.run("python", "-m", "tracereader.record", "check", "examples")
     session.run(
         "sphinx-build", "-W", "--keep-going", "-b", "html", "docs", "docs/_build/html", env=env
     )

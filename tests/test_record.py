@@ -166,3 +166,24 @@ def test_load_definitions_skips_assignments_that_use_page_results(tmp_path, monk
     body = "\nresult = profile_thing(None)\nfirst = result[0]\nLIMIT = SCALE + 1\n"
     ns = record.load_definitions(write(tmp_path, EXAMPLE + body))
     assert ns["LIMIT"] == 3 and "first" not in ns and "result" not in ns
+
+
+def test_check_command_names_stale_recordings_in_one_line_each(tmp_path):
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parent.parent
+    examples = tmp_path / "examples"
+    shutil.copytree(root / "examples", examples)
+    run = [sys.executable, "-m", "tracereader.record", "check", str(examples)]
+    fresh = subprocess.run(run, capture_output=True, text=True)
+    assert fresh.returncode == 0 and "are fresh" in fresh.stdout
+    script = examples / "01_matmul_add.py"
+    script.write_text(script.read_text().replace("torch.add(torch.matmul(x, w), b)", "x @ w + b"))
+    stale = subprocess.run(run, capture_output=True, text=True)
+    lines = stale.stderr.strip().splitlines()
+    assert stale.returncode == 1 and lines
+    assert all("is stale" in line and "scripts/record.py" in line for line in lines)
+    assert "Traceback" not in stale.stderr
+    bad = subprocess.run(run[:-1] + [str(tmp_path / "nope")], capture_output=True, text=True)
+    assert bad.returncode == 2 and bad.stderr.count("\n") == 1

@@ -39,6 +39,7 @@ import platform
 import re
 import shutil
 import subprocess
+import sys
 import tempfile
 import warnings
 from collections.abc import Callable, Iterator
@@ -512,11 +513,9 @@ def _run_live(
 ) -> Recording:
     """Run one recording in a fresh Python process, so no experiment inherits the
     warm caches (cuBLAS heuristics, CUPTI, allocator, compiled graphs) of another."""
-    import sys
-
     source = inspect.getsourcefile(func) or ""
     with tempfile.TemporaryDirectory(prefix="tracereader-") as tmp:
-        cmd = [sys.executable, "-m", "tracereader.record", source, func.__name__,
+        cmd = [sys.executable, "-m", "tracereader.record", "_child", source, func.__name__,
                json.dumps(params), tmp]
         limit_s = float(os.environ.get("TRACEREADER_RECORD_TIMEOUT_S", "300"))
         try:
@@ -551,7 +550,29 @@ def _run_live(
     return Recording(example, name, table, meta, folder / _TRACE, live=True)
 
 
-if __name__ == "__main__":
-    import sys
+def main(argv: list[str]) -> int:
+    """``python -m tracereader.record check [EXAMPLES_DIR]``: one line per stale recording.
 
-    sys.exit(_child(sys.argv[1:]))
+    Exit status 1 when any recording is stale or orphaned, so a build can stop
+    before it starts, with the command that re-records. (``_child`` is the
+    internal entry point of :func:`_run_live`'s fresh process.)
+    """
+    if argv[:1] == ["_child"]:
+        return _child(argv[1:])
+    if argv[:1] != ["check"] or len(argv) > 2:
+        print("usage: python -m tracereader.record check [EXAMPLES_DIR]", file=sys.stderr)
+        return 2
+    examples = Path(argv[1] if len(argv) > 1 else "examples")
+    if not examples.is_dir():
+        print(f"record: {examples}: no such folder of examples", file=sys.stderr)
+        return 2
+    problems = check_examples(examples)
+    for line in problems:
+        print(f"record: {line}", file=sys.stderr)
+    if not problems:
+        print(f"record: all {sum(1 for _ in iter_recordings())} recordings are fresh")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
