@@ -14,7 +14,13 @@ project = "Reading PyTorch Profiler Traces"
 author = "The Reading PyTorch Profiler Traces authors"
 copyright = "2026, " + author
 
-extensions = ["sphinx_gallery.gen_gallery", "myst_nb", "site_hooks"]
+extensions = [
+    "sphinx_gallery.gen_gallery",
+    "myst_nb",
+    "site_hooks",
+    "sphinx.ext.autodoc",
+    "sphinx.ext.napoleon",
+]
 source_suffix = {".rst": "restructuredtext", ".md": "myst-nb", ".ipynb": "myst-nb"}
 exclude_patterns = [
     "_build",
@@ -79,3 +85,17 @@ html_extra_path = ["_generated/extra"]
 html_last_updated_fmt = None
 # Without it, a first-time visitor's console logs "Got invalid theme mode".
 html_context = {"default_mode": "auto"}
+
+# API reference (api.md): autodoc reads the numpy-style docstrings through napoleon.
+autodoc_member_order = "bysource"
+autodoc_preserve_defaults = True
+# Result classes (Trace, Links...) are made by the library, not by callers: no long
+# dataclass signature on the class line, and no inherited __init__/__new__ entries.
+autodoc_class_signature = "separated"
+autodoc_default_options = {"exclude-members": "__init__, __new__"}
+napoleon_google_docstring = False
+napoleon_numpy_docstring = True
+napoleon_use_rtype = False
+# "ts_ns, dur_ns : int64 arrays" is a numpy-style shared entry: render Attributes like
+# Parameters, which napoleon splits correctly (its :ivar: form garbles shared names).
+napoleon_custom_sections = [("Attributes", "params_style")]

@@ -77,7 +77,7 @@ def test_bundled_recordings_are_fresh_and_stamped():
         assert rec.env["gpu"].startswith("NVIDIA")
         for key in ("driver", "torch", "cuda", "recorded_at"):
             assert rec.env[key], key
-        assert "replayed here" in rec.stamp_line()
+        assert "replays that recording" in rec.stamp_line()
         assert rec.trace_path.stat().st_size < 1_000_000
 
 

@@ -165,7 +165,7 @@ class Trace:
 
     @property
     def t0_ns(self) -> int:
-        """Start of the earliest event: the origin of relative times."""
+        """The start of the earliest event, which is the origin of relative times."""
         return int(self.ts_ns[0]) if len(self) else 0
 
     def name(self, i: int) -> str:

@@ -235,7 +235,10 @@ def _last_step(trace: Trace) -> list[Finding]:
     corr = trace.correlation[inside]
     missing = int((~np.isin(corr, gpu_corr) & (corr >= 0)).sum())
     reasons = []
-    if last.end_ns >= trace_end:
+    # A GPU trace always has the profiler's closing cudaDeviceSynchronize after its last
+    # step; a CPU-only trace has nothing there, so ending with the trace proves nothing.
+    has_gpu = bool(_mask(trace, GPU_OP_KINDS).any())
+    if has_gpu and last.end_ns >= trace_end:
         reasons.append("it ends with the trace (the profiler stopped inside it)")
     if missing:
         reasons.append(f"{missing:,} of its {_n(len(corr), 'launch call')} had no GPU op recorded")
@@ -243,4 +246,6 @@ def _last_step(trace: Trace) -> list[Finding]:
         message = f"last step {last.name} looks cut off: {'; '.join(reasons)}"
         return [Finding("warn", message, "last_step")]
     message = f"{_n(len(steps), 'step')}; the last, {last.name}, looks complete"
+    if not has_gpu:
+        message += " (a CPU-only trace cannot show a cut-off step)"
     return [Finding("ok", message, "last_step")]

@@ -217,7 +217,7 @@ class Recording:
 
     @property
     def env(self) -> dict[str, Any]:
-        """The environment stamp: gpu, driver, torch, cuda, python, recorded_at."""
+        """The environment stamp, with keys gpu, driver, torch, cuda, python and recorded_at."""
         return self.meta.get("env", {})
 
     @property
@@ -234,7 +234,7 @@ class Recording:
             f"torch {e.get('torch', '?')}, CUDA {e.get('cuda', '?')}, {when} UTC"
         )
         if not self.live:
-            text += "; replayed here because this machine has no CUDA GPU"
+            text += "; this output replays that recording"
         if self.stale:
             text += f". STALE: the code changed since; re-record with {RECORD_COMMAND}"
         return text
@@ -251,18 +251,18 @@ class Recording:
     def trace_bytes(self) -> int:
         return self.trace_path.stat().st_size
 
-    @property
-    def trace_url(self) -> str:
-        """Where the built site serves this trace, relative to a page one folder deep."""
-        return f"../traces/{self.example}/{self.name}.json.gz"
+    def trace_url(self, root: str = "../") -> str:
+        """Where the built site serves this trace; ``root`` leads from the page to the
+        site's top (``"../"`` for the examples and chapters, ``""`` for top-level pages)."""
+        return f"{root}traces/{self.example}/{self.name}.json.gz"
 
-    def links(self) -> Any:
+    def links(self, root: str = "../") -> Any:
         """Just the download link and the Perfetto button, as a displayable object."""
         from ._html import Snippet, trace_links_html
 
         title = f"{self.example} {self.name}"
-        html = trace_links_html(self.trace_url, self.trace_bytes, title)
-        return Snippet(html, f"trace: {self.trace_url}")
+        html = trace_links_html(self.trace_url(root), self.trace_bytes, title)
+        return Snippet(html, f"trace: {self.trace_url(root)}")
 
     def _repr_html_(self) -> str:
         """The stamp, a download link and an "Open in Perfetto" button (pages show this)."""
@@ -273,7 +273,7 @@ class Recording:
         title = f"{self.example} {self.name}"
         return (
             f'<div class="tr-recording"><p class="tr-stamp">{html.escape(self.stamp_line())}</p>'
-            + trace_links_html(self.trace_url, self.trace_bytes, title)
+            + trace_links_html(self.trace_url(), self.trace_bytes, title)
             + "</div>"
         )
 
