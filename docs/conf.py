@@ -85,6 +85,9 @@ html_extra_path = ["_generated/extra"]
 html_last_updated_fmt = None
 # Without it, a first-time visitor's console logs "Got invalid theme mode".
 html_context = {"default_mode": "auto"}
+# The Python module index adds nothing to the API page (and its letter rows are unreadable
+# in dark mode).
+html_domain_indices = False
 
 # API reference (api.md): autodoc reads the numpy-style docstrings through napoleon.
 autodoc_member_order = "bysource"
