@@ -9,6 +9,15 @@ HERE = Path(__file__).parent
 # them, and must be set before torch is imported (notebook kernels inherit it).
 os.environ.setdefault("KINETO_LOG_LEVEL", "6")
 sys.path.insert(0, str(HERE / "_ext"))
+# On a machine with a CUDA GPU the examples run live, and their runs replace the bundled
+# recordings (design R7); everywhere else they replay them.
+try:
+    import torch
+
+    if torch.cuda.is_available():
+        os.environ.setdefault("TRACEREADER_REFRESH", "1")
+except ImportError:
+    pass
 
 project = "Reading PyTorch Profiler Traces"
 author = "The Reading PyTorch Profiler Traces authors"

@@ -187,3 +187,23 @@ def test_check_command_names_stale_recordings_in_one_line_each(tmp_path):
     assert "Traceback" not in stale.stderr
     bad = subprocess.run(run[:-1] + [str(tmp_path / "nope")], capture_output=True, text=True)
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1
+
+
+def test_live_run_in_a_fresh_process_on_the_cpu(tmp_path, monkeypatch):
+    """The machinery a GPU recording uses, run end to end on the CPU."""
+    pytest.importorskip("torch")
+    from tracereader import _live, load
+
+    monkeypatch.setenv("KINETO_LOG_LEVEL", "6")
+    monkeypatch.delenv("TRACEREADER_RECORD", raising=False)
+    monkeypatch.delenv("TRACEREADER_REFRESH", raising=False)
+    script = Path(__file__).resolve().parent.parent / "examples" / "01_matmul_add.py"
+    func = record.load_definitions(script)["profile_matmul_add"]
+    params = {"size": 16, "dtype": "float32", "device": "cpu"}
+    digest = record.code_hash(script, "profile_matmul_add", params)
+    rec = _live._run_live(func, "cpu_test", "01_matmul_add", digest, params)
+    assert rec.live and rec.meta["code_hash"] == digest and rec.meta["fresh_process"]
+    assert rec.env["gpu"] == "CPU only" and "Ran live on CPU only" in rec.stamp_line()
+    assert "Self CPU time total" in rec.table
+    assert [s.name for s in load(rec.trace_path).steps] == [f"ProfilerStep#{n}" for n in (2, 3, 4)]
+    assert not (record.recordings_root() / "01_matmul_add" / "cpu_test").exists()

@@ -55,6 +55,9 @@ def gallery_scraper(block, block_vars, gallery_conf):
 
 def check_recordings(app):
     """Fail a strict build (TRACEREADER_STRICT=1) on any stale recording."""
+    if os.environ.get("TRACEREADER_REFRESH") == "1":
+        logger.info("[tracereader] CUDA build: the examples re-record before any page reads them")
+        return
     problems = record.check_examples(DOCS.parent / "examples")
     strict = os.environ.get("TRACEREADER_STRICT", "") == "1"
     for line in problems:
