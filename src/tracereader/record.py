@@ -33,7 +33,6 @@ from __future__ import annotations
 import inspect
 import json
 import os
-import re
 import sys
 import warnings
 from collections.abc import Callable, Iterator
@@ -41,6 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from . import _profiler_table
 from ._source import RecordingError, StaleRecordingError, code_hash, load_definitions
 
 __all__ = [
@@ -177,30 +177,15 @@ class Recording:
 
         The numbers are the profiler's own; only columns and rows are dropped.
         """
-        lines = self.table.splitlines()
-        rules = [i for i, line in enumerate(lines) if line.startswith("---")]
-        if len(rules) < 3:
-            return self.table
-        # Column names from the header (a long name can overflow its column by a
-        # character, so split on runs of spaces); positions from the dashed rule.
-        names = re.split(r"\s{2,}", lines[rules[0] + 1].strip())
-        spans = [(m.start(), m.end()) for m in re.finditer(r"-+", lines[rules[0]])]
-        if len(names) != len(spans):
-            return self.table
-        picked = [
-            (name, span)
-            for i, (name, span) in enumerate(zip(names, spans, strict=True))
-            if i == 0 or name in columns
-        ]
-        body = lines[rules[1] + 1 : rules[2]][: rows if rows else None]
+        return _profiler_table.view(self.table, columns, rows)
 
-        def cut(line: str) -> str:
-            return "  ".join(line[a:b] for _, (a, b) in picked).rstrip()
+    def table_rows(self) -> list[dict[str, Any]]:
+        """The profiler table's rows as numbers (``self_cpu_us``, ``calls``, ...)."""
+        return _profiler_table.rows(self.table)
 
-        head = "  ".join(name.rjust(b - a) for name, (a, b) in picked)
-        rule = "  ".join("-" * (b - a) for _, (a, b) in picked)
-        footer = [line for line in lines[rules[2] + 1 :] if line.strip()]
-        return "\n".join([rule, head, rule, *map(cut, body), rule, *footer])
+    def table_totals_us(self) -> dict[str, float]:
+        """The table's ``Self CPU time total`` and ``Self CUDA time total``, in µs."""
+        return _profiler_table.totals_us(self.table)
 
 
 def _folder(example: str, name: str) -> Path:
@@ -214,21 +199,24 @@ def load(example: str, name: str) -> Recording:
     build) is what guards them against staleness.
     """
     folder = _folder(example, name)
-    meta_path = folder / _META
-    if not meta_path.exists():
+    if not (folder / _META).exists():
         raise RecordingError(
             f"no recording {example}/{name} in {recordings_root()}; record it with {RECORD_COMMAND}"
         )
-    meta = json.loads(meta_path.read_text(encoding="utf-8"))
+    return _load_folder(folder)
+
+
+def _load_folder(folder: Path) -> Recording:
+    meta = json.loads((folder / _META).read_text(encoding="utf-8"))
     table = (folder / _TABLE).read_text(encoding="utf-8")
-    return Recording(example, name, table, meta, folder / _TRACE)
+    return Recording(folder.parent.name, folder.name, table, meta, folder / _TRACE)
 
 
 def iter_recordings(root: Path | None = None) -> Iterator[Recording]:
     """Every recording under ``root`` (default: the bundled ones)."""
     root = root or recordings_root()
     for meta_path in sorted(root.glob("*/*/" + _META)):
-        yield load(meta_path.parent.parent.name, meta_path.parent.name)
+        yield _load_folder(meta_path.parent)
 
 
 def check_examples(examples_dir: str | os.PathLike[str]) -> list[str]:
