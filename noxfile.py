@@ -1,18 +1,24 @@
-"""Sessions: lint, tests, docs, docs-strict, browser (the default set runs every check),
-plus bench, record and serve.
+"""Sessions: lint, tests, docs-strict, downloads, browser (the default set runs every
+check), plus docs, gpu-build, record, bench and serve.
 
 * ``nox -s docs`` builds the site into ``docs/_build/html`` (README command 1).
 * ``nox`` runs every check (README command 2, and CI).
+* ``nox -s gpu-build`` re-records every example on a CUDA GPU and builds strictly (R7).
 
 torch is never a dependency of tracereader itself; the sessions that run examples
-install the CPU build that this machine's pip offers (``TORCH_SPEC``). On a GPU
-machine, ``TORCH_SPEC=system`` reuses the machine's own torch.
+install the CPU build that this machine's pip offers (``TORCH_SPEC``). With
+``TORCH_SPEC=system`` (always, for gpu-build and record) a session's virtual
+environment reuses an existing torch instead: the one that ``TORCH_PYTHON`` (default:
+the Python running nox) imports, wherever it lives (system, venv, conda), through a
+``.pth`` file that appends that torch's site-packages to the session's.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import nox
@@ -22,13 +28,12 @@ nox.needs_version = ">=2024.3.2"
 # build of torch lives, and would download a multi-GB CUDA build instead.
 nox.options.default_venv_backend = "virtualenv"
 nox.options.reuse_venv = "yes"
-nox.options.sessions = ["lint", "tests", "docs-strict", "browser"]
+nox.options.sessions = ["lint", "tests", "docs-strict", "downloads", "browser"]
 
 ROOT = Path(__file__).parent
 PYPROJECT = nox.project.load_toml("pyproject.toml")
 TORCH_SPEC = os.environ.get("TORCH_SPEC", "torch==2.13.0")
 SYSTEM_TORCH = TORCH_SPEC == "system"
-VENV_PARAMS = ["--system-site-packages"] if SYSTEM_TORCH else []
 GENERATED = ["docs/_build", "docs/auto_examples", "docs/gen_modules", "docs/_generated"]
 
 
@@ -36,26 +41,58 @@ def groups(*names: str) -> list[str]:
     return [req for name in names for req in nox.project.dependency_groups(PYPROJECT, name)]
 
 
+def use_existing_torch(session: nox.Session) -> None:
+    """Let the session's venv import the torch that ``TORCH_PYTHON`` imports.
+
+    ``--system-site-packages`` is not enough: it exposes the *base* interpreter's
+    packages, not those of the virtual environment or conda env that holds torch.
+    A ``.pth`` file appends that torch's site-packages after the venv's own, so the
+    session's own installs still win.
+    """
+    python = os.environ.get("TORCH_PYTHON", sys.executable)
+    probe = (
+        "import os, sys, torch; "
+        "print(os.path.dirname(os.path.dirname(torch.__file__))); print(sys.version_info[:2])"
+    )
+    found = subprocess.run([python, "-c", probe], capture_output=True, text=True)
+    if found.returncode != 0:
+        session.error(f"{python} cannot import torch; set TORCH_PYTHON to a Python that can")
+    site, version = found.stdout.strip().splitlines()[-2:]
+    here = session.run(
+        "python", "-c",
+        "import sys, sysconfig; print(sysconfig.get_paths()['purelib']); print(sys.version_info[:2])",
+        silent=True,
+    ).strip().splitlines()  # fmt: skip
+    if here[-1] != version:
+        session.error(f"torch's Python is {version}, this session's {here[-1]}: run nox with it")
+    Path(here[0], "_existing_torch.pth").write_text(site + "\n", encoding="utf-8")
+    session.run("python", "-c", "import torch; print('torch', torch.__version__, 'from', "
+                "torch.__file__, '; CUDA available:', torch.cuda.is_available())")
+
+
 def install_torch(session: nox.Session) -> None:
     if SYSTEM_TORCH:
-        session.run("python", "-c", "import torch; print('torch', torch.__version__)")
+        use_existing_torch(session)
     else:
         session.install(TORCH_SPEC)
 
 
 @nox.session
 def lint(session: nox.Session) -> None:
-    """ruff over the library, tests, examples and build scripts."""
+    """ruff over the code; actionlint and zizmor over the GitHub workflows."""
     session.install(*groups("lint"))
     session.run("ruff", "check", "src", "tests", "examples", "scripts", "benchmarks", "noxfile.py", "docs/conf.py", "docs/_ext")
+    workflows = sorted(str(p) for p in (ROOT / ".github" / "workflows").glob("*.yml"))
+    session.run("actionlint", *workflows)
+    session.run("zizmor", "--offline", "--min-severity", "low", *workflows)
 
 
-@nox.session(venv_params=VENV_PARAMS)
+@nox.session
 def tests(session: nox.Session) -> None:
     """Unit tests, plus every example run as a plain script on the CPU."""
     install_torch(session)
     session.install("-e", ".", *groups("test"))
-    session.run("pytest", "-q", "-m", "not browser", *session.posargs)
+    session.run("pytest", "-q", "-m", "not browser and not downloads", *session.posargs)
 
 
 def _build_docs(session: nox.Session, strict: bool) -> None:
@@ -64,24 +101,62 @@ def _build_docs(session: nox.Session, strict: bool) -> None:
     for path in GENERATED:
         shutil.rmtree(ROOT / path, ignore_errors=True)
     (ROOT / "docs" / "sg_execution_times.rst").unlink(missing_ok=True)
-    env = {"TRACEREADER_STRICT": "1" if strict else "0", "KINETO_LOG_LEVEL": "6"}
+    _sphinx(session, strict)
+
+
+def _sphinx(session: nox.Session, strict: bool) -> None:
+    env = {
+        "TRACEREADER_STRICT": "1" if strict else "0",
+        "KINETO_LOG_LEVEL": "6",
+        "PYTHONPATH": str(ROOT / "docs" / "_ext"),
+    }
     if strict:  # one line per stale recording, before Sphinx starts
-        session.run("python", "-m", "tracereader.record", "check", "examples")
+        session.run("python", "-m", "tracesite", "check", "examples", env=env)
     session.run(
         "sphinx-build", "-W", "--keep-going", "-b", "html", "docs", "docs/_build/html", env=env
     )
 
 
-@nox.session(venv_params=VENV_PARAMS)
+@nox.session
 def docs(session: nox.Session) -> None:
     """Build the site into docs/_build/html; a stale recording is marked on its page."""
     _build_docs(session, strict=False)
 
 
-@nox.session(name="docs-strict", venv_params=VENV_PARAMS)
+@nox.session(name="docs-strict")
 def docs_strict(session: nox.Session) -> None:
     """The CI build: warnings are errors and a stale recording fails the build."""
     _build_docs(session, strict=True)
+
+
+@nox.session
+def downloads(session: nox.Session) -> None:
+    """Every example as a reader downloads it from the built site (``_downloads``), run in
+    a fresh virtual environment holding only torch: the ``.py`` with no flags and with
+    each flag its docstring names, the ``.ipynb`` through a Jupyter kernel (R9)."""
+    if not (ROOT / "docs/_build/html/_downloads").is_dir():
+        session.error("no built site: run `nox -s docs-strict` (or `nox -s docs`) first")
+    session.install("pytest>=8")
+    session.run(
+        "pytest", "-q", "-m", "downloads", "tests/downloads", "--site", "docs/_build/html",
+        "-p", "no:cacheprovider", *session.posargs, env={"TORCH_SPEC": TORCH_SPEC},
+    )
+
+
+@nox.session(name="gpu-build")
+def gpu_build(session: nox.Session) -> None:
+    """The GPU build runner (R7): on a machine with a CUDA GPU and torch installed anywhere,
+    re-record every example live (``scripts/record.py``), then build the site strictly.
+
+    ``nox -s gpu-build -- 01_matmul_add`` re-records only the named examples. With no
+    network, point pip at a folder of wheels: ``PIP_NO_INDEX=1 PIP_FIND_LINKS=DIR``.
+    """
+    use_existing_torch(session)
+    session.install("-e", ".", *groups("docs"))
+    session.run("python", "scripts/record.py", *session.posargs)
+    for path in GENERATED:
+        shutil.rmtree(ROOT / path, ignore_errors=True)
+    _sphinx(session, strict=True)
 
 
 @nox.session
@@ -121,14 +196,16 @@ def bench(session: nox.Session) -> None:
     session.run("python", "benchmarks/bench_load.py", *session.posargs)
 
 
-@nox.session(venv_params=["--system-site-packages"])
+@nox.session
 def record(session: nox.Session) -> None:
-    """Re-record every example on a GPU machine (same as `python scripts/record.py`)."""
-    session.install("-e", ".", "--no-deps")
+    """Re-record examples on a GPU machine, without building (``python scripts/record.py``
+    does the same with no nox); ``-- 01_matmul_add`` picks examples."""
+    use_existing_torch(session)
+    session.install("-e", ".")
     session.run("python", "scripts/record.py", *session.posargs)
 
 
-@nox.session(venv_params=VENV_PARAMS)
+@nox.session
 def serve(session: nox.Session) -> None:
     """Serve the built site on http://127.0.0.1:8000 (build it first)."""
     session.run(

@@ -8,16 +8,12 @@ HERE = Path(__file__).parent
 # torch's Kineto prints "profiler_start/stop" lines to C-level stderr; level 6 silences
 # them, and must be set before torch is imported (notebook kernels inherit it).
 os.environ.setdefault("KINETO_LOG_LEVEL", "6")
+# The site's own glue (tracesite: recordings, replay, page helpers) lives in _ext; the
+# chapters' Jupyter kernels inherit PYTHONPATH, so they find it too.
 sys.path.insert(0, str(HERE / "_ext"))
-# On a machine with a CUDA GPU the examples run live, and their runs replace the bundled
-# recordings (design R7); everywhere else they replay them.
-try:
-    import torch
-
-    if torch.cuda.is_available():
-        os.environ.setdefault("TRACEREADER_REFRESH", "1")
-except ImportError:
-    pass
+os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(HERE / "_ext"), os.environ.get("PYTHONPATH")]))
+# Every build, with or without a GPU, renders from the recordings: the GPU build runner
+# re-records first (`nox -s gpu-build`), then builds like any other machine.
 
 project = "Reading PyTorch Profiler Traces"
 author = "The Reading PyTorch Profiler Traces authors"
@@ -51,7 +47,9 @@ sphinx_gallery_conf = {
     "image_scrapers": ("site_hooks.gallery_scraper",),
     "capture_repr": ("_repr_html_", "__repr__"),
     "ignore_repr_types": r"profiler_util\.EventList|matplotlib\.(text|axes|figure|lines|container)",
-    "first_notebook_cell": "%matplotlib inline\n# pip install tracereader torch matplotlib",
+    "first_notebook_cell": (
+        "# Needs only torch. With tracereader and matplotlib installed it also draws timelines."
+    ),
     "remove_config_comments": True,
     "min_reported_time": 1,
     "download_all_examples": True,

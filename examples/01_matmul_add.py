@@ -3,22 +3,27 @@ One matmul and one add
 ======================
 
 The smallest workload worth profiling: ``torch.add(torch.matmul(x, w), b)``.
-This page runs it under :mod:`torch.profiler` at two sizes, 64x64 and
-4096x4096, and shows the profiler's own table for each.
+This page profiles it under :mod:`torch.profiler` at two sizes, 64x64 and
+4096x4096, and shows the profiler's table, the timeline of one step and the
+trace for each. Every other Part 1 experiment (cold start, the schedule, 20
+steps, the batched matmul, fp32, ``torch.compile``) is a named *variant* of the
+same function, listed in ``VARIANTS`` and read in :doc:`/chapters/part1`.
 
-On a machine with a CUDA GPU the script profiles live. Everywhere else, including
-the build of this site, it replays the recording our H200 made by running this
-very file; the line above each table says which. Every other Part 1 experiment
-(cold start, the schedule, 20 steps, the batched matmul, fp32, ``torch.compile``)
-is a named variant of the same function, recorded at the bottom of this page and
-read in :doc:`/chapters/part1`.
+This file needs only torch. On a machine with a CUDA GPU it profiles live; on
+the CPU it profiles the same code there (the trace then has no GPU lane, and the
+4096 sizes shrink to 512 so that it finishes quickly). Run it yourself::
 
-Run one variant yourself on a GPU::
+    python 01_matmul_add.py                              # the two variants of this page
+    python 01_matmul_add.py --list                       # every variant, with its settings
+    python 01_matmul_add.py --variant 64_bf16_compile    # one named variant
+    python 01_matmul_add.py --variant interleaved_64     # eager/addmm/compiled, interleaved
+    python 01_matmul_add.py --size 256 --dtype float32 --warmup
+    python 01_matmul_add.py --size 64 --compile default --active 5
 
-    python 01_matmul_add.py --size 4096 --dtype bfloat16 --warmup
-    python 01_matmul_add.py --size 64 --compile default
-
-Each run writes ``traces/01_matmul_add/<name>.json`` and prints the table.
+Each run writes its trace to ``traces/01_matmul_add/<name>.json``, where the
+name is the variant's or spells out the flags, so no run overwrites another's.
+With :mod:`tracereader` installed (and matplotlib), the page also draws each
+step's timeline; without it, open the trace at https://ui.perfetto.dev.
 """
 
 # sphinx_gallery_start_ignore
@@ -33,8 +38,6 @@ from pathlib import Path
 import torch
 from torch.profiler import ProfilerActivity, profile, record_function, schedule
 
-from tracereader.record import run_or_replay
-
 # %%
 # The workload and how it is profiled
 # -----------------------------------
@@ -42,9 +45,9 @@ from tracereader.record import run_or_replay
 # ``fn`` is the code under study. ``profile_matmul_add`` is the profiling
 # harness: it builds the inputs, optionally warms up and compiles, and runs
 # ``wait + warmup + active`` steps under the profiler with a ``schedule``. The
-# trace is written from ``on_trace_ready``: with a schedule, calling
-# ``export_chrome_trace`` after the ``with`` block exports an almost empty
-# window (``export="after"`` reproduces that trap on purpose).
+# trace is written from ``on_trace_ready``, which the profiler calls when the
+# active window closes (``export="after"`` exports after the ``with`` block
+# instead, to test that alternative).
 
 
 def fn(x, w, b):
@@ -76,8 +79,8 @@ def profile_matmul_add(
 ):
     """Profile ``fn`` and write ``trace.json`` into ``out_dir``; return the table text.
 
-    ``batch > 0`` makes ``x`` 3-D (``batch, size, size``) so ``matmul`` becomes a
-    batched GEMM. ``op="addmm"`` profiles ``torch.addmm(b, x, w)`` directly.
+    ``batch > 0`` makes ``x`` 3-D (``batch, size, size``) so ``matmul`` sees a
+    batch. ``op="addmm"`` profiles ``torch.addmm(b, x, w)`` directly.
     ``warmup`` runs five untimed calls before profiling. ``compile`` is a
     ``torch.compile`` mode (``"default"``, ``"reduce-overhead"``, ...) or None.
     """
@@ -131,9 +134,170 @@ def profile_matmul_add(
     return prof.key_averages().table(sort_by=sort_by, row_limit=15, max_name_column_width=48)
 
 
+# %%
+# Comparing CPU time fairly: interleaved steps
+# --------------------------------------------
+#
+# Whether ``torch.compile`` or ``torch.addmm`` saves CPU time cannot be read
+# from two separate 3-step runs: CPU time per step moves by tens of percent
+# from one process to the next. ``profile_interleaved`` builds every version
+# in one process and runs them in turn, ``rounds`` steps each, under one
+# profiler, so that they share the process, the clocks and the moment. Each
+# step is labelled with the version it ran.
+
+VERSIONS = ("eager", "addmm", "compiled", "reduce-overhead")
+
+
+def profile_interleaved(out_dir, *, size=64, dtype="bfloat16", rounds=24, device=None):
+    """Profile every entry of ``VERSIONS`` in turn, ``rounds`` steps each, in one process.
+
+    Writes ``trace.json`` into ``out_dir`` and returns the profiler's table.
+    """
+    device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+    torch.manual_seed(0)
+    dt = DTYPES[dtype]
+    x = torch.randn(size, size, device=device, dtype=dt)
+    w = torch.randn(size, size, device=device, dtype=dt)
+    b = torch.randn(size, size, device=device, dtype=dt)
+    torch._dynamo.reset()
+    funcs = {
+        "eager": fn,
+        "addmm": fn_addmm,
+        "compiled": torch.compile(fn),
+        "reduce-overhead": torch.compile(fn, mode="reduce-overhead"),
+    }
+    for f in funcs.values():  # compile, and let CUDA graphs record, before profiling
+        for _ in range(5):
+            f(x, w, b)
+    if device == "cuda":
+        torch.cuda.synchronize()
+    order = [VERSIONS[(r + i) % len(VERSIONS)] for r in range(rounds) for i in range(len(VERSIONS))]
+
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    activities = [ProfilerActivity.CPU]
+    if device == "cuda":
+        activities.append(ProfilerActivity.CUDA)
+    with profile(
+        activities=activities,
+        schedule=schedule(wait=1, warmup=len(VERSIONS), active=len(order), repeat=1),
+        on_trace_ready=lambda p: p.export_chrome_trace(str(out_dir / "trace.json")),
+    ) as prof:
+        for name in VERSIONS + VERSIONS[:1] + tuple(order):  # wait + warmup steps, then the rounds
+            with record_function(name):
+                funcs[name](x, w, b)
+            prof.step()
+    sort_by = "cuda_time_total" if device == "cuda" else "cpu_time_total"
+    return prof.key_averages().table(sort_by=sort_by, row_limit=15, max_name_column_width=48)
+
+
+# %%
+# The variants
+# ------------
+#
+# Every experiment of Part 1 is one entry here: a harness and its settings.
+# ``COLD_VARIANTS`` are the ones whose subject is the first call of a process;
+# each of their runs needs a fresh Python process.
+
+VARIANTS = {
+    "64_bf16": (profile_matmul_add, {"size": 64, "dtype": "bfloat16", "warmup": True}),
+    "4096_bf16": (profile_matmul_add, {"size": 4096, "dtype": "bfloat16", "warmup": True}),
+    "64_bf16_cold": (profile_matmul_add, {"size": 64, "dtype": "bfloat16"}),
+    "4096_bf16_cold": (profile_matmul_add, {"size": 4096, "dtype": "bfloat16"}),
+    "64_bf16_nowait": (
+        profile_matmul_add,
+        {"size": 64, "dtype": "bfloat16", "wait": 0, "warmup_steps": 0},
+    ),
+    "64_bf16_20steps": (
+        profile_matmul_add,
+        {"size": 64, "dtype": "bfloat16", "warmup": True, "active": 20},
+    ),
+    "64_bf16_20steps_cold": (profile_matmul_add, {"size": 64, "dtype": "bfloat16", "active": 20}),
+    "64_bf16_export_after": (
+        profile_matmul_add,
+        {"size": 64, "dtype": "bfloat16", "warmup": True, "export": "after"},
+    ),
+    "64_bf16_batch8": (
+        profile_matmul_add,
+        {"size": 64, "dtype": "bfloat16", "batch": 8, "warmup": True},
+    ),
+    "4096_bf16_20steps": (
+        profile_matmul_add,
+        {"size": 4096, "dtype": "bfloat16", "warmup": True, "active": 20},
+    ),
+    "4096_fp32": (profile_matmul_add, {"size": 4096, "dtype": "float32", "warmup": True}),
+    "4096_fp32_tf32": (
+        profile_matmul_add,
+        {"size": 4096, "dtype": "float32", "warmup": True, "tf32": True},
+    ),
+    "64_bf16_addmm": (
+        profile_matmul_add,
+        {"size": 64, "dtype": "bfloat16", "op": "addmm", "warmup": True},
+    ),
+    "64_bf16_compile": (profile_matmul_add, {"size": 64, "dtype": "bfloat16", "compile": "default"}),
+    "4096_bf16_compile": (
+        profile_matmul_add,
+        {"size": 4096, "dtype": "bfloat16", "compile": "default"},
+    ),
+    "64_bf16_reduce_overhead": (
+        profile_matmul_add,
+        {"size": 64, "dtype": "bfloat16", "compile": "reduce-overhead"},
+    ),
+    "interleaved_64": (profile_interleaved, {"size": 64, "dtype": "bfloat16", "rounds": 24}),
+}
+COLD_VARIANTS = ("64_bf16_cold", "4096_bf16_cold", "64_bf16_nowait", "64_bf16_20steps_cold")
+
+#: On the CPU, sizes above this shrink to it: a 4096 bf16 GEMM takes seconds there.
+CPU_MAX_SIZE = 512
+
+
+class Run:
+    """What one profiled run left: its name, the profiler's table and the trace file."""
+
+    def __init__(self, name, table, trace_path, device):
+        self.name, self.table, self.trace_path, self.device = name, table, trace_path, device
+
+    def __repr__(self):
+        if self.device == "cuda":
+            where = f"live on {torch.cuda.get_device_name(0)}"
+        else:
+            where = (
+                "on the CPU: no CUDA device here, so the profiler recorded CPU activity only "
+                "and the trace has no GPU lane"
+            )
+        return f"{self.name}: profiled {where}; trace written to {self.trace_path}"
+
+
+def run(name, *, out_root=Path("traces") / "01_matmul_add", **overrides):
+    """Profile one variant of ``VARIANTS`` (settings changed by ``overrides``) and return a Run."""
+    harness, params = VARIANTS[name]
+    params = dict(params, **overrides)
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    if device == "cpu" and params.get("size", 64) > CPU_MAX_SIZE:
+        print(f"{name}: no CUDA device, so size {params['size']} runs at {CPU_MAX_SIZE} on the CPU")
+        params["size"] = CPU_MAX_SIZE
+    out_dir = Path(out_root) / name
+    table = harness(out_dir, device=device, **params)
+    trace_path = Path(out_root) / f"{name}.json"
+    (out_dir / "trace.json").replace(trace_path)
+    out_dir.rmdir()
+    return Run(name, table, trace_path, device)
+
+
+# sphinx_gallery_start_ignore
+# When this site is built, ``run`` replays what the H200 recorded by running this
+# very file (the build machine may have no GPU). The module below exists only inside
+# the site's build; a downloaded copy of this file never takes this branch.
+if "tracesite" in sys.modules:
+    run = sys.modules["tracesite"].replayer(run)
+# sphinx_gallery_end_ignore
+
+
 def main(argv):
-    """Profile one variant from the command line (``--help`` lists the flags)."""
+    """Profile one variant, or one set of flags, from the command line."""
     parser = argparse.ArgumentParser(description="Profile torch.add(torch.matmul(x, w), b).")
+    parser.add_argument("--list", action="store_true", help="list the variants and exit")
+    parser.add_argument("--variant", choices=sorted(VARIANTS), help="run one named variant")
     parser.add_argument("--size", type=int, default=64)
     parser.add_argument("--dtype", choices=sorted(DTYPES), default="bfloat16")
     parser.add_argument("--batch", type=int, default=0, help="make x 3-D: (batch, size, size)")
@@ -143,25 +307,42 @@ def main(argv):
     parser.add_argument("--tf32", action="store_true")
     parser.add_argument("--active", type=int, default=3)
     args = parser.parse_args(argv)
-    name = f"{args.size}_{args.dtype}" + ("_warm" if args.warmup else "")
-    out = Path("traces") / "01_matmul_add" / name
-    table = profile_matmul_add(
-        out,
-        size=args.size,
-        dtype=args.dtype,
-        batch=args.batch,
-        op="addmm" if args.addmm else "matmul_add",
-        warmup=args.warmup,
-        compile=args.compile,
-        tf32=args.tf32,
-        active=args.active,
-    )
-    print(table)
-    print(f"trace: {out / 'trace.json'} (open it at https://ui.perfetto.dev)")
+    if args.list:
+        for name, (harness, params) in VARIANTS.items():
+            print(f"{name:>24}  {harness.__name__}  {params}")
+        return 0
+    if args.variant:
+        result = run(args.variant)
+    else:
+        flags = {
+            "size": args.size,
+            "dtype": args.dtype,
+            "batch": args.batch,
+            "op": "addmm" if args.addmm else "matmul_add",
+            "warmup": args.warmup,
+            "compile": args.compile,
+            "tf32": args.tf32,
+            "active": args.active,
+        }
+        name = "_".join(
+            [f"{args.size}", args.dtype]
+            + ([f"batch{args.batch}"] if args.batch else [])
+            + (["addmm"] if args.addmm else [])
+            + (["warm"] if args.warmup else [])
+            + ([f"compile-{args.compile}"] if args.compile else [])
+            + (["tf32"] if args.tf32 else [])
+            + ([f"active{args.active}"] if args.active != 3 else [])
+        )
+        VARIANTS[name] = (profile_matmul_add, flags)
+        result = run(name)
+    print(result.table)
+    print(result)
     return 0
 
 
-if __name__ == "__main__" and len(sys.argv) > 1:
+# Flags given: profile what they name and stop. (Inside Jupyter, sys.argv holds the
+# kernel's own flags, so a notebook always runs the page below.)
+if __name__ == "__main__" and sys.argv[1:] and "ipykernel" not in sys.modules:
     sys.exit(main(sys.argv[1:]))
 
 # %%
@@ -171,36 +352,36 @@ if __name__ == "__main__" and len(sys.argv) > 1:
 # With 64x64 matrices in bfloat16 the GPU finishes each kernel in a couple of
 # microseconds, while the CPU spends far longer preparing and launching them.
 # Compare ``Self CPU time total`` with ``Self CUDA time total`` at the bottom.
-# (The table is the profiler's own ``key_averages().table()``; five of its ten
-# columns are shown here; ``small.table`` holds all ten.)
 
-small = run_or_replay(profile_matmul_add, "64_bf16", size=64, dtype="bfloat16", warmup=True)
-print(small.stamp_line())
-print(small.table_view())
+small = run("64_bf16")
+small
 
 # %%
-# The trace of this run, to download or to open in Perfetto in your browser:
 
-small.links()
+print(small.table)
 
 # %%
 # 64x64: one step on the timeline
 # -------------------------------
 #
-# The last profiled step. The CPU thread on top runs the nested ops
+# The last profiled step, drawn by ``tracereader`` (the library this site is
+# built on) if it is installed. The CPU thread on top runs the nested ops
 # (``ProfilerStep`` > ``matmul_add`` > ``aten::matmul`` > ``aten::mm`` > the
 # launch call); the GPU stream below runs two tiny kernels. Arrows join each
 # launch call to the kernel it launched; shaded spans are GPU idle time.
 
-import matplotlib.pyplot as plt
+try:
+    import tracereader
+except ImportError:  # only torch here: the trace file is still there to open in Perfetto
+    tracereader = None
+    print("tracereader is not installed: open the trace at https://ui.perfetto.dev instead")
 
-from tracereader import summary, timeline
-
-small_trace = small.trace()
-last = small_trace.steps[-1]
-timeline(small_trace, step=last.name, fig=plt.figure(figsize=(12, 3.4)))
-busy = summary(small_trace)["gpu_busy_us"] / len(small_trace.steps)
-print(f"{last.name}: CPU {last.dur_us:.0f} us; GPU busy {busy:.1f} us per step on average")
+if tracereader:
+    small_trace = tracereader.load(small.trace_path)
+    last = small_trace.steps[-1]
+    tracereader.timeline(small_trace, step=last.name, width_in=12)
+    busy = tracereader.summary(small_trace)["gpu_busy_us"] / len(small_trace.steps)
+    print(f"{last.name}: CPU {last.dur_us:.0f} us; GPU busy {busy:.1f} us per step on average")
 
 # %%
 # 4096x4096: the table
@@ -209,49 +390,37 @@ print(f"{last.name}: CPU {last.dur_us:.0f} us; GPU busy {busy:.1f} us per step o
 # The same two calls on 4096x4096 matrices. The GEMM kernel now dominates and
 # the CUDA total climbs to the same order as the CPU total.
 
-big = run_or_replay(profile_matmul_add, "4096_bf16", size=4096, dtype="bfloat16", warmup=True)
-print(big.stamp_line())
-print(big.table_view())
+big = run("4096_bf16")
+big
 
 # %%
 
-big.links()
+print(big.table)
 
 # %%
 # 4096x4096: one step on the timeline
 # -----------------------------------
 #
-# Now the GPU lane is full: the GEMM runs for hundreds of microseconds, so the
-# CPU's launches get ahead of the GPU and the kernels queue.
+# Now the GPU lane is full: the GEMM runs for far longer than the CPU needs to
+# launch it, so the launches get ahead of the GPU and the kernels queue.
 
-big_trace = big.trace()
-timeline(big_trace, step=big_trace.steps[-1].name, fig=plt.figure(figsize=(12, 3.4)))
-busy = summary(big_trace)["gpu_busy_us"] / len(big_trace.steps)
-print(f"GPU busy {busy:.0f} us per step on average")
+if tracereader:
+    big_trace = tracereader.load(big.trace_path)
+    tracereader.timeline(big_trace, step=big_trace.steps[-1].name, width_in=12)
+    busy = tracereader.summary(big_trace)["gpu_busy_us"] / len(big_trace.steps)
+    print(f"GPU busy {busy:.0f} us per step on average")
 
 # %%
 # Every other Part 1 experiment
 # -----------------------------
 #
-# Each line below is one recording the Part 1 chapter reads. They are the same
-# function with different flags, so a re-record refreshes all of them together.
+# Each variant below is one experiment the Part 1 chapter reads. Run any of
+# them with ``python 01_matmul_add.py --variant NAME``.
 
-experiments = {
-    "64_bf16_cold": dict(size=64, dtype="bfloat16"),
-    "4096_bf16_cold": dict(size=4096, dtype="bfloat16"),
-    "64_bf16_nowait": dict(size=64, dtype="bfloat16", wait=0, warmup_steps=0),
-    "64_bf16_20steps": dict(size=64, dtype="bfloat16", warmup=True, active=20),
-    "64_bf16_20steps_cold": dict(size=64, dtype="bfloat16", active=20),
-    "64_bf16_export_after": dict(size=64, dtype="bfloat16", warmup=True, export="after"),
-    "64_bf16_batch8": dict(size=64, dtype="bfloat16", batch=8, warmup=True),
-    "4096_bf16_20steps": dict(size=4096, dtype="bfloat16", warmup=True, active=20),
-    "4096_fp32": dict(size=4096, dtype="float32", warmup=True),
-    "4096_fp32_tf32": dict(size=4096, dtype="float32", warmup=True, tf32=True),
-    "64_bf16_addmm": dict(size=64, dtype="bfloat16", op="addmm", warmup=True),
-    "64_bf16_compile": dict(size=64, dtype="bfloat16", compile="default"),
-    "4096_bf16_compile": dict(size=4096, dtype="bfloat16", compile="default"),
-    "64_bf16_reduce_overhead": dict(size=64, dtype="bfloat16", compile="reduce-overhead"),
-}
-for exp_name, exp_params in experiments.items():
-    rec = run_or_replay(profile_matmul_add, exp_name, **exp_params)
-    print(f"{exp_name:>26}: {rec.trace_bytes / 1024:6.1f} KiB trace, params {exp_params}")
+for name, (harness, params) in VARIANTS.items():
+    print(f"{name:>24}  {harness.__name__}({', '.join(f'{k}={v!r}' for k, v in params.items())})")
+
+# sphinx_gallery_start_ignore
+# On the site: every recording of every variant, to download or open in Perfetto.
+sys.modules["tracesite"].all_recordings_html() if "tracesite" in sys.modules else None
+# sphinx_gallery_end_ignore

@@ -1,13 +1,16 @@
-"""Re-record every example (and the test traces) on a GPU machine.
+"""Re-record the examples on a machine with a CUDA GPU.
 
-Runs each ``examples/NN_*.py`` as a plain script with ``TRACEREADER_RECORD=1``,
-so every ``run_or_replay`` call in it profiles live and replaces its bundled
-recording under ``src/tracereader/recordings/``. Needs only torch and this
-repository (no nox, no Sphinx)::
+Each example's variants are recorded as independent repeats (see
+``docs/_ext/tracesite/recorder.py`` for the plan: a fresh process for every
+cold-start variant, one shared fresh process per repeat for the others) into
+``docs/recordings/<example>/<variant>/r<k>/``. Needs only torch and this
+repository (no nox, no Sphinx), and records one example per call, so that each
+call stays within a few minutes::
 
-    python scripts/record.py                 # every example
-    python scripts/record.py 01_matmul_add   # one example
-    python scripts/record.py --tests         # also the traces under tests/data/h200
+    python scripts/record.py                   # every example
+    python scripts/record.py 01_matmul_add     # one example
+    python scripts/record.py --repeats 5       # more repeats
+    python scripts/record.py --tests           # also the traces under tests/data/h200
 """
 
 from __future__ import annotations
@@ -20,11 +23,16 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "docs" / "_ext"))
+
+from tracesite._source import RecordingError  # noqa: E402
+from tracesite.recorder import DEFAULT_REPEATS, record_example  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("examples", nargs="*", help="example stems; default: all")
+    parser.add_argument("--repeats", type=int, default=DEFAULT_REPEATS)
     parser.add_argument("--tests", action="store_true", help="also record tests/data/h200")
     args = parser.parse_args(argv)
     try:
@@ -35,20 +43,30 @@ def main(argv: list[str] | None = None) -> int:
     if not torch.cuda.is_available():
         print("record: no CUDA device here; recordings left unchanged", file=sys.stderr)
         return 2
-    env = dict(os.environ, TRACEREADER_RECORD="1", KINETO_LOG_LEVEL="6", PYTHONUNBUFFERED="1")
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT / "src"), env.get("PYTHONPATH")]))
     scripts = sorted((ROOT / "examples").glob("[0-9][0-9]_*.py"))
     if args.examples:
+        unknown = set(args.examples) - {s.stem for s in scripts}
+        if unknown:
+            print(f"record: no example named {', '.join(sorted(unknown))}", file=sys.stderr)
+            return 2
         scripts = [s for s in scripts if s.stem in args.examples]
-    jobs = [[sys.executable, str(s)] for s in scripts]
-    if args.tests:
-        jobs.append([sys.executable, str(ROOT / "tests" / "data" / "make_h200_traces.py")])
     failed = 0
-    for job in jobs:
+    for script in scripts:
+        print(f"== {script.name}: {args.repeats} repeats", flush=True)
+        try:
+            took = record_example(script, repeats=args.repeats)
+        except RecordingError as exc:
+            print(f"record: {exc}", file=sys.stderr)
+            failed += 1
+            continue
+        print(f"== {script.name}: {took['variants']} variants x {took['repeats']} repeats in "
+              f"{took['processes']} processes, {took['wall_s']} s", flush=True)
+    if args.tests:
         start = time.perf_counter()
-        print(f"== {Path(job[1]).name}", flush=True)
-        rc = subprocess.run(job, cwd=ROOT / "examples", env=env).returncode
-        print(f"== {Path(job[1]).name}: exit {rc} in {time.perf_counter() - start:.1f} s", flush=True)
+        env = dict(os.environ, KINETO_LOG_LEVEL="6", PYTHONPATH=str(ROOT / "src"))
+        rc = subprocess.run([sys.executable, str(ROOT / "tests" / "data" / "make_h200_traces.py")],
+                            cwd=ROOT, env=env).returncode
+        print(f"== tests/data/h200: exit {rc} in {time.perf_counter() - start:.1f} s", flush=True)
         failed += rc != 0
     return 1 if failed else 0
 

@@ -6,3 +6,10 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))  # _builders.py, next to this file
+
+
+def pytest_addoption(parser):
+    parser.addoption(
+        "--site", default=str(Path(__file__).resolve().parent.parent / "docs" / "_build" / "html"),
+        help="the built site that the browser and downloads checks read (default: docs/_build/html)",
+    )

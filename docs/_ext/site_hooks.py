@@ -10,7 +10,7 @@ from pathlib import Path
 from sphinx.errors import ExtensionError
 from sphinx.util import logging
 
-from tracereader import record
+import tracesite  # examples find it in sys.modules and replay the recordings
 
 logger = logging.getLogger(__name__)
 DOCS = Path(__file__).resolve().parent.parent
@@ -18,8 +18,11 @@ EXTRA = DOCS / "_generated" / "extra"
 
 
 def reset_example(gallery_conf, fname):
-    """Before each example: fixed seeds, one CPU thread, no stale warnings filters."""
+    """Before each example: fixed seeds, one CPU thread, no stale warnings filters, and
+    the example's path for :func:`tracesite.replayer` (sphinx-gallery defines no
+    ``__file__`` inside an example)."""
     warnings.resetwarnings()
+    tracesite.gallery.CURRENT_EXAMPLE = DOCS.parent / "examples" / Path(fname).name
     try:
         import torch
     except ImportError:
@@ -55,10 +58,7 @@ def gallery_scraper(block, block_vars, gallery_conf):
 
 def check_recordings(app):
     """Fail a strict build (TRACEREADER_STRICT=1) on any stale recording."""
-    if os.environ.get("TRACEREADER_REFRESH") == "1":
-        logger.info("[tracereader] CUDA build: the examples re-record before any page reads them")
-        return
-    problems = record.check_examples(DOCS.parent / "examples")
+    problems = tracesite.check_examples(DOCS.parent / "examples")
     strict = os.environ.get("TRACEREADER_STRICT", "") == "1"
     for line in problems:
         if strict:
@@ -67,11 +67,12 @@ def check_recordings(app):
 
 
 def copy_traces(app):
-    """Put every recorded trace where pages link to it: /traces/<example>/<name>.json.gz."""
+    """Put every recorded trace where pages link to it:
+    /traces/<example>/<variant>/r<k>.json.gz."""
     target = EXTRA / "traces"
     shutil.rmtree(target, ignore_errors=True)
-    for rec in record.iter_recordings():
-        dest = target / rec.example / f"{rec.name}.json.gz"
+    for rec in tracesite.iter_recordings():
+        dest = target / rec.example / rec.variant / f"r{rec.repeat}.json.gz"
         dest.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(rec.trace_path, dest)
 

@@ -21,8 +21,6 @@ STARTED = pytest.StashKey[float]()
 
 def pytest_addoption(parser):
     group = parser.getgroup("browser", "checks of the built site in headless Chromium")
-    group.addoption("--site", default=str(ROOT / "docs" / "_build" / "html"),
-                    help="the built site to check (default: docs/_build/html)")
     group.addoption("--artifacts", default=str(ROOT / "artifacts"),
                     help="where screenshots and page-weights.json go (default: artifacts/)")
 

@@ -1,0 +1,51 @@
+"""tracesite: the site's own glue between the GPU recordings and the pages.
+
+It is not part of :mod:`tracereader` (the trace library readers install) and is
+never shipped to readers. It holds:
+
+* :mod:`.recordings`: the recorded repeats of every example variant, read back;
+  staleness checks against the example's current code;
+* :mod:`.recorder`: recording an example on a GPU (``scripts/record.py``);
+* :mod:`.gallery`: what an example page shows when the site is built;
+* :mod:`.notebook`: helpers and the ``%%repeats`` magic for the chapters;
+* :mod:`.html` and :mod:`.profiler_table`: trace links, figures, the profiler's table.
+
+Examples look for this package in ``sys.modules`` and never import it, so a
+downloaded example runs with torch alone.
+"""
+
+from ._source import RecordingError, StaleRecordingError, code_hash, load_definitions
+from .gallery import Replayed, all_recordings_html, replayer
+from .html import FigureHTML, Snippet, format_size, trace_links_html
+from .recordings import (
+    RECORD_COMMAND,
+    Recording,
+    Variant,
+    check_examples,
+    iter_recordings,
+    iter_variants,
+    load,
+    recordings_root,
+)
+
+__all__ = [
+    "RECORD_COMMAND",
+    "FigureHTML",
+    "Recording",
+    "RecordingError",
+    "Replayed",
+    "Snippet",
+    "StaleRecordingError",
+    "Variant",
+    "all_recordings_html",
+    "check_examples",
+    "code_hash",
+    "format_size",
+    "iter_recordings",
+    "iter_variants",
+    "load",
+    "load_definitions",
+    "recordings_root",
+    "replayer",
+    "trace_links_html",
+]

@@ -1,0 +1,141 @@
+"""What an example page shows when the site is built: the recordings, not a live run.
+
+An example defines ``run(name)``, which profiles one of its ``VARIANTS`` live.
+While the site builds (sphinx-gallery runs the example inside Sphinx, where
+this package is imported), the example swaps it for :func:`replayer`'s version,
+which returns the H200's recording of that variant instead. A reader's
+downloaded copy never sees this module and always runs live.
+"""
+
+from __future__ import annotations
+
+import html
+import os
+import warnings
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from ._source import StaleRecordingError, code_hash, load_definitions
+from .html import format_size, trace_links_html
+from .recordings import RECORD_COMMAND, Recording, Variant, load, recordings_root
+
+__all__ = ["Replayed", "all_recordings_html", "replayer"]
+
+#: The example sphinx-gallery is running (set by the build's reset hook).
+CURRENT_EXAMPLE: Path | None = None
+
+
+def _current() -> Path:
+    if CURRENT_EXAMPLE is None:
+        raise RuntimeError("no example is being built (site_hooks.reset_example sets it)")
+    return CURRENT_EXAMPLE
+
+
+class Replayed:
+    """A variant's recording as an example page shows it: like the example's ``Run``
+    (``table``, ``trace_path``), plus the stamp and the links to every repeat."""
+
+    def __init__(self, variant: Variant) -> None:
+        self.variant = variant
+        self.name = variant.name
+        rep = variant.rep
+        self.table, self.trace_path = rep.table, rep.trace_path
+
+    def stamp_line(self) -> str:
+        return self.variant.rep.stamp_line()
+
+    def _repr_html_(self) -> str:
+        n = len(self.variant.repeats)
+        links = "".join(
+            f"<li>repeat {r.repeat + 1}: "
+            + trace_links_html(r.trace_url(), r.trace_bytes, f"{r.example} {r.variant} r{r.repeat}")
+            + "</li>"
+            for r in self.variant.repeats
+        )
+        return (
+            f'<div class="tr-recording"><p class="tr-stamp">{html.escape(self.stamp_line())}.'
+            f" The variant was recorded {n} times, each in a process of its own; this page"
+            f" prints the first. Every trace:</p><ul class=\"tr-repeats\">{links}</ul></div>"
+        )
+
+    def __repr__(self) -> str:
+        return f"{self.name}: {self.stamp_line()}"
+
+
+def _strict() -> bool:
+    return os.environ.get("TRACEREADER_STRICT", "").strip() in {"1", "true", "yes"}
+
+
+def replayer(
+    live_run: Callable[..., Any], example_file: str | os.PathLike[str] | None = None
+) -> Callable[..., Replayed]:
+    """A stand-in for an example's ``run(name)`` that replays the recorded variant.
+
+    It checks the recording against the example's current code: a stale one
+    fails a strict build (``TRACEREADER_STRICT=1``) and is marked otherwise.
+    ``example_file`` defaults to the example being built.
+    """
+    source = Path(example_file) if example_file else _current()
+    variants = load_definitions(source)["VARIANTS"]
+
+    def replay(name: str, **overrides: Any) -> Replayed:
+        if overrides:
+            raise TypeError("a replayed run takes no overrides: run the example on a GPU")
+        harness, params = variants[name]
+        variant = load(source.stem, name)
+        digest = code_hash(source, harness.__name__, params)
+        for rec in variant.repeats:
+            if rec.meta.get("code_hash") != digest:
+                message = (
+                    f"recording {source.stem}/{name} is stale: {source.name}:"
+                    f"{harness.__name__} or its settings changed; re-record with {RECORD_COMMAND}"
+                )
+                if _strict():
+                    raise StaleRecordingError(message)
+                warnings.warn(message, stacklevel=2)
+                rec.stale = True
+        return Replayed(variant)
+
+    replay.__doc__ = live_run.__doc__
+    replay.__wrapped__ = live_run  # type: ignore[attr-defined]
+    return replay
+
+
+class _HTML:
+    def __init__(self, html_text: str, text: str) -> None:
+        self.html, self.text = html_text, text
+
+    def _repr_html_(self) -> str:
+        return self.html
+
+    def __repr__(self) -> str:
+        return self.text
+
+
+def all_recordings_html(example_file: str | os.PathLike[str] | None = None) -> _HTML:
+    """A table of every variant of the example: settings, repeats and their traces."""
+    example = (Path(example_file) if example_file else _current()).stem
+    rows, total, count = [], 0, 0
+    for folder in sorted((recordings_root() / example).iterdir()):
+        if not folder.is_dir() or folder.name.startswith("."):
+            continue
+        variant = load(example, folder.name)
+        reps: list[Recording] = variant.repeats
+        total += sum(r.trace_bytes for r in reps)
+        count += len(reps)
+        links = " ".join(
+            f'<a href="{html.escape(r.trace_url())}" download>r{r.repeat + 1}</a>' for r in reps
+        )
+        settings = ", ".join(f"{k}={v!r}" for k, v in variant.rep.params.items())
+        rows.append(
+            f"<tr><td><code>{html.escape(variant.name)}</code></td>"
+            f"<td><code>{html.escape(settings)}</code></td><td>{links}</td></tr>"
+        )
+    head = "<tr><th>variant</th><th>settings</th><th>traces (one per repeat)</th></tr>"
+    text = f"{len(rows)} variants, {count} recorded traces, {format_size(total)} gzipped"
+    body = (
+        f'<p class="tr-stamp">Every recording of this example: {text}.</p>'
+        f'<div class="tr-scroll"><table class="tr-all-recordings">{head}{"".join(rows)}</table></div>'
+    )
+    return _HTML(body, text)

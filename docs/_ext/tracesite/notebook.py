@@ -1,0 +1,130 @@
+"""Helpers for the executed chapters: one recording per repeat, medians into the prose.
+
+A chapter's hidden cells compute each number from a recording and assert each
+claim about it. To make both hold across repeats, such a cell starts with the
+``%%repeats`` cell magic: the cell then runs once per repeat, with
+:func:`rec` and :func:`trace` returning that repeat's recording, so every
+``assert`` in it is checked on every repeat. Each :func:`num` value is glued
+into the prose as the median over the repeats, with its spread beside it as
+``<key>_lo`` and ``<key>_hi``. The first repeat runs last, so the names a cell
+leaves behind (for pictures and visible cells) belong to the repeat the page
+draws.
+
+Outside ``%%repeats`` every helper reads the first repeat.
+"""
+
+from __future__ import annotations
+
+import statistics
+from typing import Any
+
+from .recordings import Recording, Variant, load
+
+__all__ = ["md", "num", "rec", "recs", "setup", "show", "trace", "variant"]
+
+_state: dict[str, Any] = {"example": None, "repeat": 0, "collect": None, "cache": {}}
+
+
+def setup(example: str) -> None:
+    """Choose the example whose recordings this page reads; register ``%%repeats``."""
+    _state["example"] = example
+    try:
+        from IPython import get_ipython
+    except ImportError:  # plain Python (tests): no magic to register
+        return
+    ip = get_ipython()
+    if ip is not None:
+        ip.register_magic_function(_repeats, magic_kind="cell", magic_name="repeats")
+
+
+def variant(name: str) -> Variant:
+    """Every repeat of one variant of the page's example."""
+    cache = _state["cache"]
+    if name not in cache:
+        cache[name] = load(_state["example"], name)
+    return cache[name]
+
+
+def rec(name: str) -> Recording:
+    """The current repeat of ``name`` (the first, outside ``%%repeats``)."""
+    return variant(name).repeats[_state["repeat"]]
+
+
+def recs(name: str) -> list[Recording]:
+    """Every repeat of ``name``."""
+    return variant(name).repeats
+
+
+def trace(name: str) -> Any:
+    """The :class:`tracereader.Trace` of the current repeat of ``name``."""
+    return rec(name).trace()
+
+
+def _glue(key: str, value: Any) -> None:
+    from myst_nb import glue
+
+    glue(key, value, display=False)
+
+
+def num(key: str, value: Any) -> Any:
+    """Glue a number under ``key`` and return it (as a plain Python number).
+
+    Inside ``%%repeats`` the values of all repeats are collected and the
+    median is glued once the cell has run on each, with ``key_lo``/``key_hi``.
+    """
+    value = value.item() if hasattr(value, "item") else value
+    collect = _state["collect"]
+    if collect is None:
+        _glue(key, value)
+    else:
+        collect.setdefault(key, []).append(value)
+    return value
+
+
+def md(key: str, text: str) -> str:
+    """Glue Markdown under ``key`` (inside ``%%repeats``: the drawn repeat's text)."""
+    from IPython.display import Markdown
+
+    if _state["collect"] is None or _state["repeat"] == 0:
+        _glue(key, Markdown(text))
+    return text
+
+
+def show(fig: Any, caption: str = "", alt: str | None = None, dpi: int = 88) -> Any:
+    """A matplotlib figure as an image with alt text and caption, for the page."""
+    from .html import FigureHTML
+
+    return FigureHTML(fig, alt=alt, caption=caption, dpi=dpi)
+
+
+def _n_repeats() -> int:
+    from .recordings import recordings_root
+
+    folder = recordings_root() / _state["example"]
+    counts = [len(list(v.glob("r*/meta.json"))) for v in folder.iterdir() if v.is_dir()]
+    return min(c for c in counts if c)
+
+
+def _repeats(line: str, cell: str) -> None:
+    """``%%repeats``: run the cell once per repeat; glue medians of what it :func:`num`-s."""
+    from IPython import get_ipython
+
+    ns = get_ipython().user_ns
+    n = _n_repeats()
+    code = compile(cell, "<%%repeats cell>", "exec")
+    collected: dict[str, list[Any]] = {}
+    _state["collect"] = collected
+    try:
+        for k in [*range(1, n), 0]:
+            _state["repeat"] = k
+            try:
+                exec(code, ns)
+            except AssertionError as exc:
+                raise AssertionError(f"a claim fails on repeat {k + 1} of {n}: {exc}") from exc
+    finally:
+        _state["repeat"], _state["collect"] = 0, None
+    for key, values in collected.items():
+        # Repeat order is 1..n-1, 0: the median and spread do not depend on it.
+        _glue(key, statistics.median(values))
+        _glue(f"{key}_lo", min(values))
+        _glue(f"{key}_hi", max(values))

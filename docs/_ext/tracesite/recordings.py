@@ -1,0 +1,246 @@
+"""Recordings: what the GPU runs of the examples left, read back for the pages.
+
+A *variant* is one experiment of an example (``01_matmul_add`` / ``64_bf16``): a
+harness function of the example and its settings, both listed in the example's
+``VARIANTS``. Each variant is recorded as several independent *repeats*, each in
+a process of its own; a repeat's folder holds the gzipped trace, the profiler's
+own ``key_averages()`` table and ``meta.json``::
+
+    docs/recordings/<example>/<variant>/r<k>/{trace.json.gz, table.txt, meta.json}
+
+``meta.json`` names the example, variant and repeat, the harness and its
+settings, the hash of the code that produced it (:mod:`tracesite._source`), the
+machine it ran on, and how the process was shared. Pages quote the median over
+repeats and assert their claims on every repeat.
+
+Nothing here imports torch: checking that recordings are fresh needs none.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import sys
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from . import profiler_table
+from ._source import RecordingError, code_hash
+
+__all__ = [
+    "RECORD_COMMAND",
+    "Recording",
+    "Variant",
+    "check_examples",
+    "iter_recordings",
+    "iter_variants",
+    "load",
+    "recordings_root",
+]
+
+#: The command that re-records; named in every staleness error.
+RECORD_COMMAND = "python scripts/record.py (on a machine with a CUDA GPU)"
+
+#: The columns :meth:`Recording.table_view` keeps by default.
+TABLE_COLUMNS = ("Self CPU", "CPU total", "Self CUDA", "CUDA total", "# of Calls")
+
+TRACE, TABLE, META = "trace.json.gz", "table.txt", "meta.json"
+
+
+def recordings_root() -> Path:
+    """The folder holding every recording (``docs/recordings``; ``TRACESITE_RECORDINGS``
+    overrides it)."""
+    override = os.environ.get("TRACESITE_RECORDINGS")
+    return Path(override) if override else Path(__file__).resolve().parents[2] / "recordings"
+
+
+@dataclass
+class Recording:
+    """One repeat of one variant: a trace, the profiler's table, and its ``meta.json``."""
+
+    example: str
+    variant: str
+    repeat: int
+    table: str
+    meta: dict[str, Any]
+    trace_path: Path
+    stale: bool = False
+    _trace: Any = field(default=None, repr=False)
+
+    @property
+    def env(self) -> dict[str, Any]:
+        """Where it ran: gpu, driver, torch, cuda, python, recorded_at."""
+        return self.meta.get("env", {})
+
+    @property
+    def params(self) -> dict[str, Any]:
+        """The settings the harness ran with."""
+        return self.meta.get("params", {})
+
+    @property
+    def name(self) -> str:
+        return self.variant
+
+    def trace(self) -> Any:
+        """The trace, loaded once with :func:`tracereader.load`."""
+        if self._trace is None:
+            import tracereader
+
+            self._trace = tracereader.load(self.trace_path)
+        return self._trace
+
+    @property
+    def trace_bytes(self) -> int:
+        return self.trace_path.stat().st_size
+
+    def trace_url(self, root: str = "../") -> str:
+        """Where the built site serves this trace, from a page ``root`` below the top."""
+        return f"{root}traces/{self.example}/{self.variant}/r{self.repeat}.json.gz"
+
+    def stamp_line(self) -> str:
+        """One line: GPU, driver, torch, CUDA, date, and which repeat this is."""
+        e = self.env
+        when = str(e.get("recorded_at", "?"))[:16].replace("T", " ")
+        text = (
+            f"Recorded on {e.get('gpu', '?')} (driver {e.get('driver', '?')}), "
+            f"torch {e.get('torch', '?')}, CUDA {e.get('cuda', '?')}, {when} UTC "
+            f"(repeat {self.repeat + 1} of {self.meta.get('repeats', '?')}); "
+            "this output replays that recording"
+        )
+        if self.stale:
+            text += f". STALE: the code changed since; re-record with {RECORD_COMMAND}"
+        return text
+
+    def table_view(self, columns: tuple[str, ...] = TABLE_COLUMNS, rows: int | None = None) -> str:
+        """The profiler's table with only ``columns`` (it is 10 columns wide)."""
+        return profiler_table.view(self.table, columns, rows)
+
+    def table_rows(self) -> list[dict[str, Any]]:
+        """The profiler table's rows as numbers (``self_cpu_us``, ``calls``, ...)."""
+        return profiler_table.rows(self.table)
+
+    def table_totals_us(self) -> dict[str, float]:
+        """The table's ``Self CPU time total`` and ``Self CUDA time total``, in µs."""
+        return profiler_table.totals_us(self.table)
+
+
+@dataclass
+class Variant:
+    """Every repeat of one variant, with the median and spread of any measure."""
+
+    example: str
+    name: str
+    repeats: list[Recording]
+
+    @property
+    def rep(self) -> Recording:
+        """The repeat the pages draw and print (the first)."""
+        return self.repeats[0]
+
+    def values(self, measure: Callable[[Recording], float]) -> list[float]:
+        """``measure`` of every repeat, in repeat order."""
+        return [float(measure(r)) for r in self.repeats]
+
+    def median(self, measure: Callable[[Recording], float]) -> float:
+        return statistics.median(self.values(measure))
+
+    def spread(self, measure: Callable[[Recording], float]) -> tuple[float, float]:
+        """(min, max) of ``measure`` over the repeats."""
+        vals = self.values(measure)
+        return min(vals), max(vals)
+
+
+def _load_repeat(folder: Path) -> Recording:
+    meta = json.loads((folder / META).read_text(encoding="utf-8"))
+    table = (folder / TABLE).read_text(encoding="utf-8")
+    return Recording(
+        meta["example"], meta["variant"], int(meta["repeat"]), table, meta, folder / TRACE
+    )
+
+
+def load(example: str, variant: str, root: Path | None = None) -> Variant:
+    """Every repeat of ``example``/``variant``, without checking the code hash.
+
+    :func:`check_examples`, run before every docs build, is what guards the
+    pages against stale recordings.
+    """
+    folder = (root or recordings_root()) / example / variant
+    reps = sorted(folder.glob("r*/" + META), key=lambda p: int(p.parent.name[1:]))
+    if not reps:
+        raise RecordingError(
+            f"no recording {example}/{variant} in {folder.parent}; record it with {RECORD_COMMAND}"
+        )
+    return Variant(example, variant, [_load_repeat(p.parent) for p in reps])
+
+
+def iter_variants(root: Path | None = None) -> Iterator[Variant]:
+    """Every recorded variant under ``root`` (default: :func:`recordings_root`)."""
+    root = root or recordings_root()
+    for folder in sorted(p for p in root.glob("*/*") if p.is_dir() and not p.name.startswith(".")):
+        if any(folder.glob("r*/" + META)):
+            yield load(folder.parent.name, folder.name, root)
+
+
+def iter_recordings(root: Path | None = None) -> Iterator[Recording]:
+    """Every repeat of every variant under ``root``."""
+    for variant in iter_variants(root):
+        yield from variant.repeats
+
+
+def check_examples(examples_dir: str | os.PathLike[str], root: Path | None = None) -> list[str]:
+    """One message per stale or orphaned variant (an empty list: all fresh).
+
+    A variant is stale when the hash stored with any repeat differs from
+    :func:`code_hash` of its example's current source and settings, and orphaned
+    when its example is gone.
+    """
+    problems = []
+    for variant in iter_variants(root):
+        source = Path(examples_dir) / f"{variant.example}.py"
+        where = f"recording {variant.example}/{variant.name}"
+        if not source.exists():
+            problems.append(f"{where}: its example {source.name} no longer exists")
+            continue
+        for rec in variant.repeats:
+            try:
+                now = code_hash(source, rec.meta["entry"], rec.params)
+            except RecordingError as exc:
+                problems.append(f"{where}: {exc}")
+                break
+            if now != rec.meta["code_hash"]:
+                problems.append(
+                    f"{where} is stale: {source.name}:{rec.meta['entry']} or its settings "
+                    f"changed (hash {rec.meta['code_hash']} recorded, {now} now); "
+                    f"re-record with {RECORD_COMMAND}"
+                )
+                break
+    return problems
+
+
+def main(argv: list[str]) -> int:
+    """``python -m tracesite check [EXAMPLES_DIR]``: one line per stale variant.
+
+    Exit status 1 when any is stale or orphaned, so a build stops before it
+    starts, naming the command that re-records.
+    """
+    if argv[:1] != ["check"] or len(argv) > 2:
+        print("usage: python -m tracesite check [EXAMPLES_DIR]", file=sys.stderr)
+        return 2
+    examples = Path(argv[1] if len(argv) > 1 else "examples")
+    if not examples.is_dir():
+        print(f"recordings: {examples}: no such folder of examples", file=sys.stderr)
+        return 2
+    problems = check_examples(examples)
+    for line in problems:
+        print(f"recordings: {line}", file=sys.stderr)
+    if not problems:
+        n = sum(1 for _ in iter_recordings())
+        print(f"recordings: all {n} recordings are fresh")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,275 @@
+"""Recordings: code hashes, staleness, replay, repeats, the recording plan."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import shutil
+import textwrap
+from pathlib import Path
+
+import pytest
+
+import tracesite as record
+from tracesite import recorder
+
+EXAMPLE = textwrap.dedent(
+    '''
+    """Docstring of the page."""
+    import math
+
+    SCALE = 2
+
+    def helper(x):
+        """Helper docstring."""
+        return x * SCALE
+
+    def unrelated():
+        return 1
+
+    def profile_thing(out_dir, *, size=4):
+        # a comment
+        return str(helper(size) + math.pi)
+    '''
+)
+
+
+def write(tmp_path: Path, text: str, name: str = "01_thing.py") -> Path:
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def test_hash_ignores_prose_and_unreached_code(tmp_path):
+    base = record.code_hash(write(tmp_path, EXAMPLE), "profile_thing", {"size": 4})
+    prose = EXAMPLE.replace("Helper docstring.", "Reworded.").replace("# a comment", "# other")
+    assert record.code_hash(write(tmp_path, prose), "profile_thing", {"size": 4}) == base
+    other = EXAMPLE.replace("return 1", "return 2")
+    assert record.code_hash(write(tmp_path, other), "profile_thing", {"size": 4}) == base
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [("x * SCALE", "x + SCALE"), ("SCALE = 2", "SCALE = 3"), ("size=4", "size=5")],
+)
+def test_hash_follows_the_workload_it_reaches(tmp_path, edit):
+    base = record.code_hash(write(tmp_path, EXAMPLE), "profile_thing", {"size": 4})
+    changed = EXAMPLE.replace(*edit)
+    assert record.code_hash(write(tmp_path, changed), "profile_thing", {"size": 4}) != base
+
+
+def test_hash_follows_parameters(tmp_path):
+    path = write(tmp_path, EXAMPLE)
+    assert record.code_hash(path, "profile_thing", {"size": 4}) != record.code_hash(
+        path, "profile_thing", {"size": 8}
+    )
+
+
+def test_missing_entry_is_a_clear_error(tmp_path):
+    with pytest.raises(record.RecordingError, match="no module-level function named 'nope'"):
+        record.code_hash(write(tmp_path, EXAMPLE), "nope", {})
+
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_recordings_are_fresh_stamped_and_repeated():
+    assert record.check_examples(ROOT / "examples") == []
+    variants = list(record.iter_variants())
+    assert len(variants) >= 17
+    for variant in variants:
+        assert len(variant.repeats) >= 3, variant.name
+        assert [r.repeat for r in variant.repeats] == list(range(len(variant.repeats)))
+        for rec in variant.repeats:
+            assert rec.meta["example"] == variant.example and rec.meta["variant"] == variant.name
+            assert rec.meta["repeats"] == len(variant.repeats)
+            assert rec.env["gpu"].startswith("NVIDIA")
+            for key in ("driver", "torch", "cuda", "recorded_at"):
+                assert rec.env[key], key
+            assert "replays that recording" in rec.stamp_line()
+            assert f"repeat {rec.repeat + 1} of" in rec.stamp_line()
+            assert rec.trace_bytes < 1_000_000
+
+
+def test_cold_variants_ran_alone_in_their_process():
+    ns = record.load_definitions(ROOT / "examples" / "01_matmul_add.py")
+    for name in ns["COLD_VARIANTS"]:
+        for rec in record.load("01_matmul_add", name).repeats:
+            assert rec.meta["process"]["variants_in_it"] == [name]
+
+
+def test_recordings_stay_small():
+    total = sum(r.trace_bytes for r in record.iter_recordings())
+    assert total < 4_000_000, total
+
+
+def test_editing_the_workload_makes_check_name_the_record_command(tmp_path):
+    examples = tmp_path / "examples"
+    shutil.copytree(ROOT / "examples", examples)
+    script = examples / "01_matmul_add.py"
+    text = script.read_text()
+    assert "torch.add(torch.matmul(x, w), b)" in text
+    script.write_text(text.replace("torch.add(torch.matmul(x, w), b)", "torch.matmul(x, w) + b"))
+    problems = record.check_examples(examples)
+    assert problems and all("stale" in p and "scripts/record.py" in p for p in problems)
+
+
+def _fake_recording(root: Path, script: Path, digest: str, repeats: int = 2) -> None:
+    for k in range(repeats):
+        folder = root / script.stem / "v" / f"r{k}"
+        folder.mkdir(parents=True)
+        meta = {
+            "example": script.stem, "variant": "v", "repeat": k, "repeats": repeats,
+            "entry": "profile_thing", "params": {"size": 4}, "code_hash": digest,
+            "env": {"gpu": "NVIDIA H200"},
+        }
+        (folder / "meta.json").write_text(json.dumps(meta))
+        (folder / "table.txt").write_text("table")
+        (folder / "trace.json.gz").write_bytes(b"")
+
+
+def test_replay_of_stale_recording_fails_when_strict(tmp_path, monkeypatch):
+    recordings = tmp_path / "recordings"
+    monkeypatch.setenv("TRACESITE_RECORDINGS", str(recordings))
+    script = write(tmp_path, EXAMPLE + "\nVARIANTS = {'v': (profile_thing, {'size': 4})}\n")
+    _fake_recording(recordings, script, "0" * 16)
+    replay = record.replayer(lambda name: None, script)
+    monkeypatch.setenv("TRACEREADER_STRICT", "1")
+    with pytest.raises(record.StaleRecordingError, match="scripts/record.py"):
+        replay("v")
+    monkeypatch.setenv("TRACEREADER_STRICT", "0")
+    with pytest.warns(UserWarning, match="stale"):
+        shown = replay("v")
+    assert "STALE" in shown.stamp_line()
+    shutil.rmtree(recordings)
+    _fake_recording(recordings, script, record.code_hash(script, "profile_thing", {"size": 4}))
+    shown = replay("v")
+    assert "STALE" not in shown.stamp_line() and shown.table == "table"
+    assert "repeat 2:" in shown._repr_html_() and "r1.json.gz" in shown._repr_html_()
+
+
+def test_missing_recording_names_the_command(tmp_path, monkeypatch):
+    monkeypatch.setenv("TRACESITE_RECORDINGS", str(tmp_path))
+    with pytest.raises(record.RecordingError, match="scripts/record.py"):
+        record.load("01_thing", "nothing")
+
+
+def test_load_definitions_skips_the_page_body(tmp_path):
+    script = write(
+        tmp_path,
+        EXAMPLE + "\nLIMITS = {'a': 1}\nresult = profile_thing(None)\nprint('page body ran')\n",
+    )
+    ns = record.load_definitions(script)
+    assert ns["profile_thing"](None, size=1) == str(2 + 3.141592653589793)
+    assert "LIMITS" in ns and "result" not in ns
+
+
+def test_load_definitions_skips_assignments_that_use_page_results(tmp_path):
+    body = "\nresult = profile_thing(None)\nfirst = result[0]\nLIMIT = SCALE + 1\n"
+    ns = record.load_definitions(write(tmp_path, EXAMPLE + body))
+    assert ns["LIMIT"] == 3 and "first" not in ns and "result" not in ns
+
+
+def test_table_view_keeps_the_profilers_numbers():
+    rec = record.load("01_matmul_add", "4096_bf16").rep
+    view = rec.table_view()
+    assert "CPU time avg" not in view and "Self CPU %" not in view
+    header = view.splitlines()[1].split()
+    assert header[:3] == ["Name", "Self", "CPU"] and header[-3:] == ["#", "of", "Calls"]
+    full_rows = rec.table.splitlines()[3:-4]
+    view_rows = view.splitlines()[3:-4]
+    assert len(view_rows) == len(full_rows) > 5
+    for short, full in zip(view_rows, full_rows, strict=True):
+        assert short.split()[-1] == full.split()[-1]  # calls
+        assert short.split()[-5] == full.split()[-9]  # self CPU, character for character
+    assert view.splitlines()[-2:] == rec.table.strip().splitlines()[-2:]
+
+
+def test_check_command_names_stale_recordings_in_one_line_each(tmp_path):
+    examples = tmp_path / "examples"
+    shutil.copytree(ROOT / "examples", examples)
+    env = {"PYTHONPATH": str(ROOT / "docs" / "_ext"), "PATH": "/usr/bin:/bin"}
+    run = [sys.executable, "-m", "tracesite", "check", str(examples)]
+    fresh = subprocess.run(run, capture_output=True, text=True, env=env)
+    assert fresh.returncode == 0 and "are fresh" in fresh.stdout, fresh.stderr
+    script = examples / "01_matmul_add.py"
+    script.write_text(script.read_text().replace("torch.add(torch.matmul(x, w), b)", "x @ w + b"))
+    stale = subprocess.run(run, capture_output=True, text=True, env=env)
+    lines = stale.stderr.strip().splitlines()
+    assert stale.returncode == 1 and lines
+    assert all("is stale" in line and "scripts/record.py" in line for line in lines)
+    assert "Traceback" not in stale.stderr
+    bad = subprocess.run(run[:-1] + [str(tmp_path / "nope")], capture_output=True, text=True, env=env)
+    assert bad.returncode == 2 and bad.stderr.count("\n") == 1
+
+
+def test_plan_gives_cold_variants_a_process_each_and_rotates_the_rest():
+    variants = {"a": 1, "b": 2, "c": 3, "cold": 4}
+    processes = recorder.plan(variants, ("cold",), repeats=3)
+    assert processes == [
+        [("cold", 0)], [("a", 0), ("b", 0), ("c", 0)],
+        [("cold", 1)], [("b", 1), ("c", 1), ("a", 1)],
+        [("cold", 2)], [("c", 2), ("a", 2), ("b", 2)],
+    ]
+    with pytest.raises(record.RecordingError, match="unknown"):
+        recorder.plan(variants, ("nope",), repeats=1)
+
+
+TINY = textwrap.dedent(
+    '''
+    """A tiny example the recorder can run on the CPU."""
+    from pathlib import Path
+
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+
+    def profile_tiny(out_dir, *, size=8):
+        x = torch.ones(size, size)
+        Path(out_dir).mkdir(parents=True, exist_ok=True)
+        with profile(activities=[ProfilerActivity.CPU]) as prof:
+            (x @ x).sum()
+        prof.export_chrome_trace(str(Path(out_dir) / "trace.json"))
+        return prof.key_averages().table(row_limit=5)
+
+
+    VARIANTS = {"warm_a": (profile_tiny, {"size": 8}), "warm_b": (profile_tiny, {"size": 4}),
+                "cold": (profile_tiny, {"size": 2})}
+    COLD_VARIANTS = ("cold",)
+    '''
+)
+
+
+def test_recorder_end_to_end_on_the_cpu(tmp_path, monkeypatch):
+    """The machinery a GPU recording uses, run on the CPU: plan, fresh processes, meta."""
+    pytest.importorskip("torch")
+    monkeypatch.setenv("KINETO_LOG_LEVEL", "6")
+    script = write(tmp_path, TINY, name="09_tiny.py")
+    root = tmp_path / "recordings"
+    took = recorder.record_example(script, repeats=2, root=root)
+    assert took["processes"] == 4 and took["variants"] == 3
+    variants = {v.name: v for v in record.iter_variants(root)}
+    assert sorted(variants) == ["cold", "warm_a", "warm_b"]
+    for v in variants.values():
+        assert [r.repeat for r in v.repeats] == [0, 1]
+        for r in v.repeats:
+            assert r.meta["code_hash"] == record.code_hash(script, "profile_tiny", r.params)
+            assert r.env["gpu"] == "CPU only" and r.trace_path.stat().st_size > 0
+    assert variants["cold"].repeats[1].meta["process"]["variants_in_it"] == ["cold"]
+    assert variants["warm_a"].repeats[1].meta["process"]["variants_in_it"] == ["warm_b", "warm_a"]
+    assert record.check_examples(tmp_path, root=root) == []
+    import tracereader
+
+    assert len(tracereader.load(variants["cold"].rep.trace_path))
+
+
+def test_failed_recording_keeps_the_old_one(tmp_path, monkeypatch):
+    pytest.importorskip("torch")
+    script = write(tmp_path, TINY.replace("(x @ x).sum()", "raise RuntimeError('boom')"),
+                   name="09_tiny.py")
+    root = tmp_path / "recordings"
+    (root / "09_tiny" / "old").mkdir(parents=True)
+    with pytest.raises(record.RecordingError, match="boom"):
+        recorder.record_example(script, repeats=1, root=root)
+    assert (root / "09_tiny" / "old").is_dir()
