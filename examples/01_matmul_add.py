@@ -281,7 +281,9 @@ def run(name, *, out_root=Path("traces") / "01_matmul_add", **overrides):
     trace_path = Path(out_root) / f"{name}.json"
     (out_dir / "trace.json").replace(trace_path)
     out_dir.rmdir()
-    return Run(name, table, trace_path, device)
+    result = Run(name, table, trace_path, device)
+    print(result)
+    return result
 
 
 # sphinx_gallery_start_ignore
@@ -336,7 +338,6 @@ def main(argv):
         VARIANTS[name] = (profile_matmul_add, flags)
         result = run(name)
     print(result.table)
-    print(result)
     return 0
 
 

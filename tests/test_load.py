@@ -25,7 +25,7 @@ SYNTH = ROOT / "tests" / "data" / "synthetic"
 BASE_NS = 1_790_857_026_000_000_000
 T_NS = 5_000_000_000_000_000  # the synthetic traces' T (µs) in ns
 REAL = sorted((ROOT / "tests" / "data" / "h200").glob("*.json.gz")) + sorted(
-    (ROOT / "src" / "tracereader" / "recordings").glob("*/*/trace.json.gz")
+    (ROOT / "docs" / "recordings").glob("*/*/r0/trace.json.gz")
 )
 COLUMNS = ("ts_ns", "dur_ns", "kind", "name_id", "cat_id", "lane", "correlation", "external_id")
 
@@ -217,7 +217,7 @@ def test_plain_records_mirror_the_msgspec_structs():
 NO_MSGSPEC = """
 import pickle, sys
 sys.modules["msgspec"] = None  # as if msgspec were not installed
-import tracereader, tracereader.record
+import tracereader
 out = [tracereader.load(path) for path in sys.argv[2:]]
 with open(sys.argv[1], "wb") as fh:
     pickle.dump(out, fh)

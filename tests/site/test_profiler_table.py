@@ -45,13 +45,3 @@ def test_unrecognised_text():
         _profiler_table.rows("no table here")
     with pytest.raises(ValueError, match="not a profiler duration"):
         _profiler_table.duration_us("12 parsecs")
-
-
-def test_iter_recordings_reads_the_folder_it_is_given(tmp_path):
-    import shutil
-
-    src = record.recordings_root() / "01_matmul_add" / "64_bf16"
-    shutil.copytree(src, tmp_path / "99_other" / "only")
-    (found,) = record.iter_recordings(tmp_path)
-    assert (found.example, found.name) == ("99_other", "only")
-    assert found.trace_path.parent == tmp_path / "99_other" / "only"

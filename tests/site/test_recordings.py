@@ -273,3 +273,13 @@ def test_failed_recording_keeps_the_old_one(tmp_path, monkeypatch):
     with pytest.raises(record.RecordingError, match="boom"):
         recorder.record_example(script, repeats=1, root=root)
     assert (root / "09_tiny" / "old").is_dir()
+
+
+def test_iter_recordings_reads_the_folder_it_is_given(tmp_path):
+    src = record.recordings_root() / "01_matmul_add" / "64_bf16"
+    shutil.copytree(src, tmp_path / "99_other" / "only")
+    found = list(record.iter_recordings(tmp_path))
+    assert [(f.example, f.variant, f.repeat) for f in found] == [
+        ("99_other", "only", k) for k in range(len(found))
+    ]
+    assert found[0].trace_path.parent == tmp_path / "99_other" / "only" / "r0"

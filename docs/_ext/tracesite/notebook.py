@@ -15,19 +15,59 @@ Outside ``%%repeats`` every helper reads the first repeat.
 
 from __future__ import annotations
 
+import ast
 import statistics
 from typing import Any
 
 from .recordings import Recording, Variant, load
 
-__all__ = ["md", "num", "rec", "recs", "setup", "show", "trace", "variant"]
+__all__ = [
+    "Fmt", "ByRepeat", "md", "num", "put", "rec", "recs", "setup", "show", "trace", "variant",
+]
 
-_state: dict[str, Any] = {"example": None, "repeat": 0, "collect": None, "cache": {}}
+_state: dict[str, Any] = {
+    "example": None, "repeat": 0, "collect": None, "collect_md": None, "cache": {},
+}
 
 
-def setup(example: str) -> None:
-    """Choose the example whose recordings this page reads; register ``%%repeats``."""
+class Fmt:
+    """A number with the function that writes it for the prose (``us(3.2)`` -> "3.20 µs").
+
+    Inside ``%%repeats``, :func:`put` glues the median of the repeats' values,
+    written by that function.
+    """
+
+    def __init__(self, value: float, write: Any) -> None:
+        self.value, self.write = float(value), write
+
+    def __str__(self) -> str:
+        return self.write(self.value)
+
+    def __format__(self, spec: str) -> str:
+        return format(str(self), spec)
+
+
+class ByRepeat:
+    """``mapping[name]``: ``make(name)`` for the current repeat, made once per repeat."""
+
+    def __init__(self, make: Any) -> None:
+        self.make, self.cache = make, {}
+
+    def __getitem__(self, name: str) -> Any:
+        key = (name, _state["repeat"])
+        if key not in self.cache:
+            self.cache[key] = self.make(name)
+        return self.cache[key]
+
+    def values(self) -> list[Any]:
+        return [self[name] for name in _state["names"]]
+
+
+def setup(example: str, names: Any = ()) -> None:
+    """Choose the example whose recordings this page reads (and, for :class:`ByRepeat`,
+    the variants it uses); register ``%%repeats``."""
     _state["example"] = example
+    _state["names"] = list(names)
     try:
         from IPython import get_ipython
     except ImportError:  # plain Python (tests): no magic to register
@@ -81,6 +121,18 @@ def num(key: str, value: Any) -> Any:
     return value
 
 
+def put(key: str, value: Any) -> None:
+    """Glue ``value`` as Markdown. Inside ``%%repeats``: a :class:`Fmt` or a number is
+    glued as the median over the repeats; text, as the drawn repeat's."""
+    from IPython.display import Markdown
+
+    collect = _state["collect_md"]
+    if collect is None:
+        _glue(key, Markdown(str(value)))
+    else:
+        collect.setdefault(key, []).append(value)
+
+
 def md(key: str, text: str) -> str:
     """Glue Markdown under ``key`` (inside ``%%repeats``: the drawn repeat's text)."""
     from IPython.display import Markdown
@@ -105,26 +157,47 @@ def _n_repeats() -> int:
     return min(c for c in counts if c)
 
 
-def _repeats(line: str, cell: str) -> None:
+def _repeats(line: str, cell: str) -> Any:
     """``%%repeats``: run the cell once per repeat; glue medians of what it :func:`num`-s."""
     from IPython import get_ipython
 
     ns = get_ipython().user_ns
     n = _n_repeats()
-    code = compile(cell, "<%%repeats cell>", "exec")
+    tree = ast.parse(cell)
+    last = None
+    if tree.body and isinstance(tree.body[-1], ast.Expr):
+        last = compile(ast.Expression(tree.body.pop().value), "<%%repeats cell>", "eval")
+    code = compile(tree, "<%%repeats cell>", "exec")
     collected: dict[str, list[Any]] = {}
-    _state["collect"] = collected
+    collected_md: dict[str, list[Any]] = {}
+    _state["collect"], _state["collect_md"] = collected, collected_md
+    shown = None
     try:
         for k in [*range(1, n), 0]:
             _state["repeat"] = k
             try:
                 exec(code, ns)
+                if last is not None and k == 0:  # the cell's output: the drawn repeat's
+                    shown = eval(last, ns)
             except AssertionError as exc:
                 raise AssertionError(f"a claim fails on repeat {k + 1} of {n}: {exc}") from exc
     finally:
-        _state["repeat"], _state["collect"] = 0, None
+        _state["repeat"], _state["collect"], _state["collect_md"] = 0, None, None
     for key, values in collected.items():
         # Repeat order is 1..n-1, 0: the median and spread do not depend on it.
         _glue(key, statistics.median(values))
         _glue(f"{key}_lo", min(values))
         _glue(f"{key}_hi", max(values))
+    from IPython.display import Markdown
+
+    for key, values in collected_md.items():
+        drawn = values[-1]
+        if isinstance(drawn, Fmt):
+            text = drawn.write(statistics.median(v.value for v in values))
+        elif isinstance(drawn, (int, float)) and not isinstance(drawn, bool):
+            text = str(statistics.median(values))
+            text = text[:-2] if text.endswith(".0") else text
+        else:
+            text = str(drawn)
+        _glue(key, Markdown(text))
+    return shown

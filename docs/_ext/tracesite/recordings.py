@@ -156,9 +156,9 @@ class Variant:
 def _load_repeat(folder: Path) -> Recording:
     meta = json.loads((folder / META).read_text(encoding="utf-8"))
     table = (folder / TABLE).read_text(encoding="utf-8")
-    return Recording(
-        meta["example"], meta["variant"], int(meta["repeat"]), table, meta, folder / TRACE
-    )
+    # The folders name the recording; meta.json says the same for a file read on its own.
+    example, variant = folder.parent.parent.name, folder.parent.name
+    return Recording(example, variant, int(folder.name[1:]), table, meta, folder / TRACE)
 
 
 def load(example: str, variant: str, root: Path | None = None) -> Variant:
