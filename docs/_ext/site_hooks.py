@@ -7,10 +7,9 @@ import shutil
 import warnings
 from pathlib import Path
 
+import tracesite  # examples find it in sys.modules and replay the recordings
 from sphinx.errors import ExtensionError
 from sphinx.util import logging
-
-import tracesite  # examples find it in sys.modules and replay the recordings
 
 logger = logging.getLogger(__name__)
 DOCS = Path(__file__).resolve().parent.parent

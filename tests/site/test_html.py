@@ -5,7 +5,6 @@ from __future__ import annotations
 import re
 
 import pytest
-
 from tracesite.html import format_size, trace_links_html
 
 

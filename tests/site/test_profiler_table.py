@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from tracesite import load
 from tracesite import profiler_table as _profiler_table
 

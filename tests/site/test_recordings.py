@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
-import shutil
 import textwrap
 from pathlib import Path
 
 import pytest
-
 import tracesite as record
 from tracesite import recorder
 
