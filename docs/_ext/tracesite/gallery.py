@@ -136,6 +136,6 @@ def all_recordings_html(example_file: str | os.PathLike[str] | None = None) -> _
     text = f"{len(rows)} variants, {count} recorded traces, {format_size(total)} gzipped"
     body = (
         f'<p class="tr-stamp">Every recording of this example: {text}.</p>'
-        f'<div class="tr-scroll"><table class="tr-all-recordings">{head}{"".join(rows)}</table></div>'
+        f'<div class="pst-scrollable-table-container tr-scroll"><table class="table tr-all-recordings">{head}{"".join(rows)}</table></div>'
     )
     return _HTML(body, text)
