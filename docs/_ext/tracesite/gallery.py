@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from ._source import StaleRecordingError, code_hash, load_definitions
-from .html import format_size, trace_links_html
-from .recordings import RECORD_COMMAND, Recording, Variant, load, recordings_root
+from .html import Snippet, format_size, trace_links_html
+from .recordings import RECORD_COMMAND, Variant, iter_variants, load
 
 __all__ = ["Replayed", "all_recordings_html", "replayer"]
 
@@ -102,26 +102,14 @@ def replayer(
     return replay
 
 
-class _HTML:
-    def __init__(self, html_text: str, text: str) -> None:
-        self.html, self.text = html_text, text
-
-    def _repr_html_(self) -> str:
-        return self.html
-
-    def __repr__(self) -> str:
-        return self.text
-
-
-def all_recordings_html(example_file: str | os.PathLike[str] | None = None) -> _HTML:
+def all_recordings_html(example_file: str | os.PathLike[str] | None = None) -> Snippet:
     """A table of every variant of the example: settings, repeats and their traces."""
     example = (Path(example_file) if example_file else _current()).stem
     rows, total, count = [], 0, 0
-    for folder in sorted((recordings_root() / example).iterdir()):
-        if not folder.is_dir() or folder.name.startswith("."):
+    for variant in iter_variants():
+        if variant.example != example:
             continue
-        variant = load(example, folder.name)
-        reps: list[Recording] = variant.repeats
+        reps = variant.repeats
         total += sum(r.trace_bytes for r in reps)
         count += len(reps)
         links = " ".join(
@@ -138,4 +126,4 @@ def all_recordings_html(example_file: str | os.PathLike[str] | None = None) -> _
         f'<p class="tr-stamp">Every recording of this example: {text}.</p>'
         f'<div class="pst-scrollable-table-container tr-scroll"><table class="table tr-all-recordings">{head}{"".join(rows)}</table></div>'
     )
-    return _HTML(body, text)
+    return Snippet(body, text)

@@ -59,15 +59,10 @@ class ByRepeat:
             self.cache[key] = self.make(name)
         return self.cache[key]
 
-    def values(self) -> list[Any]:
-        return [self[name] for name in _state["names"]]
 
-
-def setup(example: str, names: Any = ()) -> None:
-    """Choose the example whose recordings this page reads (and, for :class:`ByRepeat`,
-    the variants it uses); register ``%%repeats``."""
+def setup(example: str) -> None:
+    """Choose the example whose recordings this page reads; register ``%%repeats``."""
     _state["example"] = example
-    _state["names"] = list(names)
     try:
         from IPython import get_ipython
     except ImportError:  # plain Python (tests): no magic to register

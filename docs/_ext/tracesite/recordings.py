@@ -20,9 +20,8 @@ from __future__ import annotations
 
 import json
 import os
-import statistics
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -129,7 +128,7 @@ class Recording:
 
 @dataclass
 class Variant:
-    """Every repeat of one variant, with the median and spread of any measure."""
+    """Every repeat of one variant."""
 
     example: str
     name: str
@@ -139,18 +138,6 @@ class Variant:
     def rep(self) -> Recording:
         """The repeat the pages draw and print (the first)."""
         return self.repeats[0]
-
-    def values(self, measure: Callable[[Recording], float]) -> list[float]:
-        """``measure`` of every repeat, in repeat order."""
-        return [float(measure(r)) for r in self.repeats]
-
-    def median(self, measure: Callable[[Recording], float]) -> float:
-        return statistics.median(self.values(measure))
-
-    def spread(self, measure: Callable[[Recording], float]) -> tuple[float, float]:
-        """(min, max) of ``measure`` over the repeats."""
-        vals = self.values(measure)
-        return min(vals), max(vals)
 
 
 def _load_repeat(folder: Path) -> Recording:
