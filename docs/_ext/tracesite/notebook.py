@@ -22,7 +22,8 @@ from typing import Any
 from .recordings import Recording, Variant, load
 
 __all__ = [
-    "Fmt", "ByRepeat", "md", "num", "put", "rec", "recs", "setup", "show", "trace", "variant",
+    "Fmt", "ByRepeat", "calls_after", "interleaved_calls", "md", "num", "put", "rec", "recs", "setup",
+    "show", "trace", "variant",
 ]
 
 _state: dict[str, Any] = {
@@ -93,6 +94,24 @@ def recs(name: str) -> list[Recording]:
 def trace(name: str) -> Any:
     """The :class:`tracereader.Trace` of the current repeat of ``name``."""
     return rec(name).trace()
+
+
+def interleaved_calls(trace: Any, versions: Any) -> list[tuple[str, float]]:
+    """The calls of an interleaved recording in the order they ran, as (version, µs).
+
+    Each call is the CPU-side ``record_function`` span named after its version.
+    """
+    from tracereader import Kind
+
+    rows = [int(i) for v in versions for i in trace.where(name=v, kind=Kind.USER_ANNOTATION)]
+    rows.sort(key=lambda i: int(trace.ts_ns[i]))
+    return [(trace.name(i), float(trace.dur_ns[i]) / 1e3) for i in rows]
+
+
+def calls_after(calls: list[tuple[str, float]], previous: str, version: str) -> list[float]:
+    """Durations of ``version``'s calls that ran right after a call of ``previous``."""
+    pairs = zip(calls[:-1], calls[1:], strict=True)
+    return [d for (p, _), (v, d) in pairs if p == previous and v == version]
 
 
 def _glue(key: str, value: Any) -> None:
