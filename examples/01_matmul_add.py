@@ -32,7 +32,9 @@ import warnings
 warnings.filterwarnings("ignore", message=".*Profiler clears events.*")
 # sphinx_gallery_end_ignore
 import argparse
+import json
 import sys
+import time
 from pathlib import Path
 
 import torch
@@ -82,7 +84,9 @@ def profile_matmul_add(
     ``batch > 0`` makes ``x`` 3-D (``batch, size, size``) so ``matmul`` sees a
     batch. ``op="addmm"`` profiles ``torch.addmm(b, x, w)`` directly.
     ``warmup`` runs five untimed calls before profiling. ``compile`` is a
-    ``torch.compile`` mode (``"default"``, ``"reduce-overhead"``, ...) or None.
+    ``torch.compile`` mode (``"default"``, ``"reduce-overhead"``, ...) or None;
+    ``"triton-gemm"`` is max-autotune limited to Inductor's Triton GEMM templates
+    (on a GPU; on the CPU it is plain ``max-autotune-no-cudagraphs``).
     """
     device = device or ("cuda" if torch.cuda.is_available() else "cpu")
     torch.manual_seed(0)
@@ -94,9 +98,14 @@ def profile_matmul_add(
     w = torch.randn(size, size, device=device, dtype=dt)
     b = torch.randn(size, size, device=device, dtype=dt)
     f = fn_addmm if op == "addmm" else fn
-    if compile:
+    if compile == "triton-gemm" and device == "cuda":
+        # max-autotune, but with only Inductor's own Triton GEMM templates to choose from
         torch._dynamo.reset()
-        f = torch.compile(f, mode=None if compile == "default" else compile)
+        f = torch.compile(f, options={"max_autotune": True, "max_autotune_gemm_backends": "TRITON"})
+    elif compile:
+        torch._dynamo.reset()
+        mode = {"default": None, "triton-gemm": "max-autotune-no-cudagraphs"}.get(compile, compile)
+        f = torch.compile(f, mode=mode)
 
     def step():
         with record_function("matmul_add"):
@@ -135,23 +144,44 @@ def profile_matmul_add(
 
 
 # %%
-# Comparing CPU time fairly: interleaved steps
+# Comparing CPU time fairly: interleaved calls
 # --------------------------------------------
 #
 # Whether ``torch.compile`` or ``torch.addmm`` saves CPU time cannot be read
 # from two separate 3-step runs: CPU time per step moves by tens of percent
 # from one process to the next. ``profile_interleaved`` builds every version
-# in one process and runs them in turn, ``rounds`` steps each, under one
-# profiler, so that they share the process, the clocks and the moment. Each
-# step is labelled with the version it ran.
+# in one process and runs them in turn, so that they share the process, the
+# clocks and the moment. The order is balanced: in each cycle of ``CYCLE``'s
+# 12 calls, every version runs right after every other version exactly once, so
+# no version always follows the same neighbour (a call can slow the next one).
+# Each version is timed twice over: first ``unprofiled_cycles`` cycles with a
+# plain ``time.perf_counter_ns`` and no profiler (written to ``timings.json``),
+# then ``cycles`` cycles under the profiler, each call labelled with its version.
+
+
+def fn_compiled(x, w, b):  # the same body as fn, with its own code object:
+    return torch.add(torch.matmul(x, w), b)
+
+
+def fn_reduce_overhead(x, w, b):  # each compiled version gets its own Dynamo cache
+    return torch.add(torch.matmul(x, w), b)
+
 
 VERSIONS = ("eager", "addmm", "compiled", "reduce-overhead")
 
 
-def profile_interleaved(out_dir, *, size=64, dtype="bfloat16", rounds=24, device=None):
-    """Profile every entry of ``VERSIONS`` in turn, ``rounds`` steps each, in one process.
+#: Indexes into VERSIONS. Read as a loop (the last call is followed by the first),
+#: the 12 neighbour pairs are all 12 ordered pairs of two different versions.
+CYCLE = (0, 1, 0, 2, 0, 3, 1, 2, 1, 3, 2, 3)
 
-    Writes ``trace.json`` into ``out_dir`` and returns the profiler's table.
+
+def profile_interleaved(
+    out_dir, *, size=64, dtype="bfloat16", cycles=8, unprofiled_cycles=64, device=None
+):
+    """Time every entry of ``VERSIONS`` in turn in one process, without and with the profiler.
+
+    Writes ``timings.json`` (the unprofiled calls) and ``trace.json`` into
+    ``out_dir`` and returns the profiler's table.
     """
     device = device or ("cuda" if torch.cuda.is_available() else "cpu")
     torch.manual_seed(0)
@@ -163,30 +193,90 @@ def profile_interleaved(out_dir, *, size=64, dtype="bfloat16", rounds=24, device
     funcs = {
         "eager": fn,
         "addmm": fn_addmm,
-        "compiled": torch.compile(fn),
-        "reduce-overhead": torch.compile(fn, mode="reduce-overhead"),
+        "compiled": torch.compile(fn_compiled),
+        "reduce-overhead": torch.compile(fn_reduce_overhead, mode="reduce-overhead"),
     }
-    for f in funcs.values():  # compile, and let CUDA graphs record, before profiling
+    for f in funcs.values():  # compile, and let CUDA graphs record, before any timing
         for _ in range(5):
             f(x, w, b)
     if device == "cuda":
         torch.cuda.synchronize()
-    order = [VERSIONS[(r + i) % len(VERSIONS)] for r in range(rounds) for i in range(len(VERSIONS))]
 
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
+    calls = []
+    for name in [VERSIONS[i] for _ in range(unprofiled_cycles) for i in CYCLE]:
+        t0 = time.perf_counter_ns()
+        funcs[name](x, w, b)
+        calls.append((name, (time.perf_counter_ns() - t0) / 1e3))
+    if device == "cuda":
+        torch.cuda.synchronize()
+    timings = {"what": "CPU time per call without the profiler, in run order", "unit": "us",
+               "calls": [[name, round(us, 1)] for name, us in calls]}
+    (out_dir / "timings.json").write_text(json.dumps(timings))
+
+    # The five calls before the active window end the cycle, so the first profiled
+    # call ("eager") follows "reduce-overhead", as it does inside the loop.
+    order = [VERSIONS[i] for i in CYCLE[-5:] + CYCLE * cycles]
     activities = [ProfilerActivity.CPU]
     if device == "cuda":
         activities.append(ProfilerActivity.CUDA)
     with profile(
         activities=activities,
-        schedule=schedule(wait=1, warmup=len(VERSIONS), active=len(order), repeat=1),
+        schedule=schedule(wait=1, warmup=4, active=len(order) - 5, repeat=1),
         on_trace_ready=lambda p: p.export_chrome_trace(str(out_dir / "trace.json")),
     ) as prof:
-        for name in VERSIONS + VERSIONS[:1] + tuple(order):  # wait + warmup steps, then the rounds
+        for name in order:
             with record_function(name):
                 funcs[name](x, w, b)
             prof.step()
+    sort_by = "cuda_time_total" if device == "cuda" else "cpu_time_total"
+    return prof.key_averages().table(sort_by=sort_by, row_limit=15, max_name_column_width=48)
+
+
+# %%
+# How fast can this GPU go?
+# -------------------------
+#
+# A kernel's achieved rate means little without the hardware's limit beside it.
+# The vendor's spec sheet gives one limit; ``profile_peaks`` measures another on
+# this machine: a large bf16 GEMM (``size`` cubed, the kind of work the tensor
+# cores are built for) and a large device-to-device copy (``copy_mib`` MiB read
+# and as much written), ``calls`` of each, under the profiler. The kernels'
+# durations in the trace give the achieved TFLOP/s and GB/s.
+
+
+def profile_peaks(out_dir, *, size=8192, copy_mib=2048, calls=10, device=None):
+    """Profile ``calls`` large GEMMs and ``calls`` large copies; write ``trace.json``."""
+    device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+    if device == "cpu":
+        copy_mib = min(copy_mib, 64)
+    torch.manual_seed(0)
+    a = torch.randn(size, size, device=device, dtype=torch.bfloat16)
+    b = torch.randn(size, size, device=device, dtype=torch.bfloat16)
+    c = torch.empty(size, size, device=device, dtype=torch.bfloat16)
+    src = torch.empty(copy_mib * 2**20, device=device, dtype=torch.uint8)
+    dst = torch.empty_like(src)
+    for _ in range(3):  # warm up: cuBLAS picks its kernel, the clocks rise
+        torch.matmul(a, b, out=c)
+        dst.copy_(src)
+    if device == "cuda":
+        torch.cuda.synchronize()
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    activities = [ProfilerActivity.CPU]
+    if device == "cuda":
+        activities.append(ProfilerActivity.CUDA)
+    with profile(activities=activities) as prof:
+        for _ in range(calls):
+            with record_function("gemm"):
+                torch.matmul(a, b, out=c)
+        for _ in range(calls):
+            with record_function("copy"):
+                dst.copy_(src)
+        if device == "cuda":
+            torch.cuda.synchronize()
+    prof.export_chrome_trace(str(out_dir / "trace.json"))
     sort_by = "cuda_time_total" if device == "cuda" else "cpu_time_total"
     return prof.key_averages().table(sort_by=sort_by, row_limit=15, max_name_column_width=48)
 
@@ -243,7 +333,16 @@ VARIANTS = {
         profile_matmul_add,
         {"size": 64, "dtype": "bfloat16", "compile": "reduce-overhead"},
     ),
-    "interleaved_64": (profile_interleaved, {"size": 64, "dtype": "bfloat16", "rounds": 24}),
+    "4096_bf16_autotune": (
+        profile_matmul_add,
+        {"size": 4096, "dtype": "bfloat16", "compile": "max-autotune-no-cudagraphs"},
+    ),
+    "4096_bf16_triton_gemm": (
+        profile_matmul_add,
+        {"size": 4096, "dtype": "bfloat16", "compile": "triton-gemm"},
+    ),
+    "peaks": (profile_peaks, {"size": 8192, "copy_mib": 2048, "calls": 10}),
+    "interleaved_64": (profile_interleaved, {"size": 64, "dtype": "bfloat16", "cycles": 8}),
 }
 COLD_VARIANTS = ("64_bf16_cold", "4096_bf16_cold", "64_bf16_nowait", "64_bf16_20steps_cold")
 
@@ -280,6 +379,8 @@ def run(name, *, out_root=Path("traces") / "01_matmul_add", **overrides):
     table = harness(out_dir, device=device, **params)
     trace_path = Path(out_root) / f"{name}.json"
     (out_dir / "trace.json").replace(trace_path)
+    for extra in out_dir.iterdir():  # timings.json, from profile_interleaved
+        extra.replace(Path(out_root) / f"{name}.{extra.name}")
     out_dir.rmdir()
     result = Run(name, table, trace_path, device)
     print(result)

@@ -20,7 +20,7 @@ from tracereader._measure import gpu_busy_us, launches, step_times, summary
 
 ROOT = Path(__file__).resolve().parent.parent
 REAL = sorted((ROOT / "tests" / "data" / "h200").glob("*.json.gz")) + sorted(
-    (ROOT / "src" / "tracereader" / "recordings").glob("*/*/trace.json.gz")
+    (ROOT / "docs" / "recordings").glob("*/*/r0/trace.json.gz")
 )
 #: Every trace file the tests ship: the recordings plus the loader's quirk fixtures.
 ALL_TRACES = REAL + sorted((ROOT / "tests" / "data" / "synthetic").glob("*.json"))

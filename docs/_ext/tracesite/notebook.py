@@ -22,8 +22,8 @@ from typing import Any
 from .recordings import Recording, Variant, load
 
 __all__ = [
-    "Fmt", "ByRepeat", "calls_after", "interleaved_calls", "md", "num", "put", "rec", "recs", "setup",
-    "show", "trace", "variant",
+    "Fmt", "ByRepeat", "interleaved_calls", "md", "medians", "num", "put", "rec",
+    "recs", "setup", "show", "trace", "unprofiled_calls", "variant", "verdict",
 ]
 
 _state: dict[str, Any] = {
@@ -108,10 +108,33 @@ def interleaved_calls(trace: Any, versions: Any) -> list[tuple[str, float]]:
     return [(trace.name(i), float(trace.dur_ns[i]) / 1e3) for i in rows]
 
 
-def calls_after(calls: list[tuple[str, float]], previous: str, version: str) -> list[float]:
-    """Durations of ``version``'s calls that ran right after a call of ``previous``."""
-    pairs = zip(calls[:-1], calls[1:], strict=True)
-    return [d for (p, _), (v, d) in pairs if p == previous and v == version]
+def unprofiled_calls(recording: Recording) -> list[tuple[str, float]]:
+    """The calls the harness timed without the profiler, in run order, as (version, µs)."""
+    timings = recording.timings()
+    if timings is None:
+        raise ValueError(f"{recording.variant} r{recording.repeat} has no timings.json")
+    return [(str(name), float(us)) for name, us in timings["calls"]]
+
+
+def medians(calls: list[tuple[str, float]]) -> dict[str, float]:
+    """The median duration of each version's calls."""
+    by: dict[str, list[float]] = {}
+    for name, us in calls:
+        by.setdefault(name, []).append(us)
+    return {name: statistics.median(v) for name, v in by.items()}
+
+
+def verdict(ratios: list[float], more: str, less: str, same: str, margin: float = 0.05) -> str:
+    """Word a ratio measured once per repeat, claiming a difference only beyond the spread.
+
+    ``more`` when every repeat's ratio is above ``1 + margin``, ``less`` when every
+    one is below ``1 - margin``, else ``same`` (the runs cannot tell them apart).
+    """
+    if min(ratios) > 1 + margin:
+        return more
+    if max(ratios) < 1 - margin:
+        return less
+    return same
 
 
 def _glue(key: str, value: Any) -> None:

@@ -8,6 +8,8 @@ own ``key_averages()`` table and ``meta.json``::
 
     docs/recordings/<example>/<variant>/r<k>/{trace.json.gz, table.txt, meta.json}
 
+and ``timings.json`` where the harness also timed its calls without the profiler.
+
 ``meta.json`` names the example, variant and repeat, the harness and its
 settings, the hash of the code that produced it (:mod:`tracesite._source`), the
 machine it ran on, and how the process was shared. Pages quote the median over
@@ -47,6 +49,8 @@ RECORD_COMMAND = "python scripts/record.py (on a machine with a CUDA GPU)"
 TABLE_COLUMNS = ("Self CPU", "CPU total", "Self CUDA", "CUDA total", "# of Calls")
 
 TRACE, TABLE, META = "trace.json.gz", "table.txt", "meta.json"
+#: Written by a harness that also times its calls without the profiler.
+TIMINGS = "timings.json"
 
 
 def recordings_root() -> Path:
@@ -90,6 +94,11 @@ class Recording:
 
             self._trace = tracereader.load(self.trace_path)
         return self._trace
+
+    def timings(self) -> dict[str, Any] | None:
+        """What the harness timed without the profiler (``timings.json``), if it wrote any."""
+        path = self.trace_path.parent / TIMINGS
+        return json.loads(path.read_text(encoding="utf-8")) if path.exists() else None
 
     @property
     def trace_bytes(self) -> int:

@@ -1,0 +1,39 @@
+"""Page helpers that turn repeats into prose: medians per version, verdicts on ratios."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from tracesite.notebook import medians, unprofiled_calls, verdict
+from tracesite.recordings import Recording
+
+WORDS = ("dearer", "cheaper", "not told apart")
+
+
+def test_a_difference_is_claimed_only_when_every_repeat_agrees_beyond_the_margin():
+    assert verdict([1.19, 1.22, 1.20], *WORDS) == "dearer"
+    assert verdict([0.80, 0.90, 0.94], *WORDS) == "cheaper"
+    assert verdict([0.98, 1.08, 1.00], *WORDS) == "not told apart"
+    assert verdict([1.10, 1.20, 1.04], *WORDS) == "not told apart"  # one repeat inside 5 %
+    assert verdict([1.10, 1.20, 1.04], *WORDS, margin=0.02) == "dearer"
+
+
+def test_medians_per_version():
+    calls = [("a", 1.0), ("b", 10.0), ("a", 3.0), ("b", 30.0), ("a", 2.0)]
+    assert medians(calls) == {"a": 2.0, "b": 20.0}
+
+
+def _recording(folder: Path) -> Recording:
+    return Recording("ex", "v", 0, "", {}, folder / "trace.json.gz")
+
+
+def test_unprofiled_calls_read_timings_json(tmp_path):
+    (tmp_path / "timings.json").write_text(json.dumps({"calls": [["a", 1.5], ["b", 2]]}))
+    assert unprofiled_calls(_recording(tmp_path)) == [("a", 1.5), ("b", 2.0)]
+
+
+def test_a_recording_without_timings_says_so(tmp_path):
+    with pytest.raises(ValueError, match="no timings.json"):
+        unprofiled_calls(_recording(tmp_path))
