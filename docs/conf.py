@@ -67,6 +67,7 @@ myst_heading_anchors = 3
 nb_execution_mode = os.environ.get("NB_EXECUTION_MODE", "force")
 nb_execution_timeout = 300
 nb_execution_raise_on_error = True
+nb_execution_show_tb = True  # a failing page prints its traceback in the build log
 nb_execution_excludepatterns = ["auto_examples/*"]
 nb_merge_streams = True
 nb_output_stderr = "remove-warn"
