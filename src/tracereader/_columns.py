@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import json
 import mmap
+import re
 from collections import Counter
 from dataclasses import dataclass
 from operator import attrgetter, itemgetter
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from ._events import CATEGORY_KIND, GPU_OP_KINDS, Kind, Lane, Trace
 
@@ -30,6 +32,7 @@ __all__ = [
     "PlainEvent",
     "TraceError",
     "base_ns",
+    "skip_space",
 ]
 
 Buffer = bytes | bytearray | mmap.mmap  # the JSON text: read, gunzipped or memory-mapped
@@ -37,6 +40,15 @@ Buffer = bytes | bytearray | mmap.mmap  # the JSON text: read, gunzipped or memo
 
 class TraceError(ValueError):
     """The input is not a readable trace; the message is one line for the user."""
+
+
+_SPACE = re.compile(rb"[ \t\r\n]*")
+
+
+def skip_space(data: Buffer) -> int:
+    """Position of the first byte of ``data`` that is not JSON whitespace."""
+    space = _SPACE.match(data)
+    return space.end() if space else 0
 
 
 # --------------------------------------------------------------------------- records
@@ -100,7 +112,7 @@ _ATTR_GETTERS = {attr: attrgetter(attr) for attr in INT_ARGS.values()}
 _RAW_KEY = {attr: raw for raw, attr in INT_ARGS.items()}
 _GPU_ARGS = ("correlation", "external_id", "stream")
 #: Which args each kind carries in Kineto's output; other kinds are read for all.
-_KIND_ARGS = {
+_KIND_ARGS: dict[int, tuple[str, ...]] = {
     Kind.CPU_OP: ("external_id", "seq", "stream"),
     Kind.USER_ANNOTATION: ("external_id", "seq"),
     Kind.PYTHON: ("python_id", "python_parent_id"),
@@ -118,7 +130,7 @@ _GPU_LANE[[int(k) for k in (*GPU_OP_KINDS, Kind.GPU_ANNOTATION, Kind.SYNC)]] = T
 _MAX_US = 9.0e15
 
 
-class _Interner(dict):
+class _Interner(dict[Any, int]):
     """``interner[value]`` -> a dense id, assigned in order of first sight."""
 
     def __missing__(self, key: Any) -> int:
@@ -134,7 +146,7 @@ class Columns:
         self.names, self.cats, self.lanes = _Interner(), _Interner(), _Interner()
         self.cat_kind: list[int] = []
         self.thread_names: dict[tuple[Any, Any], str] = {}
-        self.chunks: dict[str, list[np.ndarray]] = {}
+        self.chunks: dict[str, list[npt.NDArray[Any]]] = {}
         self.notes: dict[str, int] = {}
         self.n_flows = self.n_instants = 0
 
@@ -142,7 +154,7 @@ class Columns:
         """Count one kind of repair; ``template`` has ``{n}`` and plural ``{s}`` slots."""
         self.notes[template] = self.notes.get(template, 0) + n
 
-    def _chunk(self, key: str, values: np.ndarray) -> None:
+    def _chunk(self, key: str, values: npt.NDArray[Any]) -> None:
         self.chunks.setdefault(key, []).append(values)
 
     def add(self, events: list[Any]) -> None:
@@ -181,7 +193,7 @@ class Columns:
             if not len(rows):
                 continue
             some = [args[rows[0]]] if len(rows) == 1 else itemgetter(*rows.tolist())(args)
-            for attr in _KIND_ARGS.get(k, _ATTR_GETTERS):
+            for attr in _KIND_ARGS.get(k, tuple(_ATTR_GETTERS)):
                 ints[attr][rows] = self._ints(list(map(_ATTR_GETTERS[attr], some)), attr)
             if k == Kind.KERNEL:
                 ints["grid"][rows] = _volumes([a.grid for a in some])
@@ -206,7 +218,7 @@ class Columns:
         self.n_flows += other.n_flows
         self.n_instants += other.n_instants
 
-    def _ints(self, values: list[Any], attr: str) -> np.ndarray:
+    def _ints(self, values: list[Any], attr: str) -> npt.NDArray[np.int64]:
         """int64 column; -1 for null or unusable values (wide ints are reported)."""
         try:
             return np.fromiter(values, np.int64, len(values))
@@ -291,7 +303,9 @@ def _kind_of(cat: str) -> Kind:
     return CATEGORY_KIND.get(cat, CATEGORY_KIND.get(cat.lower(), Kind.OTHER))
 
 
-def _time_order(ts_ns: np.ndarray, dur_ns: np.ndarray) -> np.ndarray:
+def _time_order(
+    ts_ns: npt.NDArray[np.int64], dur_ns: npt.NDArray[np.int64]
+) -> npt.NDArray[np.int64]:
     """Row order by start, longer first on ties: ``lexsort((-dur, ts))``, faster.
 
     A stable argsort of ``ts`` is quick on the long sorted runs a trace holds;
@@ -307,12 +321,13 @@ def _time_order(ts_ns: np.ndarray, dur_ns: np.ndarray) -> np.ndarray:
     return order
 
 
-def _volumes(dims: list[Any]) -> np.ndarray | list[int]:
+def _volumes(dims: list[Any]) -> npt.NDArray[np.int64] | list[int]:
     """``[[x, y, z], ...]`` -> ``x*y*z`` each (blocks per grid, threads per block)."""
     try:
         xyz = np.array(dims, dtype=np.int64)
         if xyz.ndim == 2 and xyz.shape[1] == 3 and (xyz >= 0).all() and (xyz < 2**21).all():
-            return xyz.prod(axis=1)
+            volumes: npt.NDArray[np.int64] = xyz.prod(axis=1)
+            return volumes
     except (TypeError, ValueError, OverflowError):
         pass
     return [_volume(v) for v in dims]
@@ -330,7 +345,7 @@ def _volume(xyz: Any) -> int:
     return total if total < 2**63 else -1
 
 
-def _us_to_ns(us: np.ndarray) -> np.ndarray:
+def _us_to_ns(us: npt.NDArray[np.float64]) -> npt.NDArray[np.int64]:
     """µs floats -> int64 ns, ``round(us * 1000)`` exactly as Python would.
 
     Kineto prints ``"{us}.{ns:03}"``, so ``rint(us * 1000)`` recovers the printed

@@ -21,43 +21,22 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import numpy.typing as npt
 
-from ._draw_layout import CLASSES, PX_PER_IN, select
-from ._events import GPU_OP_KINDS, Trace
+from ._draw_layout import CLASSES, PX_PER_IN, Callout, PanelSpec, select
+from ._events import GPU_OP_KINDS, Region, Trace, kind_mask
 from ._link import link
 
 if TYPE_CHECKING:
+    from matplotlib.artist import Artist
     from matplotlib.figure import Figure
 
-__all__ = ["Callout", "alt_text", "compare_timelines", "resolve_window", "timeline"]
+_Panel = tuple[Trace, int, int, str, str | None]  # trace, start_ns, end_ns, what, title
 
-
-@dataclass(frozen=True)
-class Callout:
-    """A note the author pins on one event of the picture.
-
-    Parameters
-    ----------
-    text
-        What to say, e.g. ``"228 µs before aten::matmul starts"``.
-    event
-        Row index of the event in the trace, or
-    name
-        its exact name (else the first event whose name contains it), taking
-        the ``occurrence``-th match inside the window, in time order.
-    at
-        Where the arrow points: ``"start"``, ``"mid"`` or ``"end"`` of the bar.
-    """
-
-    text: str
-    event: int | None = None
-    name: str | None = None
-    occurrence: int = 0
-    at: str = "start"
+__all__ = ["alt_text", "compare_timelines", "resolve_window", "timeline"]
 
 
 def resolve_window(
@@ -85,30 +64,21 @@ def resolve_window(
     if window is not None:
         start, end = int(window[0]), int(window[1])
         what = f"{_us(trace.rel_us(start))} to {_us(trace.rel_us(end))} into the trace"
-    elif step is not None or region is not None:
-        if step is not None:
-            reg = trace.step(step)
-        else:
-            name, nth = (region, 0) if isinstance(region, str) else region
-            found = trace.regions(name)
-            if not found:
-                raise KeyError(f"no record_function region {name!r} in this trace")
-            if not -len(found) <= nth < len(found):
-                raise KeyError(f"region {name!r} occurs {len(found)} times; no index {nth}")
-            reg = found[nth]
-        start, end = reg.start_ns, max(reg.end_ns, _gpu_spill_end(trace, reg.start_ns, reg.end_ns))
-        what = reg.name
+    elif step is not None:
+        start, end, what = _with_spill(trace, trace.step(step))
+    elif region is not None:
+        start, end, what = _with_spill(trace, _region(trace, region))
     elif around is not None:
         pad = int(round(pad_us * 1e3))
         start = int(trace.ts_ns[around]) - pad
-        end = int(trace.ts_ns[around] + trace.dur_ns[around]) + pad
+        end = int(trace.end_ns[around]) + pad
         what = f"around {trace.name(around)}"
     else:
         drawn = select(trace, -(2**62), 2**62, python=True, gpu_annotations=True)
         if not len(drawn):
             raise ValueError("this trace has no events to draw")
         start = int(trace.ts_ns[drawn].min())
-        end = int((trace.ts_ns[drawn] + trace.dur_ns[drawn]).max())
+        end = int(trace.end_ns[drawn].max())
         what = "whole trace"
     if end <= start:
         raise ValueError(f"empty window: end {end} <= start {start} ns")
@@ -119,17 +89,33 @@ def resolve_window(
     return start, end, what
 
 
+def _region(trace: Trace, region: str | tuple[str, int]) -> Region:
+    """The ``record_function`` range named ``region``, or ``(name, index)``."""
+    name, nth = (region, 0) if isinstance(region, str) else region
+    found = trace.regions(name)
+    if not found:
+        raise KeyError(f"no record_function region {name!r} in this trace")
+    if not -len(found) <= nth < len(found):
+        raise KeyError(f"region {name!r} occurs {len(found)} times; no index {nth}")
+    return found[nth]
+
+
+def _with_spill(trace: Trace, reg: Region) -> tuple[int, int, str]:
+    """A step or region's span, widened to the end of the GPU work launched inside it."""
+    return reg.start_ns, max(reg.end_ns, _gpu_spill_end(trace, reg.start_ns, reg.end_ns)), reg.name
+
+
 def _gpu_spill_end(trace: Trace, start_ns: int, end_ns: int) -> int:
     launch = _links(trace)
-    gpu = np.flatnonzero(np.isin(trace.kind, [int(k) for k in GPU_OP_KINDS]) & (launch >= 0))
+    gpu = np.flatnonzero(kind_mask(trace, GPU_OP_KINDS) & (launch >= 0))
     if not len(gpu):
         return end_ns
     lts = trace.ts_ns[launch[gpu]]
     inside = gpu[(lts >= start_ns) & (lts < end_ns)]
-    return int((trace.ts_ns[inside] + trace.dur_ns[inside]).max()) if len(inside) else end_ns
+    return int(trace.end_ns[inside].max()) if len(inside) else end_ns
 
 
-def _links(trace: Trace) -> np.ndarray:
+def _links(trace: Trace) -> npt.NDArray[np.int64]:
     """GPU op row -> launching call row (-1 if none), from the linker."""
     return np.asarray(link(trace).launch, dtype=np.int64)
 
@@ -191,7 +177,7 @@ def timeline(
     start, end, what = resolve_window(
         trace, window, step=step, region=region, around=around, pad_us=pad_us
     )
-    spec = _Spec(python, gpu_annotations, arrows, gaps, min_gap_us, tuple(callouts))
+    spec = PanelSpec(python, gpu_annotations, arrows, gaps, min_gap_us, tuple(callouts))
     return _figure([(trace, start, end, what, title)], spec, width_in, fig, None)
 
 
@@ -222,7 +208,7 @@ def compare_timelines(
     """
     if not (len(traces) == len(windows) == len(labels)) or not traces:
         raise ValueError("traces, windows and labels must be non-empty and of equal length")
-    panels = []
+    panels: list[_Panel] = []
     for tr, win, label in zip(traces, windows, labels, strict=True):
         if isinstance(win, (int, np.integer)) and not isinstance(win, bool):
             start, end, what = resolve_window(tr, step=int(win))
@@ -231,7 +217,7 @@ def compare_timelines(
         else:
             start, end, what = resolve_window(tr, win)
         panels.append((tr, start, end, what, f"{label}: {what}"))
-    spec = _Spec(python, False, arrows, gaps, min_gap_us, ())
+    spec = PanelSpec(python, False, arrows, gaps, min_gap_us, ())
     return _figure(panels, spec, width_in, fig, title)
 
 
@@ -240,27 +226,19 @@ def alt_text(fig: Any) -> str:
     text = getattr(fig, "tracereader_alt", None)
     if text is None:
         raise ValueError("this figure was not drawn by tracereader")
-    return text
+    return str(text)
 
 
 # ---------------------------------------------------------------------- internals
-
-
-@dataclass(frozen=True)
-class _Spec:
-    python: bool
-    gpu_annotations: bool
-    arrows: bool | str
-    gaps: bool
-    min_gap_us: float | None
-    callouts: tuple[Callout, ...]
 
 
 ROW_IN = 0.26  # height of one row on the page
 LABEL_MARGIN_IN = 1.9
 
 
-def _figure(panels, spec: _Spec, width_in: float, fig, title: str | None):
+def _figure(
+    panels: list[_Panel], spec: PanelSpec, width_in: float, fig: Figure | None, title: str | None
+) -> Figure:
     from matplotlib.figure import Figure
 
     from ._draw_paint import paint_panel, prepare_panel
@@ -280,7 +258,8 @@ def _figure(panels, spec: _Spec, width_in: float, fig, title: str | None):
         fig.set_size_inches(width_in, height_in)
         fig.set_layout_engine("constrained")
     axes = fig.subplots(len(panels), 1, sharex=True, squeeze=False, height_ratios=heights)[:, 0]
-    infos, used = [], set()
+    infos: list[dict[str, Any]] = []
+    used: set[str] = set()
     for ax, prep, (tr, start, end, what, ptitle) in zip(axes, prepared, panels, strict=True):
         info = paint_panel(ax, prep, scale_ns=scale)
         used |= info.pop("_classes")
@@ -294,8 +273,9 @@ def _figure(panels, spec: _Spec, width_in: float, fig, title: str | None):
     if title and len(panels) > 1:
         fig.suptitle(title, x=0.01, ha="left", fontsize=11)
     _legend(fig, used, any(i["arrows"] for i in infos), any(i["gaps"] for i in infos))
-    fig.tracereader_info = infos[0] if len(infos) == 1 else {"panels": infos}
-    fig.tracereader_alt = " ".join(_alt(i) for i in infos)
+    # What was drawn, for tests and captions, and the alt text: attributes of our own.
+    fig.tracereader_info = infos[0] if len(infos) == 1 else {"panels": infos}  # type: ignore[attr-defined]
+    fig.tracereader_alt = " ".join(_alt(i) for i in infos)  # type: ignore[attr-defined]
     return fig
 
 
@@ -318,11 +298,13 @@ def _window_info(trace: Trace, start: int, end: int, what: str) -> dict[str, Any
     }
 
 
-def _legend(fig, used: set[str], arrows: bool, gaps: bool) -> None:
+def _legend(fig: Figure, used: set[str], arrows: bool, gaps: bool) -> None:
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
 
-    handles = [Patch(color=color, label=label) for key, label, color in CLASSES if key in used]
+    handles: list[Artist] = [
+        Patch(color=color, label=label) for key, label, color in CLASSES if key in used
+    ]
     if arrows:
         handles.append(Line2D([], [], color="#444444", lw=1, label="launch → GPU op"))
     if gaps:

@@ -3,32 +3,34 @@
 :mod:`tracereader._draw` paints; this module only *selects*: which events
 overlap the window, which row each goes on (CPU threads with nested ops
 stacked by depth, then one row per GPU stream), which colour class each bar
-gets, how sub-pixel bars coalesce, and how long kernel names are shortened.
+gets, how sub-pixel bars coalesce, and what text fits inside a bar.
 Nothing here measures anything: launch links and idle gaps come from
 :mod:`tracereader._link` and :mod:`tracereader._gaps`.
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
-from ._events import GPU_OP_KINDS, Kind, Lane, Trace
+from ._events import GPU_OP_KINDS, LAUNCH_KINDS, Kind, Lane, Trace, kind_mask, name_mask
 from ._link import LAUNCH_APIS, SYNC_APIS
-from ._names import split_args
+from ._names import cut, shorten_kernel_name
 
 __all__ = [
     "CLASSES",
+    "Callout",
+    "PanelSpec",
     "Row",
+    "bar_label",
     "classify",
     "layout_rows",
     "merge_bars",
     "place_callout",
     "select",
-    "short_name",
     "stack_levels",
 ]
 
@@ -53,6 +55,44 @@ CHAR_IN = 0.56 * FONT_PT / 72  # average glyph width of the label font, in inche
 PX_PER_IN = 144  # merge resolution: finer than any page shows the picture
 
 _CPU_DRAWN = (Kind.CPU_OP, Kind.USER_ANNOTATION, Kind.RUNTIME, Kind.DRIVER)
+
+_I64 = npt.NDArray[np.int64]
+
+
+@dataclass(frozen=True)
+class Callout:
+    """A note the author pins on one event of the picture.
+
+    Parameters
+    ----------
+    text
+        What to say, e.g. ``"228 µs before aten::matmul starts"``.
+    event
+        Row index of the event in the trace, or
+    name
+        its exact name (else the first event whose name contains it), taking
+        the ``occurrence``-th match inside the window, in time order.
+    at
+        Where the arrow points: ``"start"``, ``"mid"`` or ``"end"`` of the bar.
+    """
+
+    text: str
+    event: int | None = None
+    name: str | None = None
+    occurrence: int = 0
+    at: str = "start"
+
+
+@dataclass(frozen=True)
+class PanelSpec:
+    """What one panel draws besides the events: see :func:`tracereader.timeline`."""
+
+    python: bool
+    gpu_annotations: bool
+    arrows: bool | str
+    gaps: bool
+    min_gap_us: float | None
+    callouts: tuple[Callout, ...]
 
 
 @dataclass(frozen=True)
@@ -82,7 +122,7 @@ class Row:
 
 def select(
     trace: Trace, start_ns: int, end_ns: int, *, python: bool, gpu_annotations: bool
-) -> np.ndarray:
+) -> _I64:
     """Rows of the events to draw: those overlapping ``[start_ns, end_ns)``.
 
     CPU ops, annotations and runtime/driver calls always; Python frames only
@@ -95,14 +135,14 @@ def select(
         kinds.append(Kind.PYTHON)
     if gpu_annotations:
         kinds.append(Kind.GPU_ANNOTATION)
-    want = np.isin(trace.kind, np.array([int(k) for k in kinds], dtype=trace.kind.dtype))
-    ts, end = trace.ts_ns, trace.ts_ns + trace.dur_ns
+    want = kind_mask(trace, kinds)
+    ts, end = trace.ts_ns, trace.end_ns
     # zero-length events count when they sit inside the window
     overlap = (ts < end_ns) & ((end > start_ns) | ((trace.dur_ns == 0) & (ts >= start_ns)))
     return np.flatnonzero(want & overlap)
 
 
-def layout_rows(trace: Trace, idx: np.ndarray) -> tuple[list[Row], np.ndarray]:
+def layout_rows(trace: Trace, idx: _I64) -> tuple[list[Row], _I64]:
     """Assign each selected event to a row.
 
     CPU lanes come first (the thread running ``ProfilerStep`` spans, then
@@ -122,7 +162,7 @@ def layout_rows(trace: Trace, idx: np.ndarray) -> tuple[list[Row], np.ndarray]:
     is_gpu_lane = np.array([ln.is_gpu for ln in trace.lanes], dtype=bool)
     cpu = ~is_gpu_lane[lanes] if len(idx) else np.zeros(0, dtype=bool)
     stacks: dict[int, list[int]] = {}
-    ts, end = trace.ts_ns[idx], trace.ts_ns[idx] + trace.dur_ns[idx]
+    ts, end = trace.ts_ns[idx], trace.end_ns[idx]
     for j in np.flatnonzero(cpu).tolist():
         stack = stacks.setdefault(int(lanes[j]), [])
         t = ts[j]
@@ -179,7 +219,7 @@ def _gpu_order(lane: Lane) -> tuple[int, int]:
         return (1 << 30, 1 << 30)
 
 
-def classify(trace: Trace, idx: np.ndarray, launched: np.ndarray) -> np.ndarray:
+def classify(trace: Trace, idx: _I64, launched: npt.NDArray[np.bool_]) -> _I64:
     """Colour class (index into :data:`CLASSES`) of each selected event.
 
     ``launched`` is a boolean mask over *all* events: runtime/driver calls the
@@ -202,21 +242,16 @@ def classify(trace: Trace, idx: np.ndarray, launched: np.ndarray) -> np.ndarray:
     }
     for kind, key in simple.items():
         out[kinds == int(kind)] = CLASS_INDEX[key]
-    calls = np.flatnonzero((kinds == int(Kind.RUNTIME)) | (kinds == int(Kind.DRIVER)))
+    calls = np.flatnonzero(kind_mask(trace, LAUNCH_KINDS)[idx])
     if len(calls):
-        ids = trace.name_id[idx[calls]]
-        uniq, inv = np.unique(ids, return_inverse=True)
-        sync = np.array([trace.names[i].startswith(SYNC_APIS) for i in uniq], dtype=bool)[inv]
-        named = np.array([trace.names[i].startswith(LAUNCH_APIS) for i in uniq], dtype=bool)
-        launch = named[inv] | launched[idx[calls]]
+        rows = idx[calls]
+        launch = name_mask(trace, LAUNCH_APIS)[rows] | launched[rows]
         out[calls[launch]] = CLASS_INDEX["launch"]
-        out[calls[sync]] = CLASS_INDEX["sync"]
+        out[calls[name_mask(trace, SYNC_APIS)[rows]]] = CLASS_INDEX["sync"]
     return out
 
 
-def merge_bars(
-    start_ns: np.ndarray, end_ns: np.ndarray, row: np.ndarray, cls: np.ndarray, px_ns: float
-) -> dict[str, np.ndarray]:
+def merge_bars(start_ns: _I64, end_ns: _I64, row: _I64, cls: _I64, px_ns: float) -> dict[str, _I64]:
     """Coalesce sub-pixel bars so a dense window draws in bounded time.
 
     Within one (row, class), consecutive bars narrower than one pixel join
@@ -256,70 +291,22 @@ def merge_bars(
     }
 
 
-_GENERIC = {"Kernel", "Kernel2", "kernel", "device_kernel", "GenericKernel"}
-_LITERAL = re.compile(r"-?\d+[uUlL]*|true|false")
-_FUNCTOR_HOSTS = {
-    "elementwise_kernel",
-    "vectorized_elementwise_kernel",
-    "unrolled_elementwise_kernel",
-    "index_elementwise_kernel",
-    "reduce_kernel",
-}
-_FUNCTOR = re.compile(r"\b(\w*[Ff]unctor\w*)|\b(?!operator\b)(\w+)\(")
+def bar_label(name: str, kind: int, width: int) -> str:
+    """The text written inside a bar that holds ``width`` characters.
 
-
-def short_name(name: str, kind: int | None = None) -> str:
-    """A readable label for a long C++ kernel name.
-
-    Strips ``void``, the argument list, template arguments and namespaces:
-    ``void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>,
-    std::array<char*, 3ul> >(int, ...)`` becomes
-    ``vectorized_elementwise_kernel<CUDAFunctor_add>`` (PyTorch's generic
-    elementwise and reduce kernels keep the functor that says what they do),
-    and a generic wrapper such as
-    ``cutlass::Kernel2<cutlass_80_simt_sgemm_64x64_8x5_tn_align1>`` becomes its
-    template argument. When ``kind`` is given and is not :attr:`Kind.KERNEL`
-    (CPU ops, copies), or the name has no C++ decoration (Triton, cuBLAS
-    ``sm90_xmma_*``), the name comes back unchanged.
+    Kernel names are shortened by :func:`~tracereader._names.shorten_kernel_name`,
+    as in the tables; other events (CPU ops, runtime calls, copies) keep their
+    name. Either is cut with ``…`` when longer than ``width``.
     """
-    if kind is not None and kind != int(Kind.KERNEL):
-        return name
-    text = name.strip().replace("(anonymous namespace)::", "")
-    if text.startswith("void "):
-        text = text[5:]
-    if "<" not in text and "::" not in text and "(" not in text:
-        return text
-    base, args = split_args(_strip_call(text))
-    base = base.rsplit("::", 1)[-1].strip()
-    if args and base in _GENERIC:
-        first = next((a for a in args if not _LITERAL.fullmatch(a)), "")
-        inner = split_args(first)[0].rsplit("::", 1)[-1].strip()
-        if re.fullmatch(r"\w+", inner):
-            return inner
-    if args and base in _FUNCTOR_HOSTS:
-        found = _FUNCTOR.search(", ".join(args))
-        if found:
-            return f"{base}<{found.group(1) or found.group(2)}>"
-    return base or name
-
-
-def _strip_call(text: str) -> str:
-    """Drop a trailing top-level ``(...)`` argument list."""
-    depth_angle = 0
-    for i, ch in enumerate(text):
-        if ch == "<":
-            depth_angle += 1
-        elif ch == ">":
-            depth_angle -= 1
-        elif ch == "(" and depth_angle <= 0:
-            return text[:i]
-    return text
+    if kind == Kind.KERNEL:
+        return shorten_kernel_name(name, width)
+    return cut(name, width)
 
 
 def place_callout(
     trace: Trace,
-    idx: np.ndarray,
-    c: Any,
+    idx: _I64,
+    c: Callout,
     start_ns: int,
     end_ns: int,
     px_ns: float,
@@ -332,7 +319,7 @@ def place_callout(
     j = _callout_target(trace, idx, c)
     ev = int(idx[j])
     t0 = int(np.clip(trace.ts_ns[ev], start_ns, end_ns))
-    t1 = int(np.clip(trace.ts_ns[ev] + trace.dur_ns[ev], start_ns, end_ns))
+    t1 = int(np.clip(trace.end_ns[ev], start_ns, end_ns))
     t = {"start": t0, "mid": (t0 + t1) // 2, "end": t1}.get(c.at, t0)
     width = (len(c.text) + 2) * CHAR_IN * CALLOUT_PT / FONT_PT * px_ns * PX_PER_IN
     width = min(width, end_ns - start_ns)
@@ -341,8 +328,10 @@ def place_callout(
 
 
 def stack_levels(callouts: list[dict[str, Any]]) -> None:
-    """Give each callout box the lowest level (0 = nearest the lanes) where it
-    does not overlap another box, left to right."""
+    """Give each callout box the lowest level where it overlaps no other box.
+
+    Level 0 is nearest the lanes; boxes are placed left to right.
+    """
     ends: list[float] = []
     for c in sorted(callouts, key=lambda c: c["box"][0]):
         for level, right in enumerate(ends):
@@ -354,7 +343,7 @@ def stack_levels(callouts: list[dict[str, Any]]) -> None:
             ends.append(c["box"][1])
 
 
-def _callout_target(trace: Trace, idx: np.ndarray, c: Any) -> int:
+def _callout_target(trace: Trace, idx: _I64, c: Callout) -> int:
     """Position in ``idx`` of the event a callout names."""
     if c.event is not None:
         hit = np.flatnonzero(idx == int(c.event))

@@ -9,10 +9,12 @@ for all bars, so a window with thousands of events draws in about a second.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import numpy.typing as npt
 
 from ._draw_layout import (
     CALLOUT_PT,
@@ -20,19 +22,27 @@ from ._draw_layout import (
     CLASSES,
     FONT_PT,
     PX_PER_IN,
+    PanelSpec,
     Row,
+    bar_label,
     classify,
     layout_rows,
     merge_bars,
     place_callout,
     select,
-    short_name,
     stack_levels,
 )
-from ._events import GPU_OP_KINDS, Trace
+from ._events import GPU_OP_KINDS, Trace, kind_mask
 from ._gaps import gaps as find_gaps
 
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+
 __all__ = ["Prepared", "paint_panel", "prepare_panel"]
+
+_F64 = npt.NDArray[np.float64]
+_I64 = npt.NDArray[np.int64]
+_ToX = Callable[[Any], _F64]  # ns (scalar or array) -> x in axis units
 
 LANE_GAP = 0.5  # space between lanes, in row heights
 BAR = 0.8  # bar height within its row
@@ -63,22 +73,22 @@ class Prepared:
     start_ns: int
     end_ns: int
     px_ns: float
-    idx: np.ndarray  # drawn event rows
+    idx: _I64  # drawn event rows
     rows: list[Row]
-    row_of: np.ndarray  # per drawn event
-    y_top: np.ndarray  # per row
+    row_of: _I64  # per drawn event
+    y_top: _F64  # per row
     height_rows: float
-    cls: np.ndarray  # per drawn event
-    bars: dict[str, np.ndarray]
-    arrow_src: np.ndarray  # positions in idx: launch calls
-    arrow_dst: np.ndarray  # positions in idx: GPU ops
+    cls: _I64  # per drawn event
+    bars: dict[str, _I64]
+    arrow_src: _I64  # positions in idx: launch calls
+    arrow_dst: _I64  # positions in idx: GPU ops
     gaps: list[dict[str, Any]] = field(default_factory=list)
     callouts: list[dict[str, Any]] = field(default_factory=list)
     all_arrows: bool = False  # draw arrows even where they are too dense to read
 
 
 def prepare_panel(
-    trace: Trace, start_ns: int, end_ns: int, spec: Any, px_ns: float, launch: np.ndarray
+    trace: Trace, start_ns: int, end_ns: int, spec: PanelSpec, px_ns: float, launch: _I64
 ) -> Prepared:
     """Select and lay out one panel; see :func:`tracereader._draw.timeline`."""
     idx = select(trace, start_ns, end_ns, python=spec.python, gpu_annotations=spec.gpu_annotations)
@@ -87,7 +97,7 @@ def prepare_panel(
     launched[launch[launch >= 0]] = True
     cls = classify(trace, idx, launched)
     s = np.clip(trace.ts_ns[idx], start_ns, end_ns)
-    e = np.clip(trace.ts_ns[idx] + trace.dur_ns[idx], start_ns, end_ns)
+    e = np.clip(trace.end_ns[idx], start_ns, end_ns)
     bars = merge_bars(s, e, row_of, cls, px_ns)
     callouts = [place_callout(trace, idx, c, start_ns, end_ns, px_ns) for c in spec.callouts]
     stack_levels(callouts)
@@ -120,7 +130,7 @@ def prepare_panel(
     if spec.arrows and len(idx):
         pos = np.full(len(trace), -1, dtype=np.int64)
         pos[idx] = np.arange(len(idx))
-        gpu = np.flatnonzero(np.isin(trace.kind[idx], [int(k) for k in GPU_OP_KINDS]))
+        gpu = np.flatnonzero(kind_mask(trace, GPU_OP_KINDS)[idx])
         src_rows = launch[idx[gpu]]
         ok = src_rows >= 0
         ok[ok] = pos[src_rows[ok]] >= 0
@@ -144,13 +154,13 @@ def prepare_panel(
     return prep
 
 
-def paint_panel(ax: Any, p: Prepared, *, scale_ns: float) -> dict:
+def paint_panel(ax: Axes, p: Prepared, *, scale_ns: float) -> dict[str, Any]:
     """Draw a prepared panel on ``ax``; return what was drawn (for alt text and tests)."""
-    from matplotlib.collections import LineCollection, PolyCollection
+    from matplotlib.collections import PolyCollection
 
     ns_per_in = p.px_ns * PX_PER_IN  # the same scale prepare used
 
-    def x(t_ns):
+    def x(t_ns: Any) -> _F64:
         return (np.asarray(t_ns, dtype=np.float64) - p.start_ns) / scale_ns
 
     b = p.bars
@@ -161,7 +171,9 @@ def paint_panel(ax: Any, p: Prepared, *, scale_ns: float) -> dict:
         [np.c_[x0, top], np.c_[x1, top], np.c_[x1, top + BAR], np.c_[x0, top + BAR]], axis=1
     )
     colors = [CLASSES[int(c)][2] for c in b["cls"]]
-    ax.add_collection(PolyCollection(verts, facecolors=colors, edgecolors="none", zorder=2))
+    # An (N, 4, 2) array, not the sequence matplotlib's types ask for: its fast path.
+    polys = PolyCollection(verts, facecolors=colors, edgecolors="none", zorder=2)  # type: ignore[arg-type]
+    ax.add_collection(polys)
 
     # lane bands and names
     ticks, labels, lanes = [], [], []
@@ -191,7 +203,7 @@ def paint_panel(ax: Any, p: Prepared, *, scale_ns: float) -> dict:
 
     n_labels = _labels(ax, p, x0, x1, top, ns_per_in)
     _gaps(ax, p, x)
-    n_arrows = _arrows(ax, p, x, LineCollection)
+    n_arrows = _arrows(ax, p, x)
     n_linked = int(len(p.arrow_src))
     callouts = _callouts(ax, p, x)
 
@@ -216,7 +228,7 @@ def paint_panel(ax: Any, p: Prepared, *, scale_ns: float) -> dict:
     }
 
 
-def _labels(ax, p: Prepared, x0, x1, top, ns_per_in: float) -> int:
+def _labels(ax: Axes, p: Prepared, x0: _F64, x1: _F64, top: _F64, ns_per_in: float) -> int:
     """Write event names inside bars wide enough to hold them (truncated with …)."""
     b = p.bars
     width_in = (b["end_ns"] - b["start_ns"]) / ns_per_in
@@ -224,10 +236,8 @@ def _labels(ax, p: Prepared, x0, x1, top, ns_per_in: float) -> int:
     n = 0
     for j in fits.tolist():
         ev = int(p.idx[b["first"][j]])
-        text = short_name(p.trace.name(ev), int(p.trace.kind[ev]))
         room = int((width_in[j] - 2 * CHAR_IN) / CHAR_IN)
-        if len(text) > room:
-            text = text[: room - 1] + "…"
+        text = bar_label(p.trace.name(ev), int(p.trace.kind[ev]), room)
         dark = CLASSES[int(b["cls"][j])][0] in ("sync", "kernel", "copy", "op")
         ax.text(
             (x0[j] + x1[j]) / 2,
@@ -249,7 +259,7 @@ def _gpu_rows_of(p: Prepared, device: int) -> list[int]:
     return rows or [i for i, r in enumerate(p.rows) if r.is_gpu]
 
 
-def _gaps(ax, p: Prepared, x) -> None:
+def _gaps(ax: Axes, p: Prepared, x: _ToX) -> None:
     from matplotlib.patches import Rectangle
 
     ns_per_in = p.px_ns * PX_PER_IN
@@ -289,7 +299,7 @@ def _gaps(ax, p: Prepared, x) -> None:
             )
 
 
-def _arrows(ax, p: Prepared, x, line_collection) -> int:
+def _arrows(ax: Axes, p: Prepared, x: _ToX) -> int:
     """Launch -> GPU op arrows; returns how many were drawn.
 
     Up to :data:`MAX_ARROW_HEADS` get arrow heads; more become plain lines;
@@ -324,14 +334,16 @@ def _arrows(ax, p: Prepared, x, line_collection) -> int:
                 },
             )
     else:
+        from matplotlib.collections import LineCollection
+
         segs = np.stack([np.c_[sx, sy], np.c_[dx, dy]], axis=1)
         ax.add_collection(
-            line_collection(segs, colors=ARROW_COLOR, linewidths=0.5, alpha=0.35, zorder=4)
+            LineCollection(list(segs), colors=ARROW_COLOR, linewidths=0.5, alpha=0.35, zorder=4)
         )
     return n
 
 
-def _callouts(ax, p: Prepared, x) -> list[dict[str, Any]]:
+def _callouts(ax: Axes, p: Prepared, x: _ToX) -> list[dict[str, Any]]:
     """Boxes in the headroom above the lanes, each with an arrow down to its event."""
     out = []
     levels = 1 + max((c["level"] for c in p.callouts), default=-1)

@@ -15,12 +15,25 @@ from __future__ import annotations
 
 import enum
 import re
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar, cast, overload
 
 import numpy as np
+import numpy.typing as npt
 
-__all__ = ["Kind", "Lane", "Region", "Trace", "GPU_OP_KINDS", "LAUNCH_KINDS", "CPU_OP_KINDS"]
+__all__ = [
+    "CPU_OP_KINDS",
+    "GPU_OP_KINDS",
+    "LAUNCH_KINDS",
+    "Kind",
+    "Lane",
+    "Region",
+    "Trace",
+    "cached",
+    "kind_mask",
+    "name_mask",
+]
 
 
 class Kind(enum.IntEnum):
@@ -135,18 +148,18 @@ class Trace:
         What the tolerant loader had to fix (empty for clean files).
     """
 
-    ts_ns: np.ndarray
-    dur_ns: np.ndarray
-    kind: np.ndarray
-    name_id: np.ndarray
-    cat_id: np.ndarray
-    lane: np.ndarray
-    correlation: np.ndarray
-    external_id: np.ndarray
+    ts_ns: npt.NDArray[np.int64]
+    dur_ns: npt.NDArray[np.int64]
+    kind: npt.NDArray[np.int8]
+    name_id: npt.NDArray[np.int32]
+    cat_id: npt.NDArray[np.int32]
+    lane: npt.NDArray[np.int32]
+    correlation: npt.NDArray[np.int64]
+    external_id: npt.NDArray[np.int64]
     names: list[str]
     cats: list[str]
     lanes: list[Lane]
-    extra: dict[str, np.ndarray] = field(default_factory=dict)
+    extra: dict[str, npt.NDArray[np.int64]] = field(default_factory=dict)
     meta: dict[str, Any] = field(default_factory=dict)
     repairs: list[str] = field(default_factory=list)
     source: str = ""
@@ -160,8 +173,14 @@ class Trace:
         return int(self.ts_ns.shape[0])
 
     @property
-    def end_ns(self) -> np.ndarray:
-        return self.ts_ns + self.dur_ns
+    def end_ns(self) -> npt.NDArray[np.int64]:
+        """End of each event, ``ts_ns + dur_ns`` (computed once, read-only)."""
+        return cached(self, "end_ns", self._end_ns)
+
+    def _end_ns(self) -> npt.NDArray[np.int64]:
+        end = self.ts_ns + self.dur_ns
+        end.flags.writeable = False
+        return end
 
     @property
     def t0_ns(self) -> int:
@@ -174,7 +193,11 @@ class Trace:
     def cat(self, i: int) -> str:
         return self.cats[int(self.cat_id[i])]
 
-    def rel_us(self, ts_ns: int | np.ndarray) -> float | np.ndarray:
+    @overload
+    def rel_us(self, ts_ns: int) -> float: ...
+    @overload
+    def rel_us(self, ts_ns: npt.NDArray[np.int64]) -> npt.NDArray[np.float64]: ...
+    def rel_us(self, ts_ns: int | npt.NDArray[np.int64]) -> float | npt.NDArray[np.float64]:
         """Microseconds since :attr:`t0_ns`."""
         return (ts_ns - self.t0_ns) / 1e3
 
@@ -207,15 +230,14 @@ class Trace:
         contains: str | None = None,
         lane: int | None = None,
         within: tuple[int, int] | None = None,
-    ) -> np.ndarray:
+    ) -> npt.NDArray[np.int64]:
         """Indices of events matching every given filter, in time order.
 
         ``within=(start_ns, end_ns)`` keeps events that *start* inside the window.
         """
         mask = np.ones(len(self), dtype=bool)
         if kind is not None:
-            kinds = (kind,) if isinstance(kind, Kind) else tuple(kind)
-            mask &= np.isin(self.kind, np.array([int(k) for k in kinds], dtype=self.kind.dtype))
+            mask &= kind_mask(self, (kind,) if isinstance(kind, Kind) else kind)
         if name is not None or prefix is not None or contains is not None:
             ok = np.array(
                 [
@@ -236,22 +258,20 @@ class Trace:
     def gpu_lanes(self) -> list[Lane]:
         return [ln for ln in self.lanes if ln.is_gpu]
 
-    def cpu_lanes(self) -> list[Lane]:
-        return [ln for ln in self.lanes if not ln.is_gpu]
-
     # ------------------------------------------------------------------ regions
     @property
     def steps(self) -> list[Region]:
         """``ProfilerStep#N`` spans in order (CPU side)."""
-        if "steps" not in self._cache:
-            idx = self.where(kind=Kind.USER_ANNOTATION, prefix="ProfilerStep#")
-            steps = [
-                Region(self.name(i), int(self.ts_ns[i]), int(self.ts_ns[i] + self.dur_ns[i]), int(i))
-                for i in idx
-                if _STEP.match(self.name(i))
-            ]
-            self._cache["steps"] = steps
-        return self._cache["steps"]
+        return cached(self, "steps", self._steps)
+
+    def _steps(self) -> list[Region]:
+        idx = self.where(kind=Kind.USER_ANNOTATION, prefix="ProfilerStep#")
+        end = self.end_ns
+        return [
+            Region(self.name(i), int(self.ts_ns[i]), int(end[i]), int(i))
+            for i in idx
+            if _STEP.match(self.name(i))
+        ]
 
     def step(self, which: int | str) -> Region:
         """A step by its number (``2`` for ``ProfilerStep#2``) or full name."""
@@ -265,11 +285,32 @@ class Trace:
     def regions(self, name: str) -> list[Region]:
         """CPU-side ``record_function`` spans called ``name``, in time order."""
         idx = self.where(kind=Kind.USER_ANNOTATION, name=name)
-        return [
-            Region(name, int(self.ts_ns[i]), int(self.ts_ns[i] + self.dur_ns[i]), int(i))
-            for i in idx
-        ]
+        end = self.end_ns
+        return [Region(name, int(self.ts_ns[i]), int(end[i]), int(i)) for i in idx]
 
     @property
     def device_properties(self) -> list[dict[str, Any]]:
         return list(self.meta.get("deviceProperties") or [])
+
+
+# ---------------------------------------------------------------------- helpers
+def kind_mask(trace: Trace, kinds: Iterable[Kind]) -> npt.NDArray[np.bool_]:
+    """Per-event bool: the event's :class:`Kind` is one of ``kinds``."""
+    wanted = np.array([int(k) for k in kinds], dtype=trace.kind.dtype)
+    return np.isin(trace.kind, wanted)
+
+
+def name_mask(trace: Trace, prefixes: tuple[str, ...]) -> npt.NDArray[np.bool_]:
+    """Per-event bool: the event's name starts with one of ``prefixes``."""
+    ok = np.array([n.startswith(prefixes) for n in trace.names], dtype=bool)
+    return ok[trace.name_id] if len(ok) else np.zeros(len(trace), dtype=bool)
+
+
+_T = TypeVar("_T")
+
+
+def cached(trace: Trace, key: str, make: Callable[[], _T]) -> _T:
+    """``make()``, computed once per trace and kept with it under ``key``."""
+    if key not in trace._cache:
+        trace._cache[key] = make()
+    return cast(_T, trace._cache[key])

@@ -27,7 +27,7 @@ from typing import Any
 import msgspec
 import numpy as np
 
-from ._columns import Buffer, Columns, Num, TraceError, base_ns
+from ._columns import Buffer, Columns, Num, TraceError, base_ns, skip_space
 from ._events import Trace
 
 __all__ = ["ArgsRecord", "EventRecord", "NotFast", "load_fast"]
@@ -40,7 +40,6 @@ PARALLEL_BYTES = 64 << 20
 #: Most processes :func:`load_fast` uses by default.
 MAX_WORKERS = 4
 
-_LEADING_SPACE = re.compile(rb"[ \t\r\n]*")
 _EVENTS_KEY = re.compile(rb'"traceEvents"[ \t\r\n]*:[ \t\r\n]*\[')
 _BOUNDARY = re.compile(rb"\}[ \t\r\n]*,[ \t\r\n]*\{")
 
@@ -83,8 +82,8 @@ class EventRecord(msgspec.Struct, gc=False):
     args: ArgsRecord | None = None
 
 
-_TOP = msgspec.json.Decoder(dict[str, msgspec.Raw])
-_EVENTS = msgspec.json.Decoder(list[EventRecord])
+_TOP: msgspec.json.Decoder[dict[str, msgspec.Raw]] = msgspec.json.Decoder(dict[str, msgspec.Raw])
+_EVENTS: msgspec.json.Decoder[list[EventRecord]] = msgspec.json.Decoder(list[EventRecord])
 
 
 def load_fast(holder: list[Buffer], label: str, workers: int | None) -> Trace:
@@ -124,7 +123,7 @@ def _locate(data: Buffer, label: str, quick: bool) -> tuple[dict[str, Any], Buff
     metadata, the array, then ``traceName``); decoding the pieces then
     proves it right. The general way scans the whole document with msgspec.
     """
-    first = _LEADING_SPACE.match(data).end()
+    first = skip_space(data)
     if data[first] == ord("["):  # a bare event array (generic Chrome trace)
         stop = len(data) - 1
         while data[stop] in b" \t\r\n":
@@ -273,7 +272,7 @@ def _fork(buffer: Buffer, spans: list[tuple[int, int]], parent: Columns) -> _Hel
         try:
             columns = Columns(parent.label, parent.base_ns)
             _decode_into(buffer, spans, columns)
-            message = ("ok", columns)
+            message: tuple[str, Columns | Exception] = ("ok", columns)
         except (msgspec.DecodeError, msgspec.ValidationError) as exc:
             message = ("error", exc)
         with os.fdopen(write_fd, "wb") as pipe:
@@ -293,4 +292,4 @@ def _workers(requested: int | None) -> int:
 
 def _address(buffer: Any) -> int:
     """Memory address of a buffer's first byte."""
-    return np.frombuffer(buffer, dtype=np.uint8).__array_interface__["data"][0]
+    return int(np.frombuffer(buffer, dtype=np.uint8).__array_interface__["data"][0])

@@ -12,10 +12,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
-from ._events import Kind, Trace
-from ._link import LAUNCH_APIS, SYNC_APIS, _kind_mask, _name_mask, link
-from ._measure import Window, _gpu_intervals, _segments
+from ._events import CPU_OP_KINDS, LAUNCH_KINDS, Kind, Trace, kind_mask, name_mask
+from ._intervals import Window, gpu_intervals, union
+from ._link import LAUNCH_APIS, SYNC_APIS, link
 
 __all__ = ["CAUSES", "Gap", "gaps"]
 
@@ -77,22 +78,23 @@ class Gap:
 
 
 _NOTHING = len(CAUSES) - 1
+_SYNC = CAUSES.index("sync")
 
 
-def _event_causes(trace: Trace) -> tuple[np.ndarray, np.ndarray]:
+def _event_causes(trace: Trace) -> tuple[npt.NDArray[np.int8], npt.NDArray[np.bool_]]:
     """Cause category (index into :data:`CAUSES`) of every event, and a sync mask."""
     ln = link(trace)
     k = trace.kind
-    rt = _kind_mask(trace, (Kind.RUNTIME, Kind.DRIVER))
-    sync = rt & _name_mask(trace, SYNC_APIS)
+    rt = kind_mask(trace, LAUNCH_KINDS)
+    sync = rt & name_mask(trace, SYNC_APIS)
     launched = np.zeros(len(trace), dtype=bool)
     launched[ln.launch_calls] = True
-    launch = rt & (_name_mask(trace, LAUNCH_APIS) | launched) & ~sync
+    launch = rt & (name_mask(trace, LAUNCH_APIS) | launched) & ~sync
     inside = ln.gpu_ops_inside > 0
     cat = np.full(len(trace), _NOTHING, dtype=np.int8)
     cat[k == Kind.PYTHON] = CAUSES.index("python")
     cat[(k == Kind.CPU_OP) & inside] = CAUSES.index("launch")
-    ops = np.isin(k, (int(Kind.CPU_OP), int(Kind.USER_ANNOTATION)))
+    ops = kind_mask(trace, CPU_OP_KINDS)
     cat[ops & ~inside] = CAUSES.index("op without kernels")
     cat[launch] = CAUSES.index("launch")
     cat[sync] = CAUSES.index("sync")
@@ -103,81 +105,185 @@ def _event_causes(trace: Trace) -> tuple[np.ndarray, np.ndarray]:
     return cat, sync
 
 
-def _classify_lane(trace, rows, cat, sync, gs, ge):
-    """Causes of the gaps ``[gs, ge)`` as seen from one CPU thread (event ``rows``).
+def _classify_lane(
+    trace: Trace,
+    rows: npt.NDArray[np.int64],
+    cat: npt.NDArray[np.int8],
+    sync: npt.NDArray[np.bool_],
+    gap_start: npt.NDArray[np.int64],
+    gap_end: npt.NDArray[np.int64],
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """Causes of the gaps ``[gap_start, gap_end)`` as seen from one CPU thread.
 
-    The thread's time is cut into segments at every event start and end; each
-    segment belongs to the innermost event covering it. Prefix sums of segment
-    length per category then give each gap's breakdown without a loop.
+    ``rows`` are the thread's events. Its time is cut into segments at every
+    event start and end; each segment belongs to the innermost event covering
+    it. Prefix sums of segment length per category then give each gap's
+    breakdown without a loop over gaps.
+
+    Returns
+    -------
+    cause, event : int64 arrays, one entry per gap
+        Index into :data:`CAUSES`, and the row of the event behind it (-1: none).
+    share : int64 array, gaps x CAUSES
+        ns of each gap spent in each category.
     """
-    parent = link(trace).parent
-    ts, end = trace.ts_ns[rows], trace.ts_ns[rows] + trace.dur_ns[rows]
-    b = np.sort(np.concatenate([ts, end]))
-    b = b[np.append(True, b[1:] != b[:-1])]  # (np.unique hashes: slower here)
-    ks = np.searchsorted(b, gs, "right") - 1
-    ke = np.searchsorted(b, ge, "left") - 1
-    # Only segments inside some gap matter: mark them with a difference array.
-    mark = np.zeros(len(b) + 1, dtype=np.int64)
-    np.add.at(mark, np.maximum(ks, 0), 1)
-    np.add.at(mark, np.maximum(ke + 1, 0), -1)
-    # Innermost event covering each segment start: walk up from the last start.
-    cand = np.searchsorted(ts, b, "right") - 1
-    cand[np.cumsum(mark[:-1]) <= 0] = -1
-    local_parent = np.searchsorted(rows, parent[rows])
-    local_parent[parent[rows] < 0] = -1
-    todo = np.flatnonzero(cand >= 0)
-    while todo.size:
-        todo = todo[end[cand[todo]] <= b[todo]]
-        cand[todo] = local_parent[cand[todo]]
-        todo = todo[cand[todo] >= 0]
-    seg_event = np.where(cand >= 0, rows[np.maximum(cand, 0)], -1)
-    seg_cat = np.where(cand >= 0, cat[np.maximum(seg_event, 0)], _NOTHING)
-    seg_end = np.append(b[1:], np.iinfo(np.int64).max)
-    seg_len = np.append(np.diff(b), 0)
-    n_gaps = len(gs)
-    share = np.zeros((n_gaps, len(CAUSES)), dtype=np.int64)
-    for c in range(_NOTHING):
-        cum = np.concatenate([[0], np.cumsum(np.where(seg_cat == c, seg_len, 0))])
-
-        def upto(x, k, c=c, cum=cum):
-            kk = np.maximum(k, 0)
-            part = np.where(seg_cat[kk] == c, x - b[kk], 0)
-            return np.where(k >= 0, cum[kk] + part, 0)
-
-        share[:, c] = upto(ge, ke) - upto(gs, ks)
-    share[:, _NOTHING] = np.maximum((ge - gs) - share[:, :_NOTHING].sum(axis=1), 0)
+    bounds = _boundaries(trace, rows)
+    # Segment k is [bounds[k], bounds[k + 1]); -1: before the thread's first event.
+    first_seg = np.searchsorted(bounds, gap_start, "right") - 1
+    last_seg = np.searchsorted(bounds, gap_end, "left") - 1
+    needed = _inside_some_gap(len(bounds), first_seg, last_seg)
+    seg_event = _innermost_events(trace, rows, bounds, needed)
+    seg_cat = np.where(seg_event >= 0, cat[np.maximum(seg_event, 0)], _NOTHING)
+    share = _category_shares(bounds, seg_cat, first_seg, last_seg, gap_start, gap_end)
     cause = np.argmax(share[:, 1:], axis=1) + 1  # ties: first in CAUSES
     # A sync call overlapping the gap wins outright.
-    srows = rows[sync[rows]]
-    s_ts, s_end = (
-        trace.ts_ns[srows],
-        np.maximum.accumulate(trace.ts_ns[srows] + trace.dur_ns[srows]),
-    )
-    j = np.searchsorted(s_end, gs, "right")
-    hit = j < len(srows)
-    hit[hit] = s_ts[j[hit]] < ge[hit]
-    cause[hit] = 0
-    event = np.full(n_gaps, -1, dtype=np.int64)
-    event[hit] = srows[j[hit]]
+    synced, sync_event = _overlapping_sync(trace, rows[sync[rows]], gap_start, gap_end)
+    cause[synced] = _SYNC
     # Other causes: the event with the most exclusive time of that category.
-    ks = np.maximum(ks, 0)
-    count = np.maximum(ke - ks + 1, 0)
-    gap_id = np.repeat(np.arange(n_gaps), count)
-    k = np.repeat(ks - np.cumsum(count) + count, count) + np.arange(count.sum())
-    length = np.minimum(seg_end[k], ge[gap_id]) - np.maximum(b[k], gs[gap_id])
-    keep = (seg_cat[k] == cause[gap_id]) & (seg_event[k] >= 0) & ~hit[gap_id] & (length > 0)
-    gap_id, ev, length = gap_id[keep], seg_event[k[keep]], length[keep]
-    if gap_id.size:
-        order = np.lexsort((ev, gap_id))
-        gap_id, ev, length = gap_id[order], ev[order], length[order]
-        new = np.ones(len(gap_id), dtype=bool)
-        new[1:] = (gap_id[1:] != gap_id[:-1]) | (ev[1:] != ev[:-1])
+    event = _main_events(
+        bounds, seg_event, seg_cat, first_seg, last_seg, gap_start, gap_end, cause, ~synced
+    )
+    event[synced] = sync_event[synced]
+    return cause, event, share
+
+
+def _boundaries(trace: Trace, rows: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+    """Every distinct start and end time of the events ``rows``, sorted."""
+    b = np.sort(np.concatenate([trace.ts_ns[rows], trace.end_ns[rows]]))
+    first: npt.NDArray[np.bool_] = np.append(True, b[1:] != b[:-1])  # (np.unique hashes: slower)
+    return b[first]
+
+
+def _inside_some_gap(
+    n_segments: int, first_seg: npt.NDArray[np.int64], last_seg: npt.NDArray[np.int64]
+) -> npt.NDArray[np.bool_]:
+    """Mask over segments: those inside at least one gap (via a difference array)."""
+    mark = np.zeros(n_segments + 1, dtype=np.int64)
+    np.add.at(mark, np.maximum(first_seg, 0), 1)
+    np.add.at(mark, np.maximum(last_seg + 1, 0), -1)
+    return np.cumsum(mark[:-1]) > 0
+
+
+def _innermost_events(
+    trace: Trace,
+    rows: npt.NDArray[np.int64],
+    bounds: npt.NDArray[np.int64],
+    needed: npt.NDArray[np.bool_],
+) -> npt.NDArray[np.int64]:
+    """Row of the innermost event of ``rows`` covering each segment (-1: none).
+
+    Only ``needed`` segments are resolved (the others get -1). Each starts
+    from the last event that began at or before the segment, and walks up the
+    linker's parents while that event ended before the segment starts.
+    """
+    ts, end = trace.ts_ns[rows], trace.end_ns[rows]
+    parent = link(trace).parent[rows]
+    local_parent = np.searchsorted(rows, parent)  # parent as a position in rows
+    local_parent[parent < 0] = -1
+    pos = np.searchsorted(ts, bounds, "right") - 1
+    pos[~needed] = -1
+    todo = np.flatnonzero(pos >= 0)
+    while todo.size:
+        todo = todo[end[pos[todo]] <= bounds[todo]]
+        pos[todo] = local_parent[pos[todo]]
+        todo = todo[pos[todo] >= 0]
+    return np.where(pos >= 0, rows[np.maximum(pos, 0)], -1)
+
+
+def _category_shares(
+    bounds: npt.NDArray[np.int64],
+    seg_cat: npt.NDArray[np.int8],
+    first_seg: npt.NDArray[np.int64],
+    last_seg: npt.NDArray[np.int64],
+    gap_start: npt.NDArray[np.int64],
+    gap_end: npt.NDArray[np.int64],
+) -> npt.NDArray[np.int64]:
+    """Time (ns) of each gap (rows) spent in each category of :data:`CAUSES` (columns).
+
+    Time not covered by an event of another category is "nothing recorded".
+    """
+    seg_len = np.append(np.diff(bounds), 0)
+    share = np.zeros((len(gap_start), len(CAUSES)), dtype=np.int64)
+    for c in range(_NOTHING):
+        in_cat = seg_cat == c
+        before = np.concatenate([[0], np.cumsum(np.where(in_cat, seg_len, 0))])
+        share[:, c] = _time_in(gap_end, last_seg, bounds, in_cat, before) - _time_in(
+            gap_start, first_seg, bounds, in_cat, before
+        )
+    share[:, _NOTHING] = np.maximum((gap_end - gap_start) - share[:, :_NOTHING].sum(axis=1), 0)
+    return share
+
+
+def _time_in(
+    t: npt.NDArray[np.int64],
+    seg: npt.NDArray[np.int64],
+    bounds: npt.NDArray[np.int64],
+    in_cat: npt.NDArray[np.bool_],
+    before: npt.NDArray[np.int64],
+) -> npt.NDArray[np.int64]:
+    """Time (ns) in one category from the first boundary up to ``t`` (in segment ``seg``).
+
+    ``before[k]`` is the category's time before segment ``k``; the part of
+    segment ``seg`` up to ``t`` counts when the segment is in the category.
+    """
+    k = np.maximum(seg, 0)
+    part = np.where(in_cat[k], t - bounds[k], 0)
+    return np.where(seg >= 0, before[k] + part, 0)
+
+
+def _overlapping_sync(
+    trace: Trace,
+    sync_rows: npt.NDArray[np.int64],
+    gap_start: npt.NDArray[np.int64],
+    gap_end: npt.NDArray[np.int64],
+) -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.int64]]:
+    """Per gap: does a sync call overlap it, and which (the first; -1: none)."""
+    ended_by = np.maximum.accumulate(trace.end_ns[sync_rows])  # sorted, unlike the ends
+    j = np.searchsorted(ended_by, gap_start, "right")  # first sync still running at the start
+    hit = j < len(sync_rows)
+    hit[hit] = trace.ts_ns[sync_rows[j[hit]]] < gap_end[hit]
+    event = np.full(len(gap_start), -1, dtype=np.int64)
+    event[hit] = sync_rows[j[hit]]
+    return hit, event
+
+
+def _main_events(
+    bounds: npt.NDArray[np.int64],
+    seg_event: npt.NDArray[np.int64],
+    seg_cat: npt.NDArray[np.int8],
+    first_seg: npt.NDArray[np.int64],
+    last_seg: npt.NDArray[np.int64],
+    gap_start: npt.NDArray[np.int64],
+    gap_end: npt.NDArray[np.int64],
+    cause: npt.NDArray[np.int64],
+    wanted: npt.NDArray[np.bool_],
+) -> npt.NDArray[np.int64]:
+    """Per ``wanted`` gap, the event with the most time of the gap's cause in it (-1: none).
+
+    Each gap is expanded into the segments it spans; their time inside the
+    gap is summed per event, and the largest total wins (ties: the lower row).
+    """
+    n_gaps = len(gap_start)
+    first_seg = np.maximum(first_seg, 0)
+    count = np.maximum(last_seg - first_seg + 1, 0)
+    gap = np.repeat(np.arange(n_gaps), count)
+    seg = np.repeat(first_seg - np.cumsum(count) + count, count) + np.arange(count.sum())
+    seg_end = np.append(bounds[1:], np.iinfo(np.int64).max)
+    length = np.minimum(seg_end[seg], gap_end[gap]) - np.maximum(bounds[seg], gap_start[gap])
+    keep = (seg_cat[seg] == cause[gap]) & (seg_event[seg] >= 0) & wanted[gap] & (length > 0)
+    gap, ev, length = gap[keep], seg_event[seg[keep]], length[keep]
+    event = np.full(n_gaps, -1, dtype=np.int64)
+    if gap.size:
+        order = np.lexsort((ev, gap))
+        gap, ev, length = gap[order], ev[order], length[order]
+        new = np.ones(len(gap), dtype=bool)
+        new[1:] = (gap[1:] != gap[:-1]) | (ev[1:] != ev[:-1])
         first = np.flatnonzero(new)
-        g, e, total = gap_id[first], ev[first], np.add.reduceat(length, first)
+        g, e, total = gap[first], ev[first], np.add.reduceat(length, first)
         best = np.lexsort((-total, g))
         top = best[np.append(True, g[best][1:] != g[best][:-1])]
         event[g[top]] = e[top]
-    return cause, event, share
+    return event
 
 
 def gaps(trace: Trace, window: Window | None = None, min_gap_us: float = 1.0) -> list[Gap]:
@@ -196,39 +302,39 @@ def gaps(trace: Trace, window: Window | None = None, min_gap_us: float = 1.0) ->
         Sorted by device, then time.
     """
     ln = link(trace)
-    rows, s, e, dev = _gpu_intervals(trace, ln.gpu_ops, window)
+    rows, s, e, dev = gpu_intervals(trace, ln.gpu_ops, window)
     found = []  # (device, start, end, next op)
     for d in np.unique(dev):
         on = dev == d
         r, rs = rows[on], s[on]
-        a, b = _segments(rs, e[on])
+        a, b = union(rs, e[on])
         big = np.flatnonzero((a[1:] - b[:-1]) >= min_gap_us * 1e3)
         order = np.argsort(rs, kind="stable")
         nxt = r[order[np.searchsorted(rs[order], a[big + 1], "left")]]
         found.append((np.full(len(big), d), b[big], a[big + 1], nxt))
     if not found:
         return []
-    dev, gs, ge, nxt = (np.concatenate(col) for col in zip(*found, strict=False))
+    dev, gap_start, gap_end, nxt = (np.concatenate(col) for col in zip(*found, strict=False))
     call = ln.launch[nxt]
     thread = np.where(call >= 0, trace.lane[np.maximum(call, 0)], -1)
-    cause = np.full(len(gs), _NOTHING, dtype=np.int64)
-    event = np.full(len(gs), -1, dtype=np.int64)
-    share = np.zeros((len(gs), len(CAUSES)), dtype=np.int64)
-    share[:, _NOTHING] = ge - gs
+    cause = np.full(len(gap_start), _NOTHING, dtype=np.int64)
+    event = np.full(len(gap_start), -1, dtype=np.int64)
+    share = np.zeros((len(gap_start), len(CAUSES)), dtype=np.int64)
+    share[:, _NOTHING] = gap_end - gap_start
     cat, sync = _event_causes(trace)
     for lane in np.unique(thread[thread >= 0]):
         mine = np.flatnonzero(thread == lane)
         lane_rows = np.flatnonzero(trace.lane == lane)
         cause[mine], event[mine], share[mine] = _classify_lane(
-            trace, lane_rows, cat, sync, gs[mine], ge[mine]
+            trace, lane_rows, cat, sync, gap_start[mine], gap_end[mine]
         )
     names = [CAUSES[c] for c in cause.tolist()]
     return [
         Gap(*args)
         for args in zip(
             dev.tolist(),
-            gs.tolist(),
-            ge.tolist(),
+            gap_start.tolist(),
+            gap_end.tolist(),
             names,
             event.tolist(),
             nxt.tolist(),

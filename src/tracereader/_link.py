@@ -26,8 +26,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
+import numpy.typing as npt
 
-from ._events import CPU_OP_KINDS, GPU_OP_KINDS, LAUNCH_KINDS, Kind, Region, Trace
+from ._events import CPU_OP_KINDS, GPU_OP_KINDS, LAUNCH_KINDS, Region, Trace, cached, kind_mask
 
 __all__ = ["LAUNCH_APIS", "SYNC_APIS", "Links", "link"]
 
@@ -67,18 +68,10 @@ SYNC_APIS = (
 TOL_NS = 1
 METHODS = ("none", "external_id", "containment")
 
-
-def _name_mask(trace: Trace, prefixes: tuple[str, ...]) -> np.ndarray:
-    """Per-event bool: the event's name starts with one of ``prefixes``."""
-    ok = np.array([n.startswith(prefixes) for n in trace.names], dtype=bool)
-    return ok[trace.name_id] if len(ok) else np.zeros(len(trace), dtype=bool)
+_Rows = npt.NDArray[np.int64]  # event rows (-1: none)
 
 
-def _kind_mask(trace: Trace, kinds: tuple[Kind, ...]) -> np.ndarray:
-    return np.isin(trace.kind, np.array([int(k) for k in kinds], dtype=trace.kind.dtype))
-
-
-def _parents(trace: Trace) -> np.ndarray:
+def _parents(trace: Trace) -> _Rows:
     """Innermost enclosing event on the same CPU lane (-1 for roots and GPU events).
 
     Events are sorted by start (longer first on ties), so an event's innermost
@@ -96,7 +89,7 @@ def _parents(trace: Trace) -> np.ndarray:
     rows = np.flatnonzero(cpu_lane[trace.lane])
     order = rows[np.argsort(trace.lane[rows], kind="stable")]
     lane = trace.lane[order]
-    end = trace.ts_ns[order] + trace.dur_ns[order]
+    end = trace.end_ns[order]
     p = np.arange(-1, len(order) - 1, dtype=np.int64)
     if len(order):
         p[0] = -1
@@ -111,18 +104,16 @@ def _parents(trace: Trace) -> np.ndarray:
     return parent
 
 
-def _contains(trace: Trace, outer: np.ndarray, inner: np.ndarray) -> np.ndarray:
-    ts, end = trace.ts_ns, trace.ts_ns + trace.dur_ns
-    return (
-        (trace.lane[outer] == trace.lane[inner])
-        & (ts[outer] <= ts[inner])
-        & (end[inner] <= end[outer] + TOL_NS)
-    )
+def _contains(trace: Trace, outer: _Rows, inner: _Rows) -> npt.NDArray[np.bool_]:
+    """Per pair: ``outer[k]`` contains ``inner[k]`` on the same lane (``TOL_NS`` slack)."""
+    ts, end = trace.ts_ns, trace.end_ns
+    same_lane: npt.NDArray[np.bool_] = trace.lane[outer] == trace.lane[inner]
+    return same_lane & (ts[outer] <= ts[inner]) & (end[inner] <= end[outer] + TOL_NS)
 
 
-def _issuers(trace: Trace, parent: np.ndarray, calls: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _issuers(trace: Trace, parent: _Rows, calls: _Rows) -> tuple[_Rows, npt.NDArray[np.int8]]:
     """Issuing op and method code (see :data:`METHODS`) for each call row."""
-    is_op = _kind_mask(trace, CPU_OP_KINDS)
+    is_op = kind_mask(trace, CPU_OP_KINDS)
     found = np.full(len(calls), -1, dtype=np.int64)
     method = np.zeros(len(calls), dtype=np.int8)
     ops = np.flatnonzero(is_op & (trace.external_id >= 0))
@@ -187,17 +178,18 @@ class Links:
     """
 
     trace: Trace = field(repr=False)
-    launch: np.ndarray
-    issuer: np.ndarray
-    issuer_method: np.ndarray
-    parent: np.ndarray
-    step: np.ndarray
-    gpu_ops: np.ndarray
+    launch: npt.NDArray[np.int64]
+    issuer: npt.NDArray[np.int64]
+    issuer_method: npt.NDArray[np.int8]
+    parent: npt.NDArray[np.int64]
+    step: npt.NDArray[np.int64]
+    gpu_ops: npt.NDArray[np.int64]
     linked_gpu_ops: int
     method: dict[str, int]
-    gpu_ops_inside: np.ndarray
-    launch_calls: np.ndarray = field(repr=False)  # calls that launched GPU ops, by (lane, ts)
-    _by_call: tuple[np.ndarray, np.ndarray, np.ndarray] = field(repr=False)  # CSR call -> ops
+    gpu_ops_inside: npt.NDArray[np.int64]
+    # calls that launched GPU ops, by (lane, ts)
+    launch_calls: npt.NDArray[np.int64] = field(repr=False)
+    _by_call: tuple[_Rows, _Rows, _Rows] = field(repr=False)  # CSR call -> ops
 
     def stack(self, i: int) -> list[int]:
         """Enclosing events of ``i``, outermost first.
@@ -230,7 +222,7 @@ class Links:
         k = int(self.step[int(i)])
         return self.trace.steps[k] if k >= 0 else None
 
-    def gpu_ops_of_call(self, call: int) -> np.ndarray:
+    def gpu_ops_of_call(self, call: int) -> npt.NDArray[np.int64]:
         """GPU ops launched by one runtime/driver call (many for a graph launch)."""
         calls, starts, ops = self._by_call
         k = int(np.searchsorted(calls, call))
@@ -238,7 +230,7 @@ class Links:
             return np.empty(0, dtype=np.int64)
         return ops[starts[k] : starts[k + 1]]
 
-    def gpu_ops_of(self, op_row: int) -> np.ndarray:
+    def gpu_ops_of(self, op_row: int) -> npt.NDArray[np.int64]:
         """GPU ops launched inside an event (an op, a Python frame, a range), recursively.
 
         These are the GPU ops of every launch call on the same thread that the
@@ -253,7 +245,7 @@ class Links:
         lo = np.searchsorted(lane, t.lane[op_row], "left")
         hi = np.searchsorted(lane, t.lane[op_row], "right")
         a = lo + np.searchsorted(ts[lo:hi], t.ts_ns[op_row], "left")
-        b = lo + np.searchsorted(ts[lo:hi], t.ts_ns[op_row] + t.dur_ns[op_row], "right")
+        b = lo + np.searchsorted(ts[lo:hi], t.end_ns[op_row], "right")
         inside = calls[a:b]
         inside = inside[_contains(t, np.full(len(inside), op_row), inside)]
         if not inside.size:
@@ -261,7 +253,7 @@ class Links:
         return np.sort(np.concatenate([self.gpu_ops_of_call(c) for c in inside]))
 
 
-def _step_index(trace: Trace, when_ns: np.ndarray) -> np.ndarray:
+def _step_index(trace: Trace, when_ns: npt.NDArray[np.int64]) -> _Rows:
     steps = trace.steps
     out = np.full(len(when_ns), -1, dtype=np.int64)
     if not steps:
@@ -280,20 +272,21 @@ def link(trace: Trace) -> Links:
     Parameters
     ----------
     trace
-        A loaded trace. The result is cached in ``trace._cache["links"]``.
+        A loaded trace. The result is computed once and kept with the trace.
 
     Returns
     -------
     Links
         Arrays over all events; see :class:`Links`.
     """
-    cached = trace._cache.get("links")
-    if cached is not None:
-        return cached
+    return cached(trace, "links", lambda: _link(trace))
+
+
+def _link(trace: Trace) -> Links:
     n = len(trace)
     parent = _parents(trace)
-    gpu_ops = np.flatnonzero(_kind_mask(trace, GPU_OP_KINDS))
-    calls = np.flatnonzero(_kind_mask(trace, LAUNCH_KINDS) & (trace.correlation >= 0))
+    gpu_ops = np.flatnonzero(kind_mask(trace, GPU_OP_KINDS))
+    calls = np.flatnonzero(kind_mask(trace, LAUNCH_KINDS) & (trace.correlation >= 0))
 
     # 1. GPU op -> launch call, joined on correlation (first call if duplicated).
     launch = np.full(n, -1, dtype=np.int64)
@@ -306,7 +299,7 @@ def link(trace: Trace) -> Links:
     launch[gpu_ops[ok]] = by_corr[pos[ok]]
 
     # 2. launch call -> issuing op, for every runtime/driver call.
-    rt = np.flatnonzero(_kind_mask(trace, LAUNCH_KINDS))
+    rt = np.flatnonzero(kind_mask(trace, LAUNCH_KINDS))
     issuer = np.full(n, -1, dtype=np.int64)
     issuer_method = np.full(n, -1, dtype=np.int8)
     found, how = _issuers(trace, parent, rt)
@@ -335,7 +328,7 @@ def link(trace: Trace) -> Links:
 
     when = trace.ts_ns.copy()
     when[linked] = trace.ts_ns[owners]
-    links = Links(
+    return Links(
         trace=trace,
         launch=launch,
         issuer=issuer,
@@ -349,5 +342,3 @@ def link(trace: Trace) -> Links:
         launch_calls=launch_calls,
         _by_call=(call_rows, starts, ops_sorted),
     )
-    trace._cache["links"] = links
-    return links

@@ -24,11 +24,10 @@ from __future__ import annotations
 
 import mmap
 import os
-import re
 import zlib
 from pathlib import Path
 
-from ._columns import Buffer, TraceError
+from ._columns import Buffer, TraceError, skip_space
 from ._events import Trace
 from ._tolerant import load_tolerant
 
@@ -41,7 +40,6 @@ MMAP_BYTES = 1 << 20
 
 _GZIP_MAGIC = b"\x1f\x8b"
 _BOM = b"\xef\xbb\xbf"
-_LEADING_SPACE = re.compile(rb"[ \t\r\n]*")
 
 
 # --------------------------------------------------------------------------- bytes
@@ -51,6 +49,7 @@ def _read_bytes(source: str | os.PathLike[str] | bytes) -> tuple[Buffer, str]:
     Big uncompressed files are memory-mapped rather than read: the decoder
     then works on the page cache directly, with no copy of the file.
     """
+    data: Buffer
     if isinstance(source, (bytes, bytearray, memoryview)):
         data, label = bytes(source), "<bytes>"
     else:
@@ -67,7 +66,7 @@ def _read_bytes(source: str | os.PathLike[str] | bytes) -> tuple[Buffer, str]:
         data = _gunzip(data, label)
     if data[:3] == _BOM:
         data = data[3:]
-    start = _LEADING_SPACE.match(data).end()
+    start = skip_space(data)
     if start == len(data):
         raise TraceError(f"{label}: empty file")
     if data[start : start + 1] not in (b"{", b"["):
@@ -86,7 +85,7 @@ def _map_or_read(path: Path) -> Buffer:
     return mapped
 
 
-def _gunzip(data: bytes, label: str) -> bytearray:
+def _gunzip(data: Buffer, label: str) -> bytearray:
     """Decompress every gzip member; a cut-off stream is an error, not a partial trace.
 
     The output grows in one ``bytearray`` (extended in place), so the peak is

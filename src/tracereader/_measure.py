@@ -22,9 +22,11 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
-from ._events import Kind, Trace
-from ._link import _kind_mask, _name_mask, link
+from ._events import LAUNCH_KINDS, Kind, Trace, kind_mask, name_mask
+from ._intervals import Window, gpu_intervals, launched_in, union
+from ._link import link
 
 __all__ = [
     "LaunchTable",
@@ -34,8 +36,6 @@ __all__ = [
     "step_times",
     "summary",
 ]
-
-Window = tuple[int, int]
 
 
 @dataclass
@@ -48,17 +48,17 @@ class LaunchTable:
     kernel has a meaningful launch-to-start; :meth:`by_api` uses only that one.
     """
 
-    gpu_op: np.ndarray
+    gpu_op: npt.NDArray[np.int64]
     name: list[str]
     kind: list[str]
     api: list[str]
     op: list[str]
     step: list[str]
-    launch_to_start_us: np.ndarray
-    queue_delay_us: np.ndarray
-    call_us: np.ndarray
-    graph: np.ndarray
-    first_of_call: np.ndarray
+    launch_to_start_us: npt.NDArray[np.float64]
+    queue_delay_us: npt.NDArray[np.float64]
+    call_us: npt.NDArray[np.float64]
+    graph: npt.NDArray[np.bool_]
+    first_of_call: npt.NDArray[np.bool_]
 
     def __len__(self) -> int:
         return len(self.gpu_op)
@@ -110,7 +110,7 @@ def launches(trace: Trace, window: Window | None = None) -> LaunchTable:
     ln = link(trace)
     rows = ln.gpu_ops
     if window is not None:
-        rows = rows[_launched_in(trace, rows, window)]
+        rows = rows[launched_in(trace, rows, window)]
     call = ln.launch[rows]
     has = call >= 0
     c = np.maximum(call, 0)
@@ -118,7 +118,7 @@ def launches(trace: Trace, window: Window | None = None) -> LaunchTable:
     nan = np.full(len(rows), np.nan)
     # Subtract in int64 first: absolute ns timestamps do not fit a float exactly.
     to_start = np.where(has, (gpu_ts - trace.ts_ns[c]) / 1e3, nan)
-    queue = np.where(has, (gpu_ts - trace.ts_ns[c] - trace.dur_ns[c]) / 1e3, nan)
+    queue = np.where(has, (gpu_ts - trace.end_ns[c]) / 1e3, nan)
     call_us = np.where(has, trace.dur_ns[c] / 1e3, nan)
     names = np.array(trace.names + [""], dtype=object)
     blank = len(trace.names)
@@ -146,43 +146,15 @@ def launches(trace: Trace, window: Window | None = None) -> LaunchTable:
     )
 
 
-def _launched_in(trace: Trace, rows: np.ndarray, window: Window) -> np.ndarray:
-    """Mask over GPU-op ``rows``: launched (unlinked: started) inside ``window``."""
-    call = link(trace).launch[rows]
-    when = np.where(call >= 0, trace.ts_ns[np.maximum(call, 0)], trace.ts_ns[rows])
-    return (when >= window[0]) & (when < window[1])
-
-
-def _segments(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Union of intervals as disjoint, sorted segments."""
-    if not len(starts):
-        return starts, ends
-    order = np.argsort(starts, kind="stable")
-    s, e = starts[order], np.maximum.accumulate(ends[order])
-    new = np.ones(len(s), dtype=bool)
-    new[1:] = s[1:] > e[:-1]
-    first = np.flatnonzero(new)
-    last = np.append(first[1:] - 1, len(s) - 1)
-    return s[first], e[last]
-
-
-def _gpu_intervals(trace: Trace, rows: np.ndarray, window: Window | None):
-    s, e = trace.ts_ns[rows], trace.ts_ns[rows] + trace.dur_ns[rows]
-    if window is not None:
-        s, e = np.maximum(s, window[0]), np.minimum(e, window[1])
-        keep = e > s
-        rows, s, e = rows[keep], s[keep], e[keep]
-    dev = np.array([ln.device for ln in trace.lanes], dtype=np.int64)[trace.lane[rows]]
-    return rows, s, e, dev
-
-
-def _busy_ns(trace: Trace, rows: np.ndarray, device: int | None, window: Window | None) -> int:
-    rows, s, e, dev = _gpu_intervals(trace, rows, window)
+def _busy_ns(
+    trace: Trace, rows: npt.NDArray[np.int64], device: int | None, window: Window | None
+) -> int:
+    rows, s, e, dev = gpu_intervals(trace, rows, window)
     total = 0
     for d in np.unique(dev):
         if device is not None and d != device:
             continue
-        a, b = _segments(s[dev == d], e[dev == d])
+        a, b = union(s[dev == d], e[dev == d])
         total += int((b - a).sum())
     return total
 
@@ -279,16 +251,18 @@ def summary(trace: Trace) -> dict[str, Any]:
     ln = link(trace)
     k = trace.kind
     cpu_kinds = (Kind.CPU_OP, Kind.USER_ANNOTATION, Kind.PYTHON, Kind.RUNTIME, Kind.DRIVER)
-    threads = np.unique(trace.lane[_kind_mask(trace, cpu_kinds)])
+    threads = np.unique(trace.lane[kind_mask(trace, cpu_kinds)])
     streams = [trace.lanes[i] for i in np.unique(trace.lane[ln.gpu_ops])]
-    apis: dict[str, int] = {}
-    for call, count in zip(ln._by_call[0], np.diff(ln._by_call[1]), strict=False):
-        apis[trace.name(call)] = apis.get(trace.name(call), 0) + int(count)
-    calls = _kind_mask(trace, (Kind.RUNTIME, Kind.DRIVER))
-    graph = int(np.count_nonzero(calls & _name_mask(trace, ("cudaGraphLaunch", "cuGraphLaunch"))))
+    call_of_op = ln.launch[ln.gpu_ops]  # GPU ops per launch API name, from the linker
+    api_ids, counts = np.unique(trace.name_id[call_of_op[call_of_op >= 0]], return_counts=True)
+    apis: dict[str, int] = {
+        trace.names[i]: int(n) for i, n in zip(api_ids.tolist(), counts, strict=True)
+    }
+    graph_names = ("cudaGraphLaunch", "cuGraphLaunch")
+    graph = int(np.count_nonzero(kind_mask(trace, LAUNCH_KINDS) & name_mask(trace, graph_names)))
     lat = launches(trace)
     first = lat.launch_to_start_us[lat.first_of_call]
-    end = int((trace.ts_ns + trace.dur_ns).max()) if len(trace) else 0
+    end = int(trace.end_ns.max()) if len(trace) else 0
     return {
         "source": trace.source,
         "parser": trace.parser,

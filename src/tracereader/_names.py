@@ -2,9 +2,8 @@
 
 Kineto records the full demangled signature of every kernel (namespaces,
 template arguments, lambdas, parameter lists); :func:`shorten_kernel_name`
-keeps what says what the kernel computes. The timeline's bar labels use a
-terser form, :func:`tracereader._draw_layout.short_name`, built on the same
-:func:`split_args`.
+keeps what says what the kernel computes. Tables, comparisons and the
+timeline's bar labels all use it.
 """
 
 from __future__ import annotations
@@ -84,7 +83,8 @@ def shorten_kernel_name(name: str, width: int = 60) -> str:
     Wrapper kernels show what they wrap (``cutlass::Kernel2<cutlass_80_simt_sgemm_64x64_8x5_tn_align1>``
     -> ``cutlass_80_simt_sgemm_64x64_8x5_tn_align1``). cuBLAS/CUTLASS names keep
     their tile information, lose the ``_execute..._cublas`` tail, and keep a
-    ``split_k`` marker. Longer results are cut with ``…``.
+    ``split_k`` marker. Longer results are cut with ``…`` (the marker goes
+    only when ``width`` cannot hold it).
     """
     s = name.strip()
     if s.startswith(("Memcpy", "Memset")):
@@ -125,7 +125,8 @@ def shorten_kernel_name(name: str, width: int = 60) -> str:
         short = f"{base}<{(floats or dtypes)[0]}>"
     else:
         short = base or name.strip()
-    return cut(short, width - len(marker)) + marker
+    marked = cut(short, width - len(marker)) + marker
+    return marked if len(marked) <= width else cut(short, width)
 
 
 def cut(text: str, width: int) -> str:

@@ -21,8 +21,11 @@ line on stderr and return 2; there is never a traceback.
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 from pathlib import Path
+
+from ._errors import UserError
 
 __all__ = ["add_arguments", "run"]
 
@@ -72,13 +75,9 @@ def run(args: argparse.Namespace) -> int:
     """
     try:
         return _run(args)
-    except _UserError as exc:
+    except UserError as exc:
         print(f"tracereader render: {exc}", file=sys.stderr)
         return 2
-
-
-class _UserError(Exception):
-    pass
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -86,23 +85,25 @@ def _run(args: argparse.Namespace) -> int:
 
     out = Path(args.out)
     if out.suffix.lower() not in FORMATS:
-        raise _UserError(f"--out {out}: use a .png, .svg or .pdf file name")
+        raise UserError(f"--out {out}: use a .png, .svg or .pdf file name")
     if args.dpi <= 0 or args.width <= 0:
-        raise _UserError("--dpi and --width must be positive")
-    try:
-        from ._draw import timeline
+        raise UserError("--dpi and --width must be positive")
+    from ._draw import alt_text, timeline
+
+    try:  # _draw imports matplotlib only when it draws: check it is there first
+        importlib.import_module("matplotlib")
     except ImportError:
-        raise _UserError("drawing needs matplotlib: pip install 'tracereader[draw]'") from None
+        raise UserError("drawing needs matplotlib: pip install 'tracereader[draw]'") from None
     try:
         trace = load(args.file)
     except TraceError as exc:
-        raise _UserError(str(exc)) from None
+        raise UserError(str(exc)) from None
 
     window = None
     if args.window is not None:
         t0_us, t1_us = args.window
         if t1_us <= t0_us:
-            raise _UserError(f"--window {t0_us:g} {t1_us:g}: T1 must be after T0")
+            raise UserError(f"--window {t0_us:g} {t1_us:g}: T1 must be after T0")
         window = (trace.t0_ns + round(t0_us * 1e3), trace.t0_ns + round(t1_us * 1e3))
     try:
         fig = timeline(
@@ -117,16 +118,16 @@ def _run(args: argparse.Namespace) -> int:
             width_in=args.width,
         )
     except KeyError as exc:
-        raise _UserError(exc.args[0] if exc.args else "not found") from None
+        raise UserError(exc.args[0] if exc.args else "not found") from None
     except ValueError as exc:
-        raise _UserError(str(exc)) from None
+        raise UserError(str(exc)) from None
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
-        fig.savefig(out, dpi=args.dpi, metadata=_metadata(out, fig.tracereader_alt))
+        fig.savefig(out, dpi=args.dpi, metadata=_metadata(out, alt_text(fig)))
     except OSError as exc:
-        raise _UserError(f"cannot write {out}: {exc.strerror or exc}") from None
+        raise UserError(f"cannot write {out}: {exc.strerror or exc}") from None
     print(out)
-    print(fig.tracereader_alt)
+    print(alt_text(fig))
     return 0
 
 

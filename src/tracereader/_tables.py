@@ -15,15 +15,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
-from ._events import Kind, Trace
-from ._link import _kind_mask, link
-from ._measure import _launched_in, gpu_busy_us, step_times
+from ._events import Kind, Trace, kind_mask
+from ._intervals import Window, launched_in
+from ._link import link
+from ._measure import gpu_busy_us, step_times
 from ._names import cut, shorten_kernel_name
 
 __all__ = ["Comparison", "Table", "compare", "kernel_table", "op_table"]
 
-Window = tuple[int, int]
 
 # ---------------------------------------------------------------- Table
 def _fmt(column: str, value: Any) -> str:
@@ -170,13 +171,13 @@ def kernel_table(trace: Trace, window: Window | None = None, top: int | None = N
     """
     rows = link(trace).gpu_ops
     if window is not None:
-        rows = rows[_launched_in(trace, rows, window)]
+        rows = rows[launched_in(trace, rows, window)]
     dur = trace.dur_ns[rows] / 1e3
     names = trace.name_id[rows]
     order = np.lexsort((dur, names))
     names, dur = names[order], dur[order]
     grand = dur.sum()
-    out = []
+    out: list[list[Any]] = []
     if len(rows):
         starts = np.flatnonzero(np.append(True, names[1:] != names[:-1]))
         for a, b in zip(starts, np.append(starts[1:], len(names)), strict=False):
@@ -214,7 +215,7 @@ def op_table(
     """
     ln = link(trace)
     n = len(trace)
-    is_row = _kind_mask(trace, _ROW_KINDS)
+    is_row = kind_mask(trace, _ROW_KINDS)
     # Nearest enclosing table row (skipping Python frames).
     up = ln.parent.copy()
     todo = np.flatnonzero((up >= 0) & is_row)
@@ -243,8 +244,8 @@ def op_table(
     ids = trace.name_id[sel]
     m = len(trace.names)
 
-    def per_name(values: np.ndarray) -> np.ndarray:
-        return np.bincount(ids, weights=values[sel], minlength=m)
+    def per_name(values: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+        return np.asarray(np.bincount(ids, weights=values[sel], minlength=m), dtype=np.float64)
 
     calls = np.bincount(ids, minlength=m)
     sums = [per_name(v) / 1e3 for v in (self_cpu, dur, self_gpu, total_gpu)]
@@ -258,7 +259,7 @@ def op_table(
         "total_gpu_us",
         "gpu_ops",
     ]
-    rows = [
+    rows: list[list[Any]] = [
         [trace.names[k], int(calls[k]), *(float(s[k]) for s in sums), int(n_gpu[k])]
         for k in np.flatnonzero(calls)
     ]
@@ -326,11 +327,11 @@ def _per_step(trace: Trace) -> dict[str, Any]:
     if steps:
         ops = ln.gpu_ops[ln.step[ln.gpu_ops] >= 0]
         n = len(steps)
-        vals = {k: float(np.mean([getattr(s, k) for s in steps]))
-                for k in ("kernels", "gpu_ops", "launches", "cpu_us", "gpu_busy_us")}  # fmt: skip
+        vals: dict[str, Any] = {k: float(np.mean([getattr(s, k) for s in steps]))
+                                for k in ("kernels", "gpu_ops", "launches", "cpu_us", "gpu_busy_us")}  # fmt: skip
     else:
         ops, n = ln.gpu_ops, 1
-        end = int((trace.ts_ns + trace.dur_ns).max())
+        end = int(trace.end_ns.max())
         vals = {"kernels": float(np.count_nonzero(trace.kind[ops] == Kind.KERNEL)),
                 "gpu_ops": float(len(ops)), "launches": float(len(ln.launch_calls)),
                 "cpu_us": (end - trace.t0_ns) / 1e3, "gpu_busy_us": gpu_busy_us(trace)}  # fmt: skip

@@ -26,8 +26,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 
-from ._events import GPU_OP_KINDS, LAUNCH_KINDS, Kind, Trace
+from ._events import GPU_OP_KINDS, LAUNCH_KINDS, Kind, Trace, kind_mask, name_mask
 from ._link import LAUNCH_APIS
 
 __all__ = ["Finding", "validate"]
@@ -148,12 +149,8 @@ def _python(trace: Trace) -> list[Finding]:
     return [Finding("ok", message, "python")]
 
 
-def _mask(trace: Trace, kinds: tuple[Kind, ...]) -> np.ndarray:
-    return np.isin(trace.kind, np.array([int(k) for k in kinds], dtype=trace.kind.dtype))
-
-
 def _gpu(trace: Trace) -> list[Finding]:
-    n_gpu = int(_mask(trace, GPU_OP_KINDS).sum())
+    n_gpu = int(kind_mask(trace, GPU_OP_KINDS).sum())
     if n_gpu:
         return [Finding("ok", f"{_n(n_gpu, 'GPU op')} (kernels, copies, memsets)", "gpu")]
     n_launch = int(_launches(trace).sum())
@@ -167,15 +164,13 @@ def _gpu(trace: Trace) -> list[Finding]:
     return [Finding("warn", message, "gpu")]
 
 
-def _launches(trace: Trace) -> np.ndarray:
+def _launches(trace: Trace) -> npt.NDArray[np.bool_]:
     """Mask of runtime/driver calls that launch GPU work."""
-    is_launch_name = np.array([n.startswith(LAUNCH_APIS) for n in trace.names], dtype=bool)
-    named = is_launch_name[trace.name_id] if len(is_launch_name) else np.zeros(len(trace), bool)
-    return named & _mask(trace, LAUNCH_KINDS)
+    return name_mask(trace, LAUNCH_APIS) & kind_mask(trace, LAUNCH_KINDS)
 
 
 def _zero_dur(trace: Trace) -> list[Finding]:
-    gpu = _mask(trace, GPU_OP_KINDS)
+    gpu = kind_mask(trace, GPU_OP_KINDS)
     zero = int((gpu & (trace.dur_ns == 0)).sum())
     if not gpu.any():
         return []
@@ -191,7 +186,7 @@ def _zero_dur(trace: Trace) -> list[Finding]:
 
 def _overlap(trace: Trace) -> list[Finding]:
     """Count GPU ops starting before an earlier op on the same stream ended."""
-    gpu = np.flatnonzero(_mask(trace, GPU_OP_KINDS))
+    gpu = np.flatnonzero(kind_mask(trace, GPU_OP_KINDS))
     if not len(gpu):
         return []
     by_lane = gpu[np.lexsort((trace.ts_ns[gpu], trace.lane[gpu]))]
@@ -213,7 +208,7 @@ def _overlap(trace: Trace) -> list[Finding]:
 
 
 def _last_step(trace: Trace) -> list[Finding]:
-    """Is the last ``ProfilerStep`` complete?
+    """Check whether the last ``ProfilerStep`` is complete.
 
     It counts as cut off when the profiler stopped while it was open (it ends
     at or after every other recorded event), or when launch calls made inside
@@ -231,13 +226,13 @@ def _last_step(trace: Trace) -> list[Finding]:
     others &= trace.kind != Kind.OTHER  # the profiler's own "Trace" span covers everything
     trace_end = int(trace.end_ns[others].max()) if others.any() else last.end_ns
     inside = (trace.ts_ns >= last.start_ns) & (trace.ts_ns < last.end_ns) & _launches(trace)
-    gpu_corr = trace.correlation[_mask(trace, GPU_OP_KINDS)]
+    gpu_corr = trace.correlation[kind_mask(trace, GPU_OP_KINDS)]
     corr = trace.correlation[inside]
     missing = int((~np.isin(corr, gpu_corr) & (corr >= 0)).sum())
     reasons = []
     # A GPU trace always has the profiler's closing cudaDeviceSynchronize after its last
     # step; a CPU-only trace has nothing there, so ending with the trace proves nothing.
-    has_gpu = bool(_mask(trace, GPU_OP_KINDS).any())
+    has_gpu = bool(kind_mask(trace, GPU_OP_KINDS).any())
     if has_gpu and last.end_ns >= trace_end:
         reasons.append("it ends with the trace (the profiler stopped inside it)")
     if missing:

@@ -21,16 +21,13 @@ import argparse
 import json
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
+from ._errors import UserError
+from ._events import Trace
 from ._load import TraceError, load
 
 __all__ = ["main", "run"]
-
-
-class _UserError(Exception):
-    """A problem to report in one line (exit status 2)."""
 
 
 def _emit(obj: Any, fmt: str) -> None:
@@ -43,17 +40,17 @@ def _emit(obj: Any, fmt: str) -> None:
     print(text)
 
 
-def _load(path: str):
+def _load(path: str) -> Trace:
     return load(path)
 
 
-def _window(trace, step: int | None) -> tuple[int, int] | None:
+def _window(trace: Trace, step: int | None) -> tuple[int, int] | None:
     if step is None:
         return None
     try:
         s = trace.step(step)
     except KeyError as exc:
-        raise _UserError(str(exc.args[0])) from None
+        raise UserError(str(exc.args[0])) from None
     return (s.start_ns, s.end_ns)
 
 
@@ -181,44 +178,19 @@ def _gaps(args: argparse.Namespace) -> int:
 def _compare(args: argparse.Namespace) -> int:
     from ._tables import compare
 
-    labels = tuple(args.labels.split(",", 1)) if "," in args.labels else None
-    if labels is None:
-        raise _UserError("--labels takes two names separated by a comma, e.g. eager,compiled")
-    _emit(compare(_load(args.a), _load(args.b), labels), args.format)  # type: ignore[arg-type]
+    if "," not in args.labels:
+        raise UserError("--labels takes two names separated by a comma, e.g. eager,compiled")
+    first, second = args.labels.split(",", 1)
+    _emit(compare(_load(args.a), _load(args.b), (first, second)), args.format)
     return 0
 
 
-@dataclass(frozen=True)
-class _Finding:
-    level: str
-    message: str
-    check: str = ""
-
-
-def _basic_findings(trace) -> list[_Finding]:
-    """Used only when the full validator is not installed."""
-    from ._link import link
-
-    ln = link(trace)
-    unlinked = len(ln.gpu_ops) - ln.linked_gpu_ops
-    level = "warn" if unlinked else "ok"
-    return [
-        _Finding("ok", f"{len(trace):,} complete events", "counts"),
-        _Finding(level, f"{unlinked} of {len(ln.gpu_ops)} GPU ops have no launch call", "links"),
-    ]
-
-
 def _validate(args: argparse.Namespace) -> int:
-    trace = _load(args.file)
-    try:
-        from ._validate import validate
-    except ImportError:
-        findings: list[Any] = _basic_findings(trace)
-    else:
-        findings = list(validate(trace))
+    from ._validate import validate
+
+    findings = validate(_load(args.file))
     if args.format == "json":
-        recs = [{"level": f.level, "check": getattr(f, "check", ""), "message": f.message}
-                for f in findings]  # fmt: skip
+        recs = [{"level": f.level, "check": f.check, "message": f.message} for f in findings]
         print(json.dumps(recs, indent=2))
     elif args.format == "markdown":
         print("\n".join(f"- **{f.level}** {f.message}" for f in findings))
@@ -228,11 +200,8 @@ def _validate(args: argparse.Namespace) -> int:
 
 
 def _render(args: argparse.Namespace) -> int:
-    # Imported only here, so every other subcommand works without matplotlib.
-    try:
-        from . import _render as render
-    except ImportError as exc:
-        raise _UserError(f"render is not available ({exc})") from None
+    from . import _render as render
+
     parser = argparse.ArgumentParser(prog="tracereader render", description="Draw a trace window.")
     render.add_arguments(parser)
     return int(render.run(parser.parse_args(args.rest)))
@@ -246,8 +215,13 @@ def _parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     def add(
-        name: str, func: Callable[[argparse.Namespace], int], help: str, *, step=True, top=True
-    ):
+        name: str,
+        func: Callable[[argparse.Namespace], int],
+        help: str,
+        *,
+        step: bool = True,
+        top: bool = True,
+    ) -> argparse.ArgumentParser:
         p = sub.add_parser(name, help=help, description=help)
         if name == "compare":
             p.add_argument("a", help="first trace (.json or .json.gz)")
@@ -294,7 +268,7 @@ def main(argv: list[str] | None = None) -> int:
         return int(args.func(args))
     except SystemExit as exc:  # argparse: usage errors and --help
         return exc.code if isinstance(exc.code, int) else 2
-    except (TraceError, _UserError) as exc:
+    except (TraceError, UserError) as exc:
         print(f"tracereader: {exc}", file=sys.stderr)
         return 2
     except BrokenPipeError:  # `tracereader ... | head`
