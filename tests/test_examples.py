@@ -99,3 +99,15 @@ def test_bad_flag_is_one_line(tmp_path):
     )  # fmt: skip
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert "invalid choice: 'nope'" in done.stderr
+
+
+SNIPPETS = sorted((ROOT / "docs" / "snippets").glob("*.py"))
+
+
+@pytest.mark.parametrize("snippet", SNIPPETS, ids=lambda p: p.stem)
+def test_a_snippet_a_page_shows_runs_with_only_torch(snippet, tmp_path):
+    done = subprocess.run([sys.executable, str(snippet)], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "Self CPU time total" in done.stdout
+    assert (tmp_path / "trace.json").stat().st_size > 0

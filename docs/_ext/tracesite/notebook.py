@@ -22,7 +22,7 @@ from typing import Any
 from .recordings import Recording, Variant, load
 
 __all__ = [
-    "Fmt", "ByRepeat", "interleaved_calls", "md", "medians", "num", "put", "rec",
+    "Fmt", "ByRepeat", "interleaved_calls", "links", "md", "medians", "num", "put", "rec",
     "recs", "setup", "show", "trace", "unprofiled_calls", "variant", "verdict",
 ]
 
@@ -61,9 +61,13 @@ class ByRepeat:
         return self.cache[key]
 
 
-def setup(example: str) -> None:
-    """Choose the example whose recordings this page reads; register ``%%repeats``."""
-    _state["example"] = example
+def setup(example: str, site_root: str = "../") -> None:
+    """Choose the example whose recordings this page reads; register ``%%repeats``.
+
+    ``site_root`` is the way from the page up to the top of the built site, for the
+    trace links under its figures (``"../"`` for a page in ``chapters/``).
+    """
+    _state["example"], _state["site_root"] = example, site_root
     try:
         from IPython import get_ipython
     except ImportError:  # plain Python (tests): no magic to register
@@ -179,11 +183,35 @@ def md(key: str, text: str) -> str:
     return text
 
 
-def show(fig: Any, caption: str = "", alt: str | None = None, dpi: int = 88) -> Any:
-    """A matplotlib figure as an image with alt text and caption, for the page."""
-    from .html import FigureHTML
+def show(fig: Any, caption: str = "", alt: str | None = None, dpi: int = 88,
+         traces: str | tuple[str, ...] | list[str] = ()) -> Any:
+    """A matplotlib figure as an image with alt text and caption, for the page.
 
-    return FigureHTML(fig, alt=alt, caption=caption, dpi=dpi)
+    ``traces`` names the variants the figure was drawn from; under the figure go the
+    links to download the drawn repeat of each and open it in Perfetto.
+    """
+    from .html import FigureHTML, Snippet, trace_links_html
+
+    figure = FigureHTML(fig, alt=alt, caption=caption, dpi=dpi)
+    names = [traces] if isinstance(traces, str) else list(traces)
+    if not names:
+        return figure
+    root = _state.get("site_root", "../")
+    links = "".join(
+        trace_links_html(r.trace_url(root), r.trace_bytes, f"{r.example} {r.variant} r{r.repeat}")
+        for r in (variant(n).repeats[0] for n in names)
+    )
+    return Snippet(figure._repr_html_() + links, repr(figure))
+
+
+def links(name: str) -> Any:
+    """The download link and Perfetto button for the drawn repeat of ``name``."""
+    from .html import Snippet, trace_links_html
+
+    r = variant(name).repeats[0]
+    url = r.trace_url(_state.get("site_root", "../"))
+    return Snippet(trace_links_html(url, r.trace_bytes, f"{r.example} {r.variant} r{r.repeat}"),
+                   f"trace {r.variant} r{r.repeat}: {url}")
 
 
 def _n_repeats() -> int:
