@@ -79,10 +79,10 @@ def setup(example: str, site_root: str = "../") -> None:
 
 def variant(name: str) -> Variant:
     """Every repeat of one variant of the page's example."""
-    cache = _state["cache"]
-    if name not in cache:
-        cache[name] = load(_state["example"], name)
-    return cache[name]
+    cache, key = _state["cache"], (_state["example"], name)
+    if key not in cache:
+        cache[key] = load(_state["example"], name)
+    return cache[key]
 
 
 def rec(name: str) -> Recording:
