@@ -60,6 +60,9 @@ sphinx_gallery_conf = {
     "abort_on_example_error": True,
     # The timing pages load jQuery/DataTables from a CDN: the site must read offline.
     "write_computation_times": False,
+    # Each figure also at twice the resolution, for sharp pictures on high-density screens
+    # and the zoom overlay (the page lays it out at the 1x size).
+    "image_srcset": ["2x"],
 }
 
 myst_enable_extensions = ["colon_fence", "deflist", "dollarmath", "substitution", "attrs_inline"]
@@ -84,11 +87,16 @@ html_theme_options = {
     "show_toc_level": 2,
     "use_download_button": True,
     "use_fullscreen_button": True,
-    "secondary_sidebar_items": {"auto_examples/**": []},
+    # One search control: the field at the top of the sidebar. pydata's header bar would
+    # add a second one (the article header's icon shows only when the sidebar is folded).
+    "navbar_persistent": [],
 }
 html_static_path = ["_static"]
-html_css_files = ["custom.css", "home.css"]
-html_js_files = ["perfetto.js"]
+html_css_files = ["custom.css", "home.css", "zoom.css"]
+# Static scripts, no inline JavaScript: perfetto.js opens traces in the Perfetto UI,
+# zoom.js shows a figure at full resolution in an overlay.
+html_js_files = ["perfetto.js", "zoom.js"]
+html_favicon = "_static/favicon.svg"
 html_extra_path = ["_generated/extra"]
 html_last_updated_fmt = None
 # Without it, a first-time visitor's console logs "Got invalid theme mode".

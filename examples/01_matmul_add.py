@@ -479,9 +479,11 @@ except ImportError:  # only torch here: the trace file is still there to open in
     print("tracereader is not installed: open the trace at https://ui.perfetto.dev instead")
 
 if tracereader:
+    import matplotlib.pyplot as plt  # a pyplot figure, so that notebooks and the site show it
+
     small_trace = tracereader.load(small.trace_path)
     last = small_trace.steps[-1]
-    tracereader.timeline(small_trace, step=last.name, width_in=12)
+    tracereader.timeline(small_trace, step=last.name, width_in=12, fig=plt.figure())
     busy = tracereader.summary(small_trace)["gpu_busy_us"] / len(small_trace.steps)
     print(f"{last.name}: CPU {last.dur_us:.0f} us; GPU busy {busy:.1f} us per step on average")
 
@@ -508,7 +510,7 @@ print(big.table)
 
 if tracereader:
     big_trace = tracereader.load(big.trace_path)
-    tracereader.timeline(big_trace, step=big_trace.steps[-1].name, width_in=12)
+    tracereader.timeline(big_trace, step=big_trace.steps[-1].name, width_in=12, fig=plt.figure())
     busy = tracereader.summary(big_trace)["gpu_busy_us"] / len(big_trace.steps)
     print(f"GPU busy {busy:.0f} us per step on average")
 

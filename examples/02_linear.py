@@ -201,9 +201,11 @@ except ImportError:  # only torch here: the trace file is still there to open in
     print("tracereader is not installed: open the trace at https://ui.perfetto.dev instead")
 
 if tracereader:
+    import matplotlib.pyplot as plt  # a pyplot figure, so that notebooks and the site show it
+
     for result in (small, big):
         tr = tracereader.load(result.trace_path)
-        tracereader.timeline(tr, step=tr.steps[-1].name, width_in=9)
+        tracereader.timeline(tr, step=tr.steps[-1].name, width_in=9, fig=plt.figure())
 
 # %%
 # Every variant

@@ -310,3 +310,72 @@ def test_real_h200_traces(path):
     assert any(lane.startswith("GPU") for lane in info["lanes"])
     assert info["lanes"][0].startswith("CPU")
     assert "GPU" in fig.tracereader_alt
+
+
+def _text_problems(fig) -> list[str]:
+    from tracereader._draw_check import text_layout
+
+    lay = text_layout(fig)
+    return [f"{a!r} overlaps {b!r}" for a, b in lay.overlaps] + [
+        f"{c!r} is cut off" for c in lay.clipped
+    ]
+
+
+@pytest.mark.parametrize(
+    "path", RECORDINGS, ids=lambda p: f"{p.parents[2].name}/{p.parents[1].name}"
+)
+def test_recordings_draw_without_overlapping_or_clipped_text(path):
+    """Every recording, drawn as the pages draw it (a step at a column's width and wider,
+    the whole trace, callouts, two panels): no label overlaps another or is cut off."""
+    t = load(path)
+    step = t.steps[-1].name if t.steps else None  # the peaks recording has no steps
+    span = (t.step(step).start_ns, t.step(step).end_ns) if step else resolve_window(t)[:2]
+    callouts = []
+    for k in t.where(kind=Kind.KERNEL, within=span)[:1]:
+        callouts.append(Callout("the first kernel", event=int(k), at="mid"))
+        launch = int(link(t).launch[k])
+        if launch >= 0 and span[0] <= t.ts_ns[launch] < span[1]:
+            callouts.append(Callout("its launch call", event=launch))
+    figs = {
+        "step, 7 in": timeline(t, step=step, width_in=7.0),
+        "step, 12 in": timeline(t, step=step, width_in=12.0),
+        "whole trace, 11 in": timeline(t, width_in=11.0),
+        "callouts, 11 in": timeline(t, step=step, width_in=11.0, callouts=callouts),
+        "two panels, 11 in": compare_timelines(
+            [t, t], [step, None], ["last step", "whole trace"], width_in=11.0
+        ),
+    }
+    problems = [f"{name}: {p}" for name, fig in figs.items() for p in _text_problems(fig)]
+    assert not problems, "\n".join(problems)
+
+
+def test_text_layout_finds_overlaps_clipping_and_the_smallest_text():
+    from matplotlib.figure import Figure
+
+    from tracereader._draw_check import text_layout
+
+    fig = Figure(figsize=(4, 2), dpi=100, layout="constrained")
+    ax = fig.subplots()
+    ax.text(0.5, 0.5, "first label", fontsize=12)
+    ax.text(0.52, 0.5, "second label", fontsize=7)  # on top of the first
+    ax.text(0.95, 0.1, "cut off by the axes", clip_on=True)
+    ax.text(5.0, 5.0, "outside the axes entirely", clip_on=True)  # not seen: not counted
+    fig.text(0.9, 0.9, "past the figure's edge")
+    lay = text_layout(fig)
+    assert lay.overlaps == (("first label", "second label"),)
+    assert set(lay.clipped) == {"cut off by the axes", "past the figure's edge"}
+    assert "outside the axes entirely" not in lay.texts
+    assert lay.min_font_pt == 7
+    assert lay.min_text_px(144) == pytest.approx(14)
+    # saved with bbox_inches="tight" the figure grows to hold text past its edge
+    assert text_layout(fig, canvas=False).clipped == ("cut off by the axes",)
+
+
+@pytest.mark.parametrize("width_in", [5.0, 7.0, 11.0, 12.0, 20.0])
+def test_text_scales_with_width_up_to_the_default(trace, width_in):
+    """A timeline wider than 7 in is the 7 in picture magnified (up to 12 in), so when a
+    page shrinks it to a column its text stays as large as the 7 in figure's."""
+    from tracereader._draw_check import text_layout
+
+    smallest = text_layout(timeline(trace, step=1, width_in=width_in)).min_font_pt
+    assert smallest == pytest.approx(8.0 * min(max(width_in, 7.0), 12.0) / 7.0)

@@ -26,7 +26,17 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
-from ._draw_layout import CLASSES, PX_PER_IN, Callout, PanelSpec, select
+from ._draw_layout import (
+    AXIS_PT,
+    CLASSES,
+    LABEL_PT,
+    PX_PER_IN,
+    TITLE_PT,
+    Callout,
+    PanelSpec,
+    scale_for,
+    select,
+)
 from ._events import GPU_OP_KINDS, Region, Trace, kind_mask
 from ._link import link
 
@@ -166,6 +176,11 @@ def timeline(
         Title above the picture; default: trace file name and window.
     width_in
         Figure width in inches; the height follows from the number of rows.
+        Up to 7 inches text is 8 to 10 points high; a wider figure, up to 12
+        inches, is the same picture magnified (text, rows and lines scale with
+        the width, the time axis gets finer), so it stays legible when a page
+        shrinks it to a column. Beyond 12 inches the extra width is room for
+        detail (longer labels).
     fig
         Draw into this (empty) figure instead of a new unmanaged one.
 
@@ -245,13 +260,14 @@ def _figure(
 
     longest_ns = max(end - start for _, start, end, _, _ in panels)
     unit, scale = ("ms", 1e6) if longest_ns >= 5e6 else ("µs", 1e3)
-    axes_in = max(width_in - LABEL_MARGIN_IN, 2.0)
+    k = scale_for(width_in)
+    axes_in = max(width_in - LABEL_MARGIN_IN * k, 2.0)
     px_ns = longest_ns / (axes_in * PX_PER_IN)
     prepared = [
-        prepare_panel(tr, start, end, spec, px_ns, _links(tr)) for tr, start, end, _, _ in panels
+        prepare_panel(tr, start, end, spec, px_ns, _links(tr), k) for tr, start, end, _, _ in panels
     ]
     heights = [max(p.height_rows, 1.0) for p in prepared]
-    height_in = sum(heights) * ROW_IN + 0.9 * len(panels) + 0.9
+    height_in = (sum(heights) * ROW_IN + 0.9 * len(panels) + 0.9) * k
     if fig is None:
         fig = Figure(figsize=(width_in, height_in), layout="constrained")
     else:
@@ -266,13 +282,14 @@ def _figure(
         ax.set_xlim(0, longest_ns / scale)
         head = ptitle or title or f"{_source_name(tr)}: {what}"
         if ptitle is not None or len(panels) == 1:
-            ax.set_title(head, loc="left", fontsize=10)
+            ax.set_title(head, loc="left", fontsize=TITLE_PT * k)
         info.update(title=head, window=_window_info(tr, start, end, what))
         infos.append(info)
-    axes[-1].set_xlabel(f"time from window start ({unit})")
+    axes[-1].set_xlabel(f"time from window start ({unit})", fontsize=AXIS_PT * k)
     if title and len(panels) > 1:
-        fig.suptitle(title, x=0.01, ha="left", fontsize=11)
-    _legend(fig, used, any(i["arrows"] for i in infos), any(i["gaps"] for i in infos))
+        fig.suptitle(title, x=0.01, ha="left", fontsize=(TITLE_PT + 1) * k)
+    arrows, gaps = any(i["arrows"] for i in infos), any(i["gaps"] for i in infos)
+    _legend(fig, used, arrows, gaps, LABEL_PT * k, width_in)
     # What was drawn, for tests and captions, and the alt text: attributes of our own.
     fig.tracereader_info = infos[0] if len(infos) == 1 else {"panels": infos}  # type: ignore[attr-defined]
     fig.tracereader_alt = " ".join(_alt(i) for i in infos)  # type: ignore[attr-defined]
@@ -298,7 +315,10 @@ def _window_info(trace: Trace, start: int, end: int, what: str) -> dict[str, Any
     }
 
 
-def _legend(fig: Figure, used: set[str], arrows: bool, gaps: bool) -> None:
+def _legend(
+    fig: Figure, used: set[str], arrows: bool, gaps: bool, size_pt: float, width_in: float
+) -> None:
+    """The colour key under the picture, in as many columns as fit its width."""
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
 
@@ -310,13 +330,36 @@ def _legend(fig: Figure, used: set[str], arrows: bool, gaps: bool) -> None:
     if gaps:
         handles.append(Patch(facecolor="#f4a6a6", alpha=0.5, hatch="//", label="GPU idle"))
     if handles:
+        labels = [str(h.get_label()) for h in handles]
         fig.legend(
             handles=handles,
             loc="outside lower center",
-            ncols=min(len(handles), 5),
-            fontsize=8,
+            ncols=_legend_columns(labels, size_pt, width_in - 0.2),
+            fontsize=size_pt,
             frameon=False,
         )
+
+
+def _legend_columns(labels: list[str], size_pt: float, room_in: float, most: int = 5) -> int:
+    """The most columns (up to ``most``) whose legend rows fit in ``room_in`` inches.
+
+    matplotlib fills a legend column by column, the first ``len % ncols`` columns one
+    entry longer; each column is as wide as its widest entry (a 2 em handle, 0.8 em to
+    the text, the text), with 2 em between columns and 0.4 em of padding each side
+    (matplotlib's defaults).
+    """
+    from ._draw_paint import text_width_in
+
+    em = size_pt / 72
+    widths = [2.8 * em + text_width_in(label, size_pt) for label in labels]
+    for ncols in range(min(most, len(labels)), 1, -1):
+        short, long_cols = divmod(len(widths), ncols)
+        sizes = [short + 1] * long_cols + [short] * (ncols - long_cols)
+        ends = np.cumsum(sizes)
+        cols = [widths[end - n : end] for n, end in zip(sizes, ends, strict=True)]
+        if sum(max(c) for c in cols if c) + em * (2 * (ncols - 1) + 0.8) <= room_in:
+            return ncols
+    return 1
 
 
 def _alt(info: dict[str, Any]) -> str:

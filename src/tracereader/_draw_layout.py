@@ -26,10 +26,12 @@ __all__ = [
     "PanelSpec",
     "Row",
     "bar_label",
+    "char_in",
     "classify",
     "layout_rows",
     "merge_bars",
     "place_callout",
+    "scale_for",
     "select",
     "stack_levels",
 ]
@@ -39,7 +41,7 @@ CLASSES: tuple[tuple[str, str, str], ...] = (
     ("annotation", "step / user annotation", "#c9c3e6"),
     ("op", "aten / CPU op", "#6baed6"),
     ("python", "Python frame", "#e0d3a8"),
-    ("launch", "launch call (cudaLaunchKernel, cuLaunchKernel...)", "#fd8d3c"),
+    ("launch", "launch call (cudaLaunchKernel…)", "#fd8d3c"),
     ("sync", "synchronize call", "#d62728"),
     ("runtime", "other runtime call", "#a3a3a3"),
     ("kernel", "kernel", "#31a354"),
@@ -49,10 +51,31 @@ CLASSES: tuple[tuple[str, str, str], ...] = (
 )
 CLASS_INDEX = {key: i for i, (key, _, _) in enumerate(CLASSES)}
 
-FONT_PT = 7.0  # bar labels
-CALLOUT_PT = 8.0
-CHAR_IN = 0.56 * FONT_PT / 72  # average glyph width of the label font, in inches
+#: Text sizes in points, for a figure up to :data:`REF_WIDTH_IN` wide. A wider figure, up
+#: to :data:`MAX_SCALE_WIDTH_IN` (the default width), scales them, with its rows and lines,
+#: by ``width_in / REF_WIDTH_IN`` (:func:`scale_for`): it is the same picture magnified,
+#: with a finer time axis, so it reads the same when a page shrinks it to the width of a
+#: text column. Wider still, the sizes stay and the extra width is room for detail.
+REF_WIDTH_IN = 7.0
+MAX_SCALE_WIDTH_IN = 12.0
+FONT_PT = 8.0  # bar and gap labels: the smallest text in a timeline
+CALLOUT_PT = 8.5
+LABEL_PT = 8.5  # lane names, tick labels, legend
+AXIS_PT = 9.0  # the time axis' label
+TITLE_PT = 10.0
+CHAR_EM = 0.56  # average glyph width of the default font (DejaVu Sans), in ems
 PX_PER_IN = 144  # merge resolution: finer than any page shows the picture
+
+
+def scale_for(width_in: float) -> float:
+    """How much a figure ``width_in`` wide magnifies text, rows and lines (1 to 12/7)."""
+    return min(max(float(width_in), REF_WIDTH_IN), MAX_SCALE_WIDTH_IN) / REF_WIDTH_IN
+
+
+def char_in(size_pt: float) -> float:
+    """Average glyph width, in inches, of text ``size_pt`` points high."""
+    return CHAR_EM * size_pt / 72
+
 
 _CPU_DRAWN = (Kind.CPU_OP, Kind.USER_ANNOTATION, Kind.RUNTIME, Kind.DRIVER)
 
@@ -310,18 +333,21 @@ def place_callout(
     start_ns: int,
     end_ns: int,
     px_ns: float,
+    box_in: float | None = None,
 ) -> dict[str, Any]:
     """Resolve a callout's event and the span its text box takes (level set later).
 
-    The box is centred over the pointed-at time and kept inside the window;
-    its width is estimated from the text length at :data:`CALLOUT_PT`.
+    The box, ``box_in`` inches wide (default: estimated from the text's length at
+    :data:`CALLOUT_PT`), is centred over the pointed-at time and kept inside the window.
     """
     j = _callout_target(trace, idx, c)
     ev = int(idx[j])
     t0 = int(np.clip(trace.ts_ns[ev], start_ns, end_ns))
     t1 = int(np.clip(trace.end_ns[ev], start_ns, end_ns))
     t = {"start": t0, "mid": (t0 + t1) // 2, "end": t1}.get(c.at, t0)
-    width = (len(c.text) + 2) * CHAR_IN * CALLOUT_PT / FONT_PT * px_ns * PX_PER_IN
+    if box_in is None:
+        box_in = (len(c.text) + 2) * char_in(CALLOUT_PT)
+    width = box_in * px_ns * PX_PER_IN
     width = min(width, end_ns - start_ns)
     x0 = min(max(t - width / 2, start_ns), end_ns - width)
     return {"callout": c, "pos": j, "t_ns": t, "box": (x0, x0 + width), "level": 0}

@@ -18,13 +18,14 @@ import numpy.typing as npt
 
 from ._draw_layout import (
     CALLOUT_PT,
-    CHAR_IN,
     CLASSES,
     FONT_PT,
+    LABEL_PT,
     PX_PER_IN,
     PanelSpec,
     Row,
     bar_label,
+    char_in,
     classify,
     layout_rows,
     merge_bars,
@@ -85,12 +86,22 @@ class Prepared:
     gaps: list[dict[str, Any]] = field(default_factory=list)
     callouts: list[dict[str, Any]] = field(default_factory=list)
     all_arrows: bool = False  # draw arrows even where they are too dense to read
+    scale: float = 1.0  # text, lines: times their size at the reference width
 
 
 def prepare_panel(
-    trace: Trace, start_ns: int, end_ns: int, spec: PanelSpec, px_ns: float, launch: _I64
+    trace: Trace,
+    start_ns: int,
+    end_ns: int,
+    spec: PanelSpec,
+    px_ns: float,
+    launch: _I64,
+    scale: float = 1.0,
 ) -> Prepared:
-    """Select and lay out one panel; see :func:`tracereader._draw.timeline`."""
+    """Select and lay out one panel; see :func:`tracereader._draw.timeline`.
+
+    ``scale`` magnifies text and lines (:func:`tracereader._draw_layout.scale_for`).
+    """
     idx = select(trace, start_ns, end_ns, python=spec.python, gpu_annotations=spec.gpu_annotations)
     rows, row_of = layout_rows(trace, idx)
     launched = np.zeros(len(trace), dtype=bool)
@@ -99,7 +110,10 @@ def prepare_panel(
     s = np.clip(trace.ts_ns[idx], start_ns, end_ns)
     e = np.clip(trace.end_ns[idx], start_ns, end_ns)
     bars = merge_bars(s, e, row_of, cls, px_ns)
-    callouts = [place_callout(trace, idx, c, start_ns, end_ns, px_ns) for c in spec.callouts]
+    callouts = [
+        place_callout(trace, idx, c, start_ns, end_ns, px_ns, _callout_box_in(c.text, scale))
+        for c in spec.callouts
+    ]
     stack_levels(callouts)
     levels = 1 + max((c["level"] for c in callouts), default=-1)
     y_top = np.zeros(len(rows))
@@ -125,6 +139,7 @@ def prepare_panel(
         arrow_src=none,
         arrow_dst=none,
         callouts=callouts,
+        scale=scale,
     )
 
     if spec.arrows and len(idx):
@@ -194,12 +209,16 @@ def paint_panel(ax: Axes, p: Prepared, *, scale_ns: float) -> dict[str, Any]:
             ticks.append((y0 + y1) / 2)
             labels.append(row.lane_label)
             lanes.append(row.lane_label)
-    ax.set_yticks(ticks, labels, fontsize=8)
+    k = p.scale
+    ax.set_yticks(ticks, labels, fontsize=LABEL_PT * k)
     ax.tick_params(axis="y", length=0)
+    ax.tick_params(axis="x", labelsize=LABEL_PT * k, length=3.5 * k, width=0.8 * k)
+    for spine in ax.spines.values():
+        spine.set_linewidth(0.8 * k)
     ax.set_ylim(max(p.height_rows, 1.0), 0)
     for side in ("top", "right", "left"):
         ax.spines[side].set_visible(False)
-    ax.grid(axis="x", color="#dddddd", lw=0.5, zorder=0)
+    ax.grid(axis="x", color="#dddddd", lw=0.5 * k, zorder=0)
 
     n_labels = _labels(ax, p, x0, x1, top, ns_per_in)
     _gaps(ax, p, x)
@@ -231,13 +250,17 @@ def paint_panel(ax: Axes, p: Prepared, *, scale_ns: float) -> dict[str, Any]:
 def _labels(ax: Axes, p: Prepared, x0: _F64, x1: _F64, top: _F64, ns_per_in: float) -> int:
     """Write event names inside bars wide enough to hold them (truncated with …)."""
     b = p.bars
+    size = FONT_PT * p.scale
+    glyph = char_in(size)
     width_in = (b["end_ns"] - b["start_ns"]) / ns_per_in
-    fits = np.flatnonzero((b["count"] == 1) & (width_in >= 6 * CHAR_IN))
+    fits = np.flatnonzero((b["count"] == 1) & (width_in >= 6 * glyph))
     n = 0
     for j in fits.tolist():
         ev = int(p.idx[b["first"][j]])
-        room = int((width_in[j] - 2 * CHAR_IN) / CHAR_IN)
-        text = bar_label(p.trace.name(ev), int(p.trace.kind[ev]), room)
+        room_in = width_in[j] - 2 * glyph  # a glyph of air each side
+        text = _fitted_label(p.trace.name(ev), int(p.trace.kind[ev]), room_in, size)
+        if not text:
+            continue
         dark = CLASSES[int(b["cls"][j])][0] in ("sync", "kernel", "copy", "op")
         ax.text(
             (x0[j] + x1[j]) / 2,
@@ -245,13 +268,48 @@ def _labels(ax: Axes, p: Prepared, x0: _F64, x1: _F64, top: _F64, ns_per_in: flo
             text,
             ha="center",
             va="center",
-            fontsize=FONT_PT,
+            fontsize=size,
             color="white" if dark else "#222222",
             clip_on=True,
             zorder=3,
         )
         n += 1
     return n
+
+
+def _callout_box_in(text: str, scale: float) -> float:
+    """Width of a callout's box, in inches.
+
+    Its text, the box's padding (0.3 em each side) and a little air.
+    """
+    size = CALLOUT_PT * scale
+    return text_width_in(text, size) + (2 * 0.3 + 0.5) * size / 72
+
+
+def _fitted_label(name: str, kind: int, room_in: float, size_pt: float) -> str:
+    """The longest :func:`bar_label` of ``name`` that measures at most ``room_in`` wide.
+
+    "" when not even three characters fit.
+    """
+    chars = int(room_in / char_in(size_pt))
+    while chars >= 3:
+        text = bar_label(name, kind, chars)
+        wide = text_width_in(text, size_pt)
+        if wide <= room_in:
+            return text
+        chars = min(chars - 1, int(chars * room_in / wide))
+    return ""
+
+
+def text_width_in(text: str, size_pt: float) -> float:
+    """How wide ``text`` is, in inches, set at ``size_pt`` in matplotlib's default font."""
+    from matplotlib.font_manager import FontProperties
+    from matplotlib.textpath import text_to_path
+
+    width, _, _ = text_to_path.get_text_width_height_descent(
+        text, FontProperties(size=size_pt), ismath=False
+    )
+    return float(width) / 72
 
 
 def _gpu_rows_of(p: Prepared, device: int) -> list[int]:
@@ -263,6 +321,7 @@ def _gaps(ax: Axes, p: Prepared, x: _ToX) -> None:
     from matplotlib.patches import Rectangle
 
     ns_per_in = p.px_ns * PX_PER_IN
+    size = FONT_PT * p.scale
     for g in p.gaps:
         rows = _gpu_rows_of(p, g["device"])
         y0, y1 = p.y_top[rows[0]], p.y_top[rows[-1]] + 1
@@ -284,7 +343,8 @@ def _gaps(ax: Axes, p: Prepared, x: _ToX) -> None:
         room_in = (g["end_ns"] - g["start_ns"]) / ns_per_in
         dur = _fmt_us(g["gap_us"])
         texts = [f"idle {dur} ({g['cause']})", f"idle {dur}", dur]
-        text = next((t for t in texts if room_in >= (len(t) + 1) * CHAR_IN), "")
+        room_in -= 2 * char_in(size)
+        text = next((t for t in texts if text_width_in(t, size) <= room_in), "")
         if text:
             ax.text(
                 (gx0 + gx1) / 2,
@@ -292,7 +352,7 @@ def _gaps(ax: Axes, p: Prepared, x: _ToX) -> None:
                 text,
                 ha="center",
                 va="center",
-                fontsize=FONT_PT + 0.5,
+                fontsize=size,
                 color="#9b1c1c",
                 zorder=3,
                 clip_on=True,
@@ -326,8 +386,8 @@ def _arrows(ax: Axes, p: Prepared, x: _ToX) -> int:
                 arrowprops={
                     "arrowstyle": "-|>",
                     "color": ARROW_COLOR,
-                    "lw": 0.7,
-                    "mutation_scale": 7,
+                    "lw": 0.7 * p.scale,
+                    "mutation_scale": 7 * p.scale,
                     "shrinkA": 0,
                     "shrinkB": 0,
                     "alpha": 0.8,
@@ -338,7 +398,9 @@ def _arrows(ax: Axes, p: Prepared, x: _ToX) -> int:
 
         segs = np.stack([np.c_[sx, sy], np.c_[dx, dy]], axis=1)
         ax.add_collection(
-            LineCollection(list(segs), colors=ARROW_COLOR, linewidths=0.5, alpha=0.35, zorder=4)
+            LineCollection(
+                list(segs), colors=ARROW_COLOR, linewidths=0.5 * p.scale, alpha=0.35, zorder=4
+            )
         )
     return n
 
@@ -358,14 +420,19 @@ def _callouts(ax: Axes, p: Prepared, x: _ToX) -> list[dict[str, Any]]:
             textcoords="data",
             ha="center",
             va="center",
-            fontsize=CALLOUT_PT,
+            fontsize=CALLOUT_PT * p.scale,
             zorder=5,
             annotation_clip=False,
-            bbox={"boxstyle": "round,pad=0.3", "fc": "#fffbe6", "ec": "#999999", "lw": 0.6},
+            bbox={
+                "boxstyle": "round,pad=0.3",
+                "fc": "#fffbe6",
+                "ec": "#999999",
+                "lw": 0.6 * p.scale,
+            },
             arrowprops={
                 "arrowstyle": "->",
                 "color": "#222222",
-                "lw": 0.9,
+                "lw": 0.9 * p.scale,
                 "shrinkA": 0,
                 "shrinkB": 1,
             },

@@ -35,10 +35,13 @@ __all__ = [
     "PHONE_WIDTH",
     "PageReport",
     "Weight",
+    "check_chrome",
     "check_dark",
+    "check_figures",
     "check_page",
     "check_phone",
     "check_search",
+    "check_zoom",
     "fmt_bytes",
     "is_local",
     "launch",
@@ -61,6 +64,17 @@ DOWNLOAD_SUFFIXES = (".py", ".ipynb", ".zip", ".json.gz")
 BUDGET_BYTES = 1_500_000  # per page: its HTML + images + downloads linked from its content
 PHONE_WIDTH = 390
 DESKTOP = {"width": 1366, "height": 900}
+LAPTOP = {"width": 1280, "height": 900}  # figures, contents and search are checked here
+MIN_FIGURE_TEXT_PX = 10.0  # the smallest text a figure may show, as displayed
+#: Figures: FigureHTML's (measured: data-min-text-px...) and sphinx-gallery's.
+FIGURES = "figure.tr-figure img, img.sphx-glr-single-img, img.sphx-glr-multi-img"
+#: Pages that must show the "on this page" contents: chapters and examples.
+TOC_PAGES = ("chapters/", "auto_examples/")
+#: What counts as a search control in the page's frame (the search page's own form is
+#: its content, in CONTENT, and not counted).
+SEARCH_CONTROLS = (".search-button__button, .search-button-field, .search-button, "
+                   "input[type=search], input[name=q]")
+CONTENT = "article.bd-article, .bd-search-container"
 PHONE = {"width": PHONE_WIDTH, "height": 844}
 MIN_CONTRAST = 4.5  # WCAG AA, normal text
 MIN_CONTRAST_LARGE = 3.0  # WCAG AA, >= 24 px, or >= 18.66 px bold
@@ -655,3 +669,195 @@ def check_search(page, base_url: str, query: str, expect_any: list[str]) -> list
     if not hits:
         return [f"search.html?q={query}: results {hrefs or '(none)'} include none of {expect_any}"]
     return []
+
+
+# --------------------------------------------------------------------------- figures
+
+_JS_FIGURES = (
+    "async (FIGURES) => {"
+    + _JS_DESCRIBE
+    + r"""
+  const imgs = Array.from(document.querySelectorAll(FIGURES));
+  await Promise.all(imgs.map(img => Promise.race([
+    img.decode().catch(() => null), new Promise(r => setTimeout(r, 5000))])));
+  return imgs.map(img => {
+    const d = (name) => img.getAttribute('data-' + name);
+    img.focus({preventScroll: true});
+    const s = getComputedStyle(img);
+    const ring = document.activeElement === img && s.outlineStyle !== 'none'
+      && parseFloat(s.outlineWidth) >= 2;
+    img.blur();
+    return {
+      html: describe(img), alt: img.getAttribute('alt') || '',
+      ours: !!img.closest('figure.tr-figure'), measured: img.hasAttribute('data-min-text-px'),
+      minText: parseFloat(d('min-text-px')), width1x: parseFloat(d('width-1x')),
+      overlaps: parseInt(d('text-overlaps') || '0'), clipped: parseInt(d('text-clipped') || '0'),
+      issues: d('text-issues') || '', clientWidth: img.clientWidth,
+      tabIndex: img.tabIndex, label: img.getAttribute('aria-label') || '', ring,
+    };
+  });
+}"""
+)
+
+
+def _figure_name(alt: str) -> str:
+    alt = " ".join(alt.split())
+    return f'"{alt[:90]}…"' if len(alt) > 90 else f'"{alt}"'
+
+
+def check_figures(page, url: str) -> list[str]:
+    """At 1280 px, every figure reads: its smallest text, as displayed, is at least
+    10 px; none of its labels overlap or are cut off; it is a zoom button.
+
+    :class:`tracesite.html.FigureHTML` measures each figure as it renders it and writes
+    ``data-min-text-px`` (at the 1x size, ``data-width-1x`` wide),
+    ``data-text-overlaps`` and ``data-text-clipped`` on the ``<img>``; the displayed
+    size is ``min_text_px * clientWidth / width_1x``. A ``figure.tr-figure`` image
+    without them was made some other way and is reported as unmeasured.
+    sphinx-gallery's images carry no measurements (only the zoom part applies).
+    Zoom (``_static/zoom.js``): focusable, labelled, with a visible focus ring.
+    """
+    label = _label(url)
+    page.set_viewport_size(LAPTOP)
+    page.goto(url, wait_until="load")
+    _settle(page)
+    problems = []
+    for fig in page.evaluate(_JS_FIGURES, FIGURES):
+        name = f"{label}: figure {_figure_name(fig['alt'])}"
+        if fig["ours"] and not fig["measured"]:
+            problems.append(f"{name}: not measured (no data-min-text-px): made outside "
+                            "tracesite.html.FigureHTML, so its text size and overlaps are "
+                            "unchecked")
+        if fig["measured"]:
+            if fig["minText"] == fig["minText"] and fig["width1x"] > 0:  # not NaN: has text
+                shown = fig["minText"] * fig["clientWidth"] / fig["width1x"]
+                if shown < MIN_FIGURE_TEXT_PX:
+                    problems.append(
+                        f"{name}: its smallest text shows at {shown:.1f} px (< "
+                        f"{MIN_FIGURE_TEXT_PX:g} px) at {LAPTOP['width']} px: "
+                        f"{fig['minText']:g} px at {fig['width1x']:g} px wide, shown "
+                        f"{fig['clientWidth']} px wide")
+            if fig["overlaps"] or fig["clipped"]:
+                problems.append(f"{name}: {fig['overlaps']} overlapping label pairs, "
+                                f"{fig['clipped']} labels cut off ({fig['issues']})")
+        if fig["tabIndex"] < 0 or not fig["label"].strip():
+            problems.append(f"{name}: not a zoom button (tabindex {fig['tabIndex']}, "
+                            f"aria-label {fig['label']!r}): is _static/zoom.js loaded?")
+        elif not fig["ring"]:
+            problems.append(f"{name}: no visible focus ring when focused")
+    return problems
+
+
+def check_zoom(page, url: str) -> list[str]:
+    """The page's first figure opens large in an overlay on a click and on Enter, and
+    Escape or a click closes it (focus back on the figure). Pages with no figure pass."""
+    label = _label(url)
+    page.set_viewport_size(LAPTOP)
+    page.goto(url, wait_until="load")
+    _settle(page)
+    figures = page.locator(FIGURES)
+    if not figures.count():
+        return []
+    img = figures.first
+    name = f"{label}: figure {_figure_name(img.get_attribute('alt') or '')}"
+    overlay = page.locator(".tr-zoom")
+    problems = []
+
+    def opened(how: str) -> bool:
+        try:
+            overlay.wait_for(state="visible", timeout=3_000)
+            page.wait_for_function(
+                "() => { const i = document.querySelector('.tr-zoom img');"
+                " return i && i.complete && i.naturalWidth > 0 }", timeout=3_000)
+        except Exception:
+            problems.append(f"{name}: {how} did not open the zoom overlay")
+            return False
+        big = page.evaluate(
+            "() => { const i = document.querySelector('.tr-zoom img');"
+            " return {natural: i.naturalWidth, shown: parseFloat(getComputedStyle(i).width)} }")
+        small = img.evaluate("i => i.getBoundingClientRect().width")
+        if abs(big["shown"] - big["natural"]) > 1 or big["shown"] < 1.5 * small:
+            problems.append(f"{name}: the overlay shows it {big['shown']:.0f} px wide, not at "
+                            f"its natural size ({big['natural']} px; {small:.0f} px on the page)")
+        return True
+
+    def closed(how: str) -> None:
+        try:
+            overlay.wait_for(state="detached", timeout=3_000)
+        except Exception:
+            problems.append(f"{name}: {how} did not close the zoom overlay")
+
+    img.scroll_into_view_if_needed()
+    img.click()
+    if opened("a click"):
+        page.keyboard.press("Escape")
+        closed("Escape")
+        if not img.evaluate("i => document.activeElement === i"):
+            problems.append(f"{name}: focus did not return to the figure after Escape")
+    img.focus()
+    page.keyboard.press("Enter")
+    if opened("Enter"):
+        overlay.click(position={"x": 5, "y": 5})
+        closed("a click on the overlay")
+    return problems
+
+
+# --------------------------------------------------------------------------- page frame
+
+_JS_CHROME = (
+    "([SEARCH, CONTENT]) => {"
+    + _JS_DESCRIBE
+    + r"""
+  const seen = (el) => el.checkVisibility({visibilityProperty: true, opacityProperty: true})
+    && el.getBoundingClientRect().width > 0;
+  const search = Array.from(document.querySelectorAll(SEARCH))
+    .filter(el => seen(el) && !el.closest(CONTENT))
+    .filter((el, _, all) => !all.some(o => o !== el && o.contains(el)));
+  const toc = document.querySelector('.bd-sidebar-secondary nav.page-toc, nav.page-toc');
+  return {
+    icons: Array.from(document.querySelectorAll('link[rel~="icon"]')).map(l => l.href),
+    search: search.map(describe),
+    tocShown: !!toc && seen(toc),
+    tocEntries: toc ? Array.from(toc.querySelectorAll('a[href]')).filter(seen).length : 0,
+  };
+}"""
+)
+
+
+def is_toc_page(page_path: str) -> bool:
+    """Chapters and examples (not the gallery's index) must show "on this page"."""
+    return page_path.startswith(TOC_PAGES) and not page_path.endswith("/index.html")
+
+
+def check_chrome(page, url: str) -> list[str]:
+    """The page's frame at 1280 px: a favicon that loads, exactly one search control,
+    and on chapter and example pages the "on this page" contents with >= 2 entries.
+
+    The favicon is fetched here as well: Chromium requests it while loading the page
+    (so :func:`check_page`'s request watcher reports a missing one too), but whether
+    and when a browser asks for icons is its own choice, and this check does not
+    depend on it.
+    """
+    label = _label(url)
+    page.set_viewport_size(LAPTOP)
+    page.goto(url, wait_until="load")
+    _settle(page)
+    found = page.evaluate(_JS_CHROME, [SEARCH_CONTROLS, CONTENT])
+    problems = []
+    if not found["icons"]:
+        problems.append(f"{label}: no <link rel=icon> (favicon)")
+    for href in found["icons"]:
+        why = _fetch_problem(page, href)
+        if why:
+            problems.append(f"{label}: favicon {_rel(href, urljoin(url, '/'))}: {why}")
+    if len(found["search"]) != 1:
+        problems.append(f"{label}: {len(found['search'])} visible search controls at "
+                        f"{LAPTOP['width']} px, not 1: {', '.join(found['search']) or 'none'}")
+    if is_toc_page(label):
+        if not found["tocShown"]:
+            problems.append(f"{label}: no \"on this page\" contents visible at "
+                            f"{LAPTOP['width']} px")
+        elif found["tocEntries"] < 2:
+            problems.append(f"{label}: the \"on this page\" contents has "
+                            f"{found['tocEntries']} entries (< 2)")
+    return problems

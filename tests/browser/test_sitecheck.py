@@ -30,7 +30,20 @@ BROKEN = """
 <script>console.error("self-test boom")</script>
 <div style="width: 900px; height: 4px">a strip too wide for a phone</div>
 <p style="color: #333">grey text for a light page only</p>
+<figure class="tr-figure"><img src="../_images/selftest-figure.png" alt="a planted figure"
+  width="600" height="60" data-min-text-px="7.5" data-width-1x="600" data-text-overlaps="2"
+  data-text-clipped="1" data-text-issues="'aten::mm' overlaps 'cudaLaunchKernel'"></figure>
+<figure class="tr-figure"><img src="../_images/selftest-figure.png" alt="a hand-made figure"
+  width="600" height="60"></figure>
+<style>nav.page-toc { display: none; }</style>
 """
+# Outside the article: a second search box in the page's frame, and a favicon that 404s.
+FRAME = [
+    ('<div class="article-header-buttons">',
+     '<div class="article-header-buttons"><input type="search" name="q" size="8" '
+     'aria-label="a second search box">'),
+    ('href="../_static/favicon.svg"', 'href="../_static/no-such-favicon.svg"'),
+]
 
 # (what must be reported, as a regex over the problem lines)
 EXPECTED = [
@@ -47,6 +60,15 @@ EXPECTED = [
     r"^chapters/part1\.html: at 390 px <div>a strip too wide for a phone reaches 9\d\d px",
     r"^chapters/part1\.html \(dark\): <p>grey text for a light page only has contrast",
     r"^chapters/part1\.html \(dark\): <img src=\"\.\./_images/selftest-transparent\.png\"> is transparent",
+    r"^chapters/part1\.html: figure \"a planted figure\": its smallest text shows at 7\.5 px \(< 10 px\)",
+    r"^chapters/part1\.html: figure \"a planted figure\": 2 overlapping label pairs, 1 labels cut off "
+    r"\('aten::mm' overlaps 'cudaLaunchKernel'\)",
+    r"^chapters/part1\.html: figure \"a hand-made figure\": not measured",
+    r"^chapters/part1\.html: 2 visible search controls at 1280 px, not 1: .*<input>",
+    r"^chapters/part1\.html: favicon _static/no-such-favicon\.svg: HTTP 404",
+    # the browser asks for the icon as it loads the page: the request watcher sees it too
+    r"^chapters/part1\.html: request for _static/no-such-favicon\.svg: GET -> HTTP 404",
+    r"^chapters/part1\.html: no \"on this page\" contents visible at 1280 px",
 ]
 # Also acceptable among the new lines: the page-level consequence of the wide strip.
 CONSEQUENCES = [r"^chapters/part1\.html: at 390 px the page scrolls sideways"]
@@ -80,6 +102,8 @@ def _all_checks(browser, base_url: str, site) -> list[str]:
         problems = sitecheck.check_page(page, url, site).problems
         problems += sitecheck.check_phone(page, url)
         problems += sitecheck.check_dark(dark.new_page(), url)
+        problems += sitecheck.check_figures(page, url)
+        problems += sitecheck.check_chrome(page, url)
     finally:
         light.close()
         dark.close()
@@ -95,6 +119,7 @@ def test_broken_copy_is_reported_by_page_and_element(tmp_path, site_root, chromi
         images = site / "_images"
         images.mkdir(exist_ok=True)
         (images / "selftest-noalt.png").write_bytes(_png(8, 8, lambda x, y: (40, 90, 200, 255)))
+        (images / "selftest-figure.png").write_bytes(_png(60, 6, lambda x, y: (200, 200, 200, 255)))
         (images / "selftest-transparent.png").write_bytes(
             _png(32, 32, lambda x, y: (0, 0, 0, 255) if x == y else (0, 0, 0, 0))
         )
@@ -106,7 +131,11 @@ def test_broken_copy_is_reported_by_page_and_element(tmp_path, site_root, chromi
         html = page_file.read_text(encoding="utf-8")
         marker = '<article class="bd-article">'
         assert marker in html, f"{PAGE}: the theme's article element moved; update the self-test"
-        page_file.write_text(html.replace(marker, marker + BROKEN, 1), encoding="utf-8")
+        html = html.replace(marker, marker + BROKEN, 1)
+        for old, new in FRAME:
+            assert old in html, f"{PAGE}: {old!r} moved; update the self-test"
+            html = html.replace(old, new, 1)
+        page_file.write_text(html, encoding="utf-8")
 
         after = _all_checks(chromium, base_url, site)
 
