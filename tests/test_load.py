@@ -275,10 +275,21 @@ def test_a_cut_inside_a_string_falls_back_to_one_piece(monkeypatch):
 
 @pytest.fixture
 def tiny_pieces(monkeypatch):
-    """Make modern.json big enough to be cut into ~20 pieces and shared by workers."""
+    """Make modern.json big enough to be cut into ~20 pieces and shared by workers.
+
+    Earlier tests may leave idle Python threads behind (torch.compile's compile pool),
+    which rightly stops the loader from forking; these tests are about forking, so they
+    see a single thread. The guard itself is tested below.
+    """
     monkeypatch.setattr(_fast, "PIECE_BYTES", 512)
     monkeypatch.setattr(_fast, "PARALLEL_BYTES", 1)
+    monkeypatch.setattr(_fast.threading, "active_count", lambda: 1)
     return monkeypatch
+
+
+def test_no_forking_while_other_threads_run(monkeypatch):
+    monkeypatch.setattr(_fast.threading, "active_count", lambda: 2)
+    assert _fast._workers(None) == 1 and _fast._workers(4) == 1
 
 
 @pytest.mark.parametrize("workers", [2, 3])
