@@ -77,17 +77,19 @@ def setup(example: str, site_root: str = "../") -> None:
         ip.register_magic_function(_repeats, magic_kind="cell", magic_name="repeats")
 
 
-def variant(name: str) -> Variant:
-    """Every repeat of one variant of the page's example."""
-    cache, key = _state["cache"], (_state["example"], name)
+def variant(name: str, example: str | None = None) -> Variant:
+    """Every repeat of one variant of the page's example (or of ``example``)."""
+    example = example or _state["example"]
+    cache, key = _state["cache"], (example, name)
     if key not in cache:
-        cache[key] = load(_state["example"], name)
+        cache[key] = load(example, name)
     return cache[key]
 
 
-def rec(name: str) -> Recording:
-    """The current repeat of ``name`` (the first, outside ``%%repeats``)."""
-    return variant(name).repeats[_state["repeat"]]
+def rec(name: str, example: str | None = None) -> Recording:
+    """The current repeat of ``name`` (the first, outside ``%%repeats``), of the page's
+    example or of ``example``."""
+    return variant(name, example).repeats[_state["repeat"]]
 
 
 def recs(name: str) -> list[Recording]:
