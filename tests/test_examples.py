@@ -48,7 +48,7 @@ def test_every_variant_runs_on_the_cpu(script, tmp_path):
     assert variants, f"{script.name} has no VARIANTS"
     for name, (harness, params) in variants.items():
         small = dict(params, device="cpu")
-        for key in ("size", "batch", "seq", "dim", "hidden", "in_dim", "out_dim"):
+        for key in ("size", "batch", "seq", "dim", "hidden", "in_dim", "out_dim", "heads"):
             if key in small:
                 small[key] = min(small[key], 32)
         if "active" in small:
@@ -74,7 +74,7 @@ def test_example_imports_nothing_but_torch_and_the_standard_library(script):
             top |= {a.name.split(".")[0] for a in node.names}
         elif isinstance(node, ast.ImportFrom):
             top.add((node.module or "").split(".")[0])
-    assert top <= {"argparse", "json", "sys", "pathlib", "time", "torch", "warnings"}, top
+    assert top <= {"argparse", "contextlib", "json", "math", "sys", "pathlib", "time", "torch", "warnings"}, top
     assert "tracesite" not in {
         n.id for n in ast.walk(tree) if isinstance(n, ast.Name)
     }, "the replay glue is reached through sys.modules, never imported"

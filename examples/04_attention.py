@@ -1,0 +1,241 @@
+"""
+Attention: naive, compiled, and every SDPA backend
+==================================================
+
+Causal self-attention on query, key and value tensors of shape
+``(batch, heads, seq, head_dim)``, the Hugging Face series' shape by default
+(batch 8, 16 heads, sequence 1024, head_dim 64, bf16). ``naive`` writes it out
+in five steps: ``q @ k.transpose``, scale, causal ``masked_fill``, softmax,
+``@ v``. ``sdpa_<backend>`` calls ``torch.nn.functional.scaled_dot_product_attention``
+with one backend pinned by ``torch.nn.attention.sdpa_kernel`` (math, efficient,
+flash, cudnn); ``sdpa_default`` lets PyTorch choose. ``naive_compile`` compiles
+the five-step version. Every variant is listed in ``VARIANTS`` and read in the
+Part 3 chapter.
+
+This file needs only torch. On a machine with a CUDA GPU it profiles live; on
+the CPU it profiles a shrunken problem there (no GPU lane, and only the math
+backend exists). Run it yourself::
+
+    python 04_attention.py                         # the naive version
+    python 04_attention.py --list                  # every variant, with its settings
+    python 04_attention.py --variant sdpa_flash    # one named variant
+
+Each run writes its trace to ``traces/04_attention/<name>.json``.
+"""
+
+# sphinx_gallery_start_ignore
+import warnings
+
+warnings.filterwarnings("ignore", message=".*Profiler clears events.*")
+# sphinx_gallery_end_ignore
+import argparse
+import contextlib
+import json
+import math
+import sys
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+from torch.nn.attention import SDPBackend, sdpa_kernel
+from torch.profiler import ProfilerActivity, profile, record_function, schedule
+
+# %%
+# Attention, two ways
+# -------------------
+
+
+def naive_attention(q, k, v):
+    """Causal attention in five steps, each its own operator."""
+    scores = q @ k.transpose(-2, -1)
+    scores = scores * (1.0 / math.sqrt(q.shape[-1]))
+    seq = q.shape[-2]
+    causal = torch.ones(seq, seq, dtype=torch.bool, device=q.device).triu(1)
+    scores = scores.masked_fill(causal, float("-inf"))
+    return torch.softmax(scores, dim=-1) @ v
+
+
+def sdpa_attention(q, k, v):
+    """The same, by PyTorch's fused scaled_dot_product_attention."""
+    return F.scaled_dot_product_attention(q, k, v, is_causal=True)
+
+
+BACKENDS = {
+    "math": SDPBackend.MATH,
+    "efficient": SDPBackend.EFFICIENT_ATTENTION,
+    "flash": SDPBackend.FLASH_ATTENTION,
+    "cudnn": SDPBackend.CUDNN_ATTENTION,
+}
+
+# %%
+# How it is profiled
+# ------------------
+#
+# ``profile_attention`` builds random bf16 ``q``, ``k``, ``v``, warms up (and
+# compiles, if asked), then profiles ``wait + warmup + active`` forward passes,
+# each inside ``record_function("attention")``, with input shapes recorded and
+# the peak GPU memory of one forward measured before profiling.
+
+
+def profile_attention(
+    out_dir, *, batch=8, heads=16, seq=1024, head_dim=64, impl="naive", backend=None,
+    compile=None, active=3, device=None,
+):
+    """Profile one attention forward per step; write ``trace.json``, return the table."""
+    device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+    if device == "cpu" and backend not in (None, "math"):
+        print(f"the {backend} backend needs a CUDA GPU: profiling the math backend instead")
+        backend = "math"
+    torch.manual_seed(0)
+    q, k, v = (torch.randn(batch, heads, seq, head_dim, device=device, dtype=torch.bfloat16)
+               for _ in range(3))
+    f = naive_attention if impl == "naive" else sdpa_attention
+    if compile:
+        torch._dynamo.reset()
+        f = torch.compile(f, mode=None if compile == "default" else compile)
+    pin = sdpa_kernel([BACKENDS[backend]]) if backend else contextlib.nullcontext()
+
+    def step():
+        with torch.no_grad(), record_function("attention"):
+            return f(q, k, v)
+
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    with pin:
+        for _ in range(5):  # warm up (and compile)
+            step()
+        peak = None
+        if device == "cuda":
+            torch.cuda.synchronize()
+            torch.cuda.reset_peak_memory_stats()
+            base = torch.cuda.memory_allocated()
+            step()
+            torch.cuda.synchronize()
+            peak = torch.cuda.max_memory_allocated() - base
+        (out_dir / "timings.json").write_text(json.dumps({"peak_extra_bytes": peak}))
+        activities = [ProfilerActivity.CPU]
+        if device == "cuda":
+            activities.append(ProfilerActivity.CUDA)
+        with profile(
+            activities=activities,
+            schedule=schedule(wait=1, warmup=1, active=active, repeat=1),
+            on_trace_ready=lambda p: p.export_chrome_trace(str(out_dir / "trace.json")),
+            record_shapes=True,
+        ) as prof:
+            for _ in range(2 + active):
+                step()
+                prof.step()
+    sort_by = "cuda_time_total" if device == "cuda" else "cpu_time_total"
+    return prof.key_averages().table(sort_by=sort_by, row_limit=15, max_name_column_width=48)
+
+
+# %%
+# The variants
+# ------------
+
+SHAPE = {"batch": 8, "heads": 16, "seq": 1024, "head_dim": 64}
+VARIANTS = {
+    "naive": (profile_attention, {**SHAPE}),
+    "naive_compile": (profile_attention, {**SHAPE, "compile": "default"}),
+    "sdpa_default": (profile_attention, {**SHAPE, "impl": "sdpa"}),
+    "sdpa_math": (profile_attention, {**SHAPE, "impl": "sdpa", "backend": "math"}),
+    "sdpa_efficient": (profile_attention, {**SHAPE, "impl": "sdpa", "backend": "efficient"}),
+    "sdpa_flash": (profile_attention, {**SHAPE, "impl": "sdpa", "backend": "flash"}),
+    "sdpa_cudnn": (profile_attention, {**SHAPE, "impl": "sdpa", "backend": "cudnn"}),
+}
+COLD_VARIANTS = ()
+
+#: On the CPU, batch, heads and sequence shrink to at most this, so that a run finishes quickly.
+CPU_MAX_DIM = 128
+
+
+class Run:
+    """What one profiled run left: its name, the profiler's table and the trace file."""
+
+    def __init__(self, name, table, trace_path, device):
+        self.name, self.table, self.trace_path, self.device = name, table, trace_path, device
+
+    def __repr__(self):
+        if self.device == "cuda":
+            where = f"live on {torch.cuda.get_device_name(0)}"
+        else:
+            where = (
+                "on the CPU: no CUDA device here, so the profiler recorded CPU activity only "
+                "and the trace has no GPU lane"
+            )
+        return f"{self.name}: profiled {where}; trace written to {self.trace_path}"
+
+
+def run(name, *, out_root=Path("traces") / "04_attention"):
+    """Profile one variant of ``VARIANTS`` and return a Run."""
+    harness, params = VARIANTS[name]
+    params = dict(params)
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    if device == "cpu":
+        for key in ("batch", "heads", "seq"):
+            params[key] = min(params[key], CPU_MAX_DIM)
+    out_dir = Path(out_root) / name
+    table = harness(out_dir, device=device, **params)
+    trace_path = Path(out_root) / f"{name}.json"
+    (out_dir / "trace.json").replace(trace_path)
+    for extra in out_dir.iterdir():  # timings.json: the peak memory of one forward
+        extra.replace(Path(out_root) / f"{name}.{extra.name}")
+    out_dir.rmdir()
+    result = Run(name, table, trace_path, device)
+    print(result)
+    return result
+
+
+# sphinx_gallery_start_ignore
+# When this site is built, ``run`` replays what the H200 recorded (the build
+# machine may have no GPU). A downloaded copy of this file never takes this branch.
+if "tracesite" in sys.modules:
+    run = sys.modules["tracesite"].replayer(run)
+# sphinx_gallery_end_ignore
+
+
+def main(argv):
+    """Profile one variant from the command line."""
+    parser = argparse.ArgumentParser(description="Profile causal attention.")
+    parser.add_argument("--list", action="store_true", help="list the variants and exit")
+    parser.add_argument("--variant", choices=sorted(VARIANTS), help="run one named variant")
+    args = parser.parse_args(argv)
+    if args.list:
+        for name, (harness, params) in VARIANTS.items():
+            print(f"{name:>16}  {harness.__name__}  {params}")
+        return 0
+    print(run(args.variant or "naive").table)
+    return 0
+
+
+# Flags given: profile what they name and stop. (Inside Jupyter, sys.argv holds the
+# kernel's own flags, so a notebook always runs the page below.)
+if __name__ == "__main__" and sys.argv[1:] and "ipykernel" not in sys.modules:
+    sys.exit(main(sys.argv[1:]))
+
+# %%
+# Naive attention: the table
+# --------------------------
+#
+# Guess first: how many kernels do the five steps launch?
+
+naive = run("naive")
+print(naive.table)
+
+# %%
+# SDPA, PyTorch's choice: the table
+# ---------------------------------
+
+sdpa = run("sdpa_default")
+print(sdpa.table)
+
+# %%
+# Every variant
+# -------------
+
+for name, (harness, params) in VARIANTS.items():
+    print(f"{name:>16}  {harness.__name__}({', '.join(f'{k}={v!r}' for k, v in params.items())})")
+
+# sphinx_gallery_start_ignore
+sys.modules["tracesite"].all_recordings_html() if "tracesite" in sys.modules else None
+# sphinx_gallery_end_ignore
