@@ -96,7 +96,8 @@ class Recording:
         return self._trace
 
     def timings(self) -> dict[str, Any] | None:
-        """What the harness timed without the profiler (``timings.json``), if it wrote any."""
+        """What the harness measured outside the profiler (``timings.json``: CPU time per call,
+        or a forward's peak GPU memory), if it wrote any."""
         path = self.trace_path.parent / TIMINGS
         return json.loads(path.read_text(encoding="utf-8")) if path.exists() else None
 
