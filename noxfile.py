@@ -33,6 +33,7 @@ nox.options.sessions = ["lint", "tests", "docs-strict", "downloads", "browser"]
 ROOT = Path(__file__).parent
 PYPROJECT = nox.project.load_toml("pyproject.toml")
 TORCH_SPEC = os.environ.get("TORCH_SPEC", "torch==2.13.0")
+LIGER_SPEC = "liger-kernel==0.8.5"
 SYSTEM_TORCH = TORCH_SPEC == "system"
 GENERATED = ["docs/_build", "docs/auto_examples", "docs/gen_modules", "docs/_generated"]
 
@@ -152,6 +153,13 @@ def downloads(session: nox.Session) -> None:
     )
 
 
+def install_recording_extras(session: nox.Session) -> None:
+    """What the examples' optional variants import beyond torch: Liger-Kernel (plain Triton,
+    for 03_mlp's liger variants), without its dependencies so that it cannot replace the
+    machine's torch or Triton."""
+    session.install("--no-deps", LIGER_SPEC)
+
+
 @nox.session(name="gpu-build")
 def gpu_build(session: nox.Session) -> None:
     """The GPU build runner (R7): on a machine with a CUDA GPU and torch installed anywhere,
@@ -162,6 +170,7 @@ def gpu_build(session: nox.Session) -> None:
     """
     use_existing_torch(session)
     session.install("-e", ".", *groups("docs"))
+    install_recording_extras(session)
     session.run("python", "scripts/record.py", *session.posargs)
     for path in GENERATED:
         shutil.rmtree(ROOT / path, ignore_errors=True)
@@ -211,6 +220,7 @@ def record(session: nox.Session) -> None:
     does the same with no nox); ``-- 01_matmul_add`` picks examples."""
     use_existing_torch(session)
     session.install("-e", ".")
+    install_recording_extras(session)
     session.run("python", "scripts/record.py", *session.posargs)
 
 
