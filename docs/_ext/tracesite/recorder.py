@@ -9,7 +9,12 @@ The plan for one example, for each repeat ``k``:
   that no variant always runs first.
 
 So every repeat of every variant comes from a process of its own repeat: the
-repeats are independent. A child process runs the example's harness functions
+repeats are independent in what runs, with one exception that pages must respect:
+the processes share the machine's compile caches (Inductor's, Triton's), so what
+``torch.compile`` decides by timing candidates once (max-autotune's GEMM choice, a
+pointwise kernel's launch configuration) is drawn once per machine, and all
+repeats of a recording agree on it. A fresh machine can draw differently, so a
+page words such choices from the recording and never assumes them. A child process runs the example's harness functions
 (loaded with :func:`tracesite._source.load_definitions`, without the page around
 them) and writes the trace and the table; the parent stamps, hashes and gzips
 them into a staging folder, and replaces the example's recordings only when
