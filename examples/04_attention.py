@@ -19,6 +19,7 @@ backend exists). Run it yourself::
     python 04_attention.py                         # the naive version
     python 04_attention.py --list                  # every variant, with its settings
     python 04_attention.py --variant sdpa_flash    # one named variant
+    python 04_attention.py --variant sweep         # every version over 10 shapes
 
 Each run writes its trace to ``traces/04_attention/<name>.json``.
 """
@@ -130,6 +131,104 @@ def profile_attention(
 
 
 # %%
+# A sweep over shapes
+# -------------------
+#
+# ``profile_sweep`` times every version at each sequence length and head_dim,
+# with CUDA events and without the profiler: the FlashAttention papers' setup,
+# batch x seq = 16k tokens and heads x head_dim = 2048. Each version runs a few
+# warm-up calls and then ``calls`` timed calls, and its peak extra memory is taken
+# from one more call. Rates count the useful work only: causal attention needs
+# half of the ``4 * batch * heads * seq**2 * head_dim`` FLOPs of the full product
+# (the naive version computes all of it). A version that refuses a shape is
+# recorded with its one-line reason. Everything goes to ``timings.json``; the
+# profiler then records one forward of each version at the last shape.
+
+SWEEP_IMPLS = ("naive", "math", "efficient", "flash", "cudnn", "default")
+
+
+def _sweep_call(impl, q, k, v):
+    if impl == "naive":
+        return naive_attention(q, k, v)
+    pin = contextlib.nullcontext() if impl == "default" else sdpa_kernel([BACKENDS[impl]])
+    with pin:
+        return sdpa_attention(q, k, v)
+
+
+def profile_sweep(out_dir, *, seqs=(512, 1024, 2048, 4096, 8192), head_dims=(64, 128),
+                  tokens=16384, model_dim=2048, calls=10, device=None):
+    """Time each version at each shape; write ``timings.json`` and ``trace.json``."""
+    device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+    impls = SWEEP_IMPLS
+    if device == "cpu":  # a small sweep that finishes quickly; only math exists there
+        impls, seqs, head_dims, tokens, model_dim, calls = ("naive", "math"), (64, 128), (64,), 256, 128, 3
+    results = []
+    for head_dim in head_dims:
+        for seq in seqs:
+            batch, heads = max(1, tokens // seq), model_dim // head_dim
+            torch.manual_seed(0)
+            q, k, v = (torch.randn(batch, heads, seq, head_dim, device=device, dtype=torch.bfloat16)
+                       for _ in range(3))
+            flop = 4 * batch * heads * seq * seq * head_dim / 2
+            for impl in impls:
+                row = {"impl": impl, "seq": seq, "head_dim": head_dim, "batch": batch,
+                       "heads": heads, "useful_flop": flop}
+                try:
+                    with torch.no_grad():
+                        for _ in range(3):
+                            _sweep_call(impl, q, k, v)
+                        times_ms = []
+                        if device == "cuda":
+                            for _ in range(calls):
+                                start, end = (torch.cuda.Event(enable_timing=True) for _ in range(2))
+                                start.record()
+                                _sweep_call(impl, q, k, v)
+                                end.record()
+                                end.synchronize()
+                                times_ms.append(start.elapsed_time(end))
+                            torch.cuda.synchronize()
+                            torch.cuda.reset_peak_memory_stats()
+                            base = torch.cuda.memory_allocated()
+                            _sweep_call(impl, q, k, v)
+                            torch.cuda.synchronize()
+                            row["peak_extra_bytes"] = torch.cuda.max_memory_allocated() - base
+                        else:
+                            import time
+
+                            for _ in range(calls):
+                                t0 = time.perf_counter()
+                                _sweep_call(impl, q, k, v)
+                                times_ms.append((time.perf_counter() - t0) * 1e3)
+                    row["ms"] = times_ms
+                except (RuntimeError, torch.OutOfMemoryError) as exc:
+                    row["error"] = str(exc).strip().splitlines()[0][:200]
+                    if device == "cuda":
+                        torch.cuda.empty_cache()
+                results.append(row)
+            del q, k, v
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / "timings.json").write_text(json.dumps({"sweep": results}))
+    # One profiled forward of each version at the last shape, for the trace.
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device == "cuda" else [])
+    q = torch.randn(batch, heads, seq, head_dim, device=device, dtype=torch.bfloat16)
+    with torch.no_grad(), profile(activities=activities, record_shapes=True) as prof:
+        for impl in impls:
+            with record_function(impl), contextlib.suppress(RuntimeError):
+                _sweep_call(impl, q, q, q)
+    prof.export_chrome_trace(str(out_dir / "trace.json"))
+    lines = [f"{'version':>10} {'head_dim':>8} {'seq':>6} {'median ms':>10} {'TFLOP/s':>8}"]
+    for row in results:
+        if "ms" in row:
+            ms = sorted(row["ms"])[len(row["ms"]) // 2]
+            lines.append(f"{row['impl']:>10} {row['head_dim']:>8} {row['seq']:>6} {ms:>10.3f} "
+                         f"{row['useful_flop'] / (ms * 1e-3) / 1e12:>8.1f}")
+        else:
+            lines.append(f"{row['impl']:>10} {row['head_dim']:>8} {row['seq']:>6}  refused: {row['error']}")
+    return "\n".join(lines)
+
+
+# %%
 # The variants
 # ------------
 
@@ -142,6 +241,7 @@ VARIANTS = {
     "sdpa_efficient": (profile_attention, {**SHAPE, "impl": "sdpa", "backend": "efficient"}),
     "sdpa_flash": (profile_attention, {**SHAPE, "impl": "sdpa", "backend": "flash"}),
     "sdpa_cudnn": (profile_attention, {**SHAPE, "impl": "sdpa", "backend": "cudnn"}),
+    "sweep": (profile_sweep, {}),
 }
 COLD_VARIANTS = ()
 
@@ -173,7 +273,8 @@ def run(name, *, out_root=Path("traces") / "04_attention"):
     device = "cuda" if torch.cuda.is_available() else "cpu"
     if device == "cpu":
         for key in ("batch", "heads", "seq"):
-            params[key] = min(params[key], CPU_MAX_DIM)
+            if key in params:
+                params[key] = min(params[key], CPU_MAX_DIM)
     out_dir = Path(out_root) / name
     table = harness(out_dir, device=device, **params)
     trace_path = Path(out_root) / f"{name}.json"
