@@ -137,8 +137,9 @@ def profile_attention(
 # ``profile_sweep`` times every version at each sequence length and head_dim,
 # with CUDA events and without the profiler: the FlashAttention papers' setup,
 # batch x seq = 16k tokens and heads x head_dim = 2048. Each version runs a few
-# warm-up calls and then ``calls`` timed calls, and its peak extra memory is taken
-# from one more call. Rates count the useful work only: causal attention needs
+# warm-up calls, then ``groups`` groups of ``calls`` calls issued back to back
+# (so the GPU never waits for the CPU between them) with one pair of events
+# around each group; its peak extra memory is taken from one more call. Rates count the useful work only: causal attention needs
 # half of the ``4 * batch * heads * seq**2 * head_dim`` FLOPs of the full product
 # (the naive version computes all of it). A version that refuses a shape is
 # recorded with its one-line reason. Everything goes to ``timings.json``; the
@@ -148,20 +149,21 @@ SWEEP_IMPLS = ("naive", "math", "efficient", "flash", "cudnn", "default")
 
 
 def _sweep_call(impl, q, k, v):
-    if impl == "naive":
-        return naive_attention(q, k, v)
-    pin = contextlib.nullcontext() if impl == "default" else sdpa_kernel([BACKENDS[impl]])
-    with pin:
-        return sdpa_attention(q, k, v)
+    return naive_attention(q, k, v) if impl == "naive" else sdpa_attention(q, k, v)
+
+
+def _pin(impl):
+    """The backend pin of a sweep version, entered once around all its calls."""
+    return sdpa_kernel([BACKENDS[impl]]) if impl in BACKENDS else contextlib.nullcontext()
 
 
 def profile_sweep(out_dir, *, seqs=(512, 1024, 2048, 4096, 8192), head_dims=(64, 128),
-                  tokens=16384, model_dim=2048, calls=10, device=None):
+                  tokens=16384, model_dim=2048, calls=10, groups=5, device=None):
     """Time each version at each shape; write ``timings.json`` and ``trace.json``."""
     device = device or ("cuda" if torch.cuda.is_available() else "cpu")
     impls = SWEEP_IMPLS
     if device == "cpu":  # a small sweep that finishes quickly; only math exists there
-        impls, seqs, head_dims, tokens, model_dim, calls = ("naive", "math"), (64, 128), (64,), 256, 128, 3
+        impls, seqs, head_dims, tokens, model_dim, calls, groups = ("naive", "math"), (64, 128), (64,), 256, 128, 3, 2
     results = []
     for head_dim in head_dims:
         for seq in seqs:
@@ -174,18 +176,20 @@ def profile_sweep(out_dir, *, seqs=(512, 1024, 2048, 4096, 8192), head_dims=(64,
                 row = {"impl": impl, "seq": seq, "head_dim": head_dim, "batch": batch,
                        "heads": heads, "useful_flop": flop}
                 try:
-                    with torch.no_grad():
+                    with torch.no_grad(), _pin(impl):
                         for _ in range(3):
                             _sweep_call(impl, q, k, v)
-                        times_ms = []
+                        times_ms = []  # per call, one value per group
                         if device == "cuda":
-                            for _ in range(calls):
+                            torch.cuda.synchronize()
+                            for _ in range(groups):
                                 start, end = (torch.cuda.Event(enable_timing=True) for _ in range(2))
                                 start.record()
-                                _sweep_call(impl, q, k, v)
+                                for _ in range(calls):
+                                    _sweep_call(impl, q, k, v)
                                 end.record()
                                 end.synchronize()
-                                times_ms.append(start.elapsed_time(end))
+                                times_ms.append(start.elapsed_time(end) / calls)
                             torch.cuda.synchronize()
                             torch.cuda.reset_peak_memory_stats()
                             base = torch.cuda.memory_allocated()
@@ -195,10 +199,11 @@ def profile_sweep(out_dir, *, seqs=(512, 1024, 2048, 4096, 8192), head_dims=(64,
                         else:
                             import time
 
-                            for _ in range(calls):
+                            for _ in range(groups):
                                 t0 = time.perf_counter()
-                                _sweep_call(impl, q, k, v)
-                                times_ms.append((time.perf_counter() - t0) * 1e3)
+                                for _ in range(calls):
+                                    _sweep_call(impl, q, k, v)
+                                times_ms.append((time.perf_counter() - t0) * 1e3 / calls)
                     row["ms"] = times_ms
                 except (RuntimeError, torch.OutOfMemoryError) as exc:
                     row["error"] = str(exc).strip().splitlines()[0][:200]
@@ -214,7 +219,7 @@ def profile_sweep(out_dir, *, seqs=(512, 1024, 2048, 4096, 8192), head_dims=(64,
     q = torch.randn(batch, heads, seq, head_dim, device=device, dtype=torch.bfloat16)
     with torch.no_grad(), profile(activities=activities, record_shapes=True) as prof:
         for impl in impls:
-            with record_function(impl), contextlib.suppress(RuntimeError):
+            with record_function(impl), _pin(impl), contextlib.suppress(RuntimeError):
                 _sweep_call(impl, q, q, q)
     prof.export_chrome_trace(str(out_dir / "trace.json"))
     lines = [f"{'version':>10} {'head_dim':>8} {'seq':>6} {'median ms':>10} {'TFLOP/s':>8}"]
