@@ -123,7 +123,8 @@ def _sphinx(session: nox.Session, strict: bool) -> None:
     if strict:  # one line per stale recording, before Sphinx starts
         session.run("python", "-m", "tracesite", "check", "examples", env=env)
     session.run(
-        "sphinx-build", "-W", "--keep-going", "-b", "html", "docs", "docs/_build/html", env=env
+        "sphinx-build", "-W", "--keep-going", "-j", "auto", "-b", "html", "docs", "docs/_build/html",
+        env=env,
     )
 
 

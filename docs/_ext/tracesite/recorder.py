@@ -24,6 +24,7 @@ every process succeeded. ``scripts/record.py`` is the command.
 from __future__ import annotations
 
 import datetime as _dt
+import functools
 import gzip
 import json
 import os
@@ -58,23 +59,26 @@ def plan(variants: dict[str, Any], cold: tuple[str, ...], repeats: int) -> list[
     return processes
 
 
+@functools.cache
+def _driver_version() -> str:
+    """The NVIDIA driver's version, asked of nvidia-smi once per process."""
+    try:
+        return subprocess.run(
+            ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+            capture_output=True, text=True, timeout=20, check=True,
+        ).stdout.strip().splitlines()[0]  # fmt: skip
+    except (OSError, subprocess.SubprocessError, IndexError):
+        return "unknown"
+
+
 def environment_stamp() -> dict[str, Any]:
     """What a page must say about the machine a recording was made on (needs torch)."""
     import torch
 
     cuda = torch.cuda.is_available()
-    driver = "none"
-    if cuda:
-        try:
-            driver = subprocess.run(
-                ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
-                capture_output=True, text=True, timeout=20, check=True,
-            ).stdout.strip().splitlines()[0]  # fmt: skip
-        except (OSError, subprocess.SubprocessError, IndexError):
-            driver = "unknown"
     return {
         "gpu": torch.cuda.get_device_name(0) if cuda else "CPU only",
-        "driver": driver,
+        "driver": _driver_version() if cuda else "none",
         "torch": torch.__version__,
         "cuda": torch.version.cuda or "none",
         "cudnn": torch.backends.cudnn.version() if cuda else None,
