@@ -37,7 +37,7 @@ ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "benchmarks" / "_data"
 SOURCES = [
     ROOT / "tests" / "data" / "h200" / "train_stack.json.gz",
-    *sorted((ROOT / "src" / "tracereader" / "recordings").glob("*/*/trace.json.gz")),
+    *sorted((ROOT / "docs" / "recordings").glob("*/*/r*/trace.json.gz")),
 ]
 ID_ARGS = ("correlation", "External id", "Python id", "Python parent id", "Sequence number")
 
