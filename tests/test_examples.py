@@ -61,7 +61,9 @@ def test_every_variant_runs_on_the_cpu(script, tmp_path):
             # torch's own advice ("won't be using warmup") is part of some experiments.
             warnings.simplefilter("ignore", UserWarning)
             table = harness(out, **small)
-        assert "Self CPU time total" in table, name
+        # The profiler's table, or (a harness that times without the profiler and
+        # writes timings.json) a table of its own measurements.
+        assert "Self CPU time total" in table or ((out / "timings.json").exists() and table.strip()), name
         assert (out / "trace.json").stat().st_size > 0, name
 
 
