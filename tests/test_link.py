@@ -5,13 +5,17 @@ The builders (``op``, ``call``, ``gpu``...) live in ``tests/_builders.py``.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 from _builders import LAUNCH_PATHS, call, gpu, make, op, row, step
 
-from tracereader import Kind
+from tracereader import Kind, load
 from tracereader._events import Lane, Trace
 from tracereader._link import link
+
+H200 = Path(__file__).resolve().parent / "data" / "h200"
 
 
 @pytest.fixture(scope="module")
@@ -197,3 +201,19 @@ def test_parents_match_a_stack_on_random_nesting():
         lanes=[Lane(i, 1, i, False, "") for i in range(3)],
     )
     assert np.array_equal(link(trace).parent, _reference_parents(trace))
+
+
+def test_parents_and_issuers_wait_until_read():
+    """Linking a torch 2 trace, where every launch names its op by External id, needs
+    neither parents nor every call's issuer; both are worked out when first read."""
+    trace = load(H200 / "train_eager.json.gz")
+    ln = link(trace)
+    assert ln.method["containment"] == ln.method["none"] == 0
+    assert not {"parents", "issuers", "gpu_ops_inside"} & trace._cache.keys()
+    issuer = ln.issuer
+    assert ln.issuer is issuer and "issuers" in trace._cache
+    calls = ln.launch[ln.gpu_ops]
+    assert (issuer[calls] >= 0).all() and (ln.issuer_method[calls] == 1).all()
+    step = trace.steps[0].event
+    assert ln.gpu_ops_inside[step] == len(ln.gpu_ops_of(step)) > 0  # its thread's launches
+    assert "parents" in trace._cache

@@ -116,6 +116,24 @@ def test_modern_args(modern):
     assert modern.external_id[row(modern, "cudaDeviceSynchronize")] == -1
 
 
+def test_extra_columns_are_built_when_first_read():
+    """Trace.extra holds every arg column as a key; each is built once, on first read."""
+    trace = load(SYNTH / "modern.json")
+    names = [*_columns.EXTRA_ARGS.values(), "grid", "block"]
+    assert list(trace.extra) == names and len(trace.extra) == len(names)
+    assert "bytes" in trace.extra and "correlation" not in trace.extra
+    with pytest.raises(KeyError):
+        trace.extra["correlation"]  # an id: a column of its own (trace.correlation)
+    assert "built: none yet" in repr(trace.extra)
+    stream = trace.extra["stream"]
+    assert trace.extra["stream"] is stream and stream.dtype == np.int64
+    assert len(stream) == len(trace) and "built: stream" in repr(trace.extra)
+    copy = pickle.loads(pickle.dumps(trace))
+    assert {k: v.tolist() for k, v in copy.extra.items()} == {
+        k: v.tolist() for k, v in trace.extra.items()
+    }
+
+
 def test_modern_meta(modern):
     """Everything but traceEvents, including keys that follow it."""
     assert "traceEvents" not in modern.meta

@@ -14,6 +14,7 @@ import json
 import mmap
 import re
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 from operator import attrgetter, itemgetter
 from typing import Any
@@ -22,6 +23,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ._events import CATEGORY_KIND, GPU_OP_KINDS, Kind, Lane, Trace
+from ._extra import ArgColumns, Group
 
 __all__ = [
     "EXTRA_ARGS",
@@ -109,6 +111,7 @@ _PH, _NAME, _CAT, _PID, _TID, _TS, _DUR = (
     attrgetter(a) for a in ("ph", "name", "cat", "pid", "tid", "ts", "dur")
 )
 _ATTR_GETTERS = {attr: attrgetter(attr) for attr in INT_ARGS.values()}
+_ALL_ARGS = tuple(_ATTR_GETTERS)
 _RAW_KEY = {attr: raw for raw, attr in INT_ARGS.items()}
 _GPU_ARGS = ("correlation", "external_id", "stream")
 #: Which args each kind carries in Kineto's output; other kinds are read for all.
@@ -138,8 +141,22 @@ class _Interner(dict[Any, int]):
         return self[key]
 
 
+#: ``Trace.extra``'s columns, in order: the args other than the two ids, then volumes.
+_EXTRA_COLUMNS = (*EXTRA_ARGS.values(), "grid", "block")
+_IdColumns = tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]  # correlation, External id
+
+
 class Columns:
-    """Accumulates batches of event records into numpy column chunks."""
+    """Accumulates batches of event records into numpy column chunks.
+
+    Envelope columns (times, name, category, lane, kind) are kept as one
+    chunk per batch. Args are sparse: each batch keeps, per kind, the rows of
+    that kind and the values of the args that kind carries. Most events carry
+    two or three of the twelve args, so the sparse form is a fraction of the
+    dense one to build and to send between processes. :meth:`finish` writes
+    the two ids into full columns and leaves the rest sparse, in
+    :class:`~tracereader._extra.ArgColumns`, until they are read.
+    """
 
     def __init__(self, label: str, base_ns: int) -> None:
         self.label, self.base_ns = label, base_ns
@@ -147,6 +164,9 @@ class Columns:
         self.cat_kind: list[int] = []
         self.thread_names: dict[tuple[Any, Any], str] = {}
         self.chunks: dict[str, list[npt.NDArray[Any]]] = {}
+        #: ``(rows, {arg: values})``, rows numbering this builder's events in file order.
+        self.args: list[Group] = []
+        self.n_rows = 0
         self.notes: dict[str, int] = {}
         self.n_flows = self.n_instants = 0
 
@@ -172,8 +192,8 @@ class Columns:
         n = len(xs)
         if not n:
             return
-        self._chunk("ts_us", np.array(list(map(_TS, xs)), dtype=np.float64))
-        self._chunk("dur_us", np.array(list(map(_DUR, xs)), dtype=np.float64))
+        self._chunk("ts_us", np.fromiter(map(_TS, xs), np.float64, n))  # None: NaN
+        self._chunk("dur_us", np.fromiter(map(_DUR, xs), np.float64, n))
         self._chunk(
             "name_id", np.fromiter(map(self.names.__getitem__, map(_NAME, xs)), np.int32, n)
         )
@@ -185,7 +205,6 @@ class Columns:
         self._chunk("cat_id", cat_id)
         self._chunk("kind", kind)
         args = [ev.args or _NO_ARGS for ev in xs]
-        ints = {attr: np.full(n, -1, np.int64) for attr in (*_ATTR_GETTERS, "grid", "block")}
         by_kind = np.argsort(kind, kind="stable")
         bounds = np.searchsorted(kind[by_kind], np.arange(len(Kind) + 1)).tolist()
         for k in range(len(Kind)):
@@ -193,13 +212,12 @@ class Columns:
             if not len(rows):
                 continue
             some = [args[rows[0]]] if len(rows) == 1 else itemgetter(*rows.tolist())(args)
-            for attr in _KIND_ARGS.get(k, tuple(_ATTR_GETTERS)):
-                ints[attr][rows] = self._ints(list(map(_ATTR_GETTERS[attr], some)), attr)
+            values = {attr: self._ints(some, attr) for attr in _KIND_ARGS.get(k, _ALL_ARGS)}
             if k == Kind.KERNEL:
-                ints["grid"][rows] = _volumes([a.grid for a in some])
-                ints["block"][rows] = _volumes([a.block for a in some])
-        for attr, values in ints.items():
-            self._chunk(attr, values)
+                values["grid"] = np.asarray(_volumes([a.grid for a in some]), np.int64)
+                values["block"] = np.asarray(_volumes([a.block for a in some]), np.int64)
+            self.args.append((rows.astype(np.int64) + self.n_rows, values))
+        self.n_rows += n
 
     def merge(self, other: Columns) -> None:
         """Append the columns of the events that follow ours in the file."""
@@ -212,14 +230,22 @@ class Columns:
             self.chunks.setdefault(key, []).extend(
                 chunks if table is None else [table[c] for c in chunks]
             )
+        self.args += [(rows + self.n_rows, values) for rows, values in other.args]
+        self.n_rows += other.n_rows
         self.thread_names.update(other.thread_names)  # the later record wins
         for template, n in other.notes.items():
             self.note(template, n)
         self.n_flows += other.n_flows
         self.n_instants += other.n_instants
 
-    def _ints(self, values: list[Any], attr: str) -> npt.NDArray[np.int64]:
-        """int64 column; -1 for null or unusable values (wide ints are reported)."""
+    def _ints(self, args: Sequence[Any], attr: str) -> npt.NDArray[np.int64]:
+        """int64 column of one arg; -1 for null or unusable values (wide ints are reported)."""
+        get = _ATTR_GETTERS[attr]
+        try:
+            return np.fromiter(map(get, args), np.int64, len(args))
+        except (TypeError, ValueError, OverflowError):
+            pass
+        values = list(map(get, args))
         try:
             return np.fromiter(values, np.int64, len(values))
         except TypeError:  # JSON null somewhere
@@ -252,10 +278,12 @@ class Columns:
         dur_us[np.isnan(dur_us)] = 0.0  # "dur" missing: an instant-like complete event
         ok = np.isfinite(ts_us) & np.isfinite(dur_us) & (np.abs(ts_us) < _MAX_US)
         ok &= np.abs(dur_us) < _MAX_US
+        kept: npt.NDArray[np.int64] | None = None  # file rows left, when some are dropped
         if not ok.all():
             self.note("skipped {n} complete event{s} without a usable ts/dur", int((~ok).sum()))
-            ts_us, dur_us = ts_us[ok], dur_us[ok]
-            col = {key: values[ok] for key, values in col.items()}
+            kept = np.flatnonzero(ok)
+            ts_us, dur_us = ts_us[kept], dur_us[kept]
+            col = {key: values[kept] for key, values in col.items()}
         if not len(ts_us):
             raise TraceError(f"{self.label}: a trace with no complete events")
         ts_ns = _us_to_ns(ts_us) + self.base_ns
@@ -276,6 +304,9 @@ class Columns:
         ]
         order = _time_order(ts_ns, dur_ns)
         col = {key: values[order] for key, values in col.items()}
+        (correlation, external_id), extra = self._args_columns(
+            order if kept is None else kept[order]
+        )
         return Trace(
             ts_ns=ts_ns[order],
             dur_ns=dur_ns[order],
@@ -283,18 +314,39 @@ class Columns:
             name_id=col.pop("name_id"),
             cat_id=col.pop("cat_id"),
             lane=col.pop("lane"),
-            correlation=col.pop("correlation"),
-            external_id=col.pop("external_id"),
+            correlation=correlation,
+            external_id=external_id,
             names=list(self.names),
             cats=list(self.cats),
             lanes=lanes,
-            extra=col,
+            extra=extra,
             meta=meta,
             repairs=repairs + [t.format(n=n, s="s" * (n != 1)) for t, n in self.notes.items()],
             source=self.label,
             parser=parser,
             n_flows=self.n_flows,
             n_instants=self.n_instants,
+        )
+
+    def _args_columns(self, rows: npt.NDArray[np.int64]) -> tuple[_IdColumns, ArgColumns]:
+        """The two id columns and ``Trace.extra``; trace row ``i`` is file row ``rows[i]``."""
+        where = np.full(self.n_rows, -1, dtype=np.int64)  # file row -> trace row (-1: dropped)
+        where[rows] = np.arange(len(rows), dtype=np.int64)
+        ids = {attr: np.full(len(rows), -1, dtype=np.int64) for attr in _ID_ARGS.values()}
+        groups: list[Group] = []
+        for file_rows, values in self.args:
+            at = where[file_rows]
+            if len(rows) < self.n_rows:  # some rows were dropped
+                keep = at >= 0
+                at, values = at[keep], {attr: v[keep] for attr, v in values.items()}
+            for attr in _ID_ARGS.values():
+                if attr in values:
+                    ids[attr][at] = values.pop(attr)
+            if values:
+                groups.append((at, values))
+        self.args.clear()
+        return (ids["correlation"], ids["external_id"]), ArgColumns(
+            _EXTRA_COLUMNS, groups, len(rows)
         )
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import enum
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar, cast, overload
 
@@ -137,10 +137,12 @@ class Trace:
         Index into :attr:`lanes`.
     correlation, external_id : int64 arrays
         ``args.correlation`` and ``args["External id"]``; -1 when absent.
-    extra : dict of arrays
-        Further per-event args the analyses use (``bytes``, ``grid_x`` ...,
-        ``registers``, ``shared_mem``, ``occupancy_pct``, ``python_id``,
-        ``python_parent_id``, ``seq``); -1 when absent.
+    extra : mapping of int64 arrays
+        Further per-event args (``bytes``, ``registers``, ``shared_mem``,
+        ``occupancy_pct``, ``python_id``, ``python_parent_id``, ``seq``,
+        ``stream``; ``grid`` and ``block``: blocks per grid and threads per
+        block); -1 when absent. A loaded trace builds each column the first
+        time it is read.
     meta : dict
         Top-level keys other than ``traceEvents`` (``deviceProperties``,
         ``baseTimeNanoseconds``, versions, user metadata).
@@ -159,7 +161,7 @@ class Trace:
     names: list[str]
     cats: list[str]
     lanes: list[Lane]
-    extra: dict[str, npt.NDArray[np.int64]] = field(default_factory=dict)
+    extra: Mapping[str, npt.NDArray[np.int64]] = field(default_factory=dict)
     meta: dict[str, Any] = field(default_factory=dict)
     repairs: list[str] = field(default_factory=list)
     source: str = ""

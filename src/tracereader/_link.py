@@ -13,8 +13,9 @@ A GPU op (kernel, memcpy, memset) is joined to the CPU side in three hops:
    Old traces (torch 1.x) set ``External id`` to the call's own correlation,
    so the containment fallback is what links them.
 3. **op -> context.** Every CPU event gets its innermost enclosing event on the
-   same thread (``parent``), Python frames included, which yields op stacks,
-   ``nn.Module`` frames and the ``ProfilerStep`` a launch belongs to.
+   same thread (``parent``, worked out when first read), Python frames
+   included, which yields op stacks, ``nn.Module`` frames and the
+   ``ProfilerStep`` a launch belongs to.
 
 Flow events (``ac2g``) are not used: correlation ids are the reliable join.
 Everything is computed with numpy over whole columns; the only loops run over
@@ -86,15 +87,19 @@ def _parents(trace: Trace) -> _Rows:
     cpu_lane = np.array([not ln.is_gpu for ln in trace.lanes], dtype=bool)
     if n == 0 or not cpu_lane.any():
         return parent
-    rows = np.flatnonzero(cpu_lane[trace.lane])
-    order = rows[np.argsort(trace.lane[rows], kind="stable")]
+    order = _by_lane(trace, np.flatnonzero(cpu_lane))
     lane = trace.lane[order]
     end = trace.end_ns[order]
     p = np.arange(-1, len(order) - 1, dtype=np.int64)
-    if len(order):
-        p[0] = -1
-        p[1:][lane[1:] != lane[:-1]] = -1
-    active = np.flatnonzero(p >= 0)
+    first = np.ones(len(order), dtype=bool)  # first event of its lane: no predecessor
+    first[1:] = lane[1:] != lane[:-1]
+    p[first] = -1
+    # The first jump, for every event at once: its predecessor is the row before.
+    too_early = np.zeros(len(order), dtype=bool)
+    too_early[1:] = end[:-1] + TOL_NS < end[1:]
+    active = np.flatnonzero(too_early & ~first)
+    p[active] = p[p[active]]
+    active = active[p[active] >= 0]
     while active.size:
         too_early = end[p[active]] + TOL_NS < end[active]
         active = active[too_early]
@@ -104,6 +109,19 @@ def _parents(trace: Trace) -> _Rows:
     return parent
 
 
+def _cached_parents(trace: Trace) -> _Rows:
+    """:func:`_parents`, computed once per trace."""
+    return cached(trace, "parents", lambda: _parents(trace))
+
+
+def _by_lane(trace: Trace, lanes: npt.NDArray[np.int64]) -> _Rows:
+    """Rows of the events on ``lanes`` (ascending), grouped by lane, in time order."""
+    if len(lanes) <= 8:  # a few CPU threads: one pass per lane beats a sort
+        return np.concatenate([np.flatnonzero(trace.lane == k) for k in lanes])
+    rows = np.flatnonzero(np.isin(trace.lane, lanes))
+    return rows[np.argsort(trace.lane[rows], kind="stable")]
+
+
 def _contains(trace: Trace, outer: _Rows, inner: _Rows) -> npt.NDArray[np.bool_]:
     """Per pair: ``outer[k]`` contains ``inner[k]`` on the same lane (``TOL_NS`` slack)."""
     ts, end = trace.ts_ns, trace.end_ns
@@ -111,7 +129,7 @@ def _contains(trace: Trace, outer: _Rows, inner: _Rows) -> npt.NDArray[np.bool_]
     return same_lane & (ts[outer] <= ts[inner]) & (end[inner] <= end[outer] + TOL_NS)
 
 
-def _issuers(trace: Trace, parent: _Rows, calls: _Rows) -> tuple[_Rows, npt.NDArray[np.int8]]:
+def _issuers(trace: Trace, calls: _Rows) -> tuple[_Rows, npt.NDArray[np.int8]]:
     """Issuing op and method code (see :data:`METHODS`) for each call row."""
     is_op = kind_mask(trace, CPU_OP_KINDS)
     found = np.full(len(calls), -1, dtype=np.int64)
@@ -135,6 +153,9 @@ def _issuers(trace: Trace, parent: _Rows, calls: _Rows) -> tuple[_Rows, npt.NDAr
     method[found >= 0] = 1
     # Fallback: walk up the lane's containment tree to the nearest op.
     todo = np.flatnonzero(found < 0)
+    if not todo.size:
+        return found, method
+    parent = _cached_parents(trace)
     cur = parent[calls[todo]]
     while todo.size:
         stop = (cur < 0) | is_op[np.maximum(cur, 0)]
@@ -145,9 +166,24 @@ def _issuers(trace: Trace, parent: _Rows, calls: _Rows) -> tuple[_Rows, npt.NDAr
     return found, method
 
 
+def _every_issuer(trace: Trace) -> tuple[_Rows, npt.NDArray[np.int8]]:
+    """:attr:`Links.issuer` and :attr:`Links.issuer_method`, over every event."""
+    calls = np.flatnonzero(kind_mask(trace, LAUNCH_KINDS))
+    issuer = np.full(len(trace), -1, dtype=np.int64)
+    issuer_method = np.full(len(trace), -1, dtype=np.int8)
+    issuer[calls], issuer_method[calls] = _issuers(trace, calls)
+    return issuer, issuer_method
+
+
 @dataclass
 class Links:
     """The CPU <-> GPU joins of one trace. Arrays cover every event (-1: n/a).
+
+    ``issuer``, ``issuer_method``, ``parent`` and ``gpu_ops_inside`` are
+    computed the first time they are read, then kept with the trace: the
+    summary, for one, needs none of them (``method`` looks up the issuing op
+    of launch calls only, and needs ``parent`` only for calls whose
+    ``External id`` names no op, as in torch 1.x traces).
 
     Attributes
     ----------
@@ -179,17 +215,50 @@ class Links:
 
     trace: Trace = field(repr=False)
     launch: npt.NDArray[np.int64]
-    issuer: npt.NDArray[np.int64]
-    issuer_method: npt.NDArray[np.int8]
-    parent: npt.NDArray[np.int64]
     step: npt.NDArray[np.int64]
     gpu_ops: npt.NDArray[np.int64]
     linked_gpu_ops: int
     method: dict[str, int]
-    gpu_ops_inside: npt.NDArray[np.int64]
     # calls that launched GPU ops, by (lane, ts)
     launch_calls: npt.NDArray[np.int64] = field(repr=False)
     _by_call: tuple[_Rows, _Rows, _Rows] = field(repr=False)  # CSR call -> ops
+
+    @property
+    def issuer(self) -> _Rows:
+        """Issuing op of each runtime/driver call (-1: none, or not a call)."""
+        return self._issuers()[0]
+
+    @property
+    def issuer_method(self) -> npt.NDArray[np.int8]:
+        """How :attr:`issuer` was found (see the class docstring)."""
+        return self._issuers()[1]
+
+    def _issuers(self) -> tuple[_Rows, npt.NDArray[np.int8]]:
+        return cached(self.trace, "issuers", lambda: _every_issuer(self.trace))
+
+    @property
+    def parent(self) -> _Rows:
+        """Innermost enclosing event on the same thread, per event (-1: none)."""
+        return _cached_parents(self.trace)
+
+    @property
+    def gpu_ops_inside(self) -> _Rows:
+        """GPU ops launched inside each CPU event (itself and what it encloses)."""
+        return cached(self.trace, "gpu_ops_inside", self._gpu_ops_inside)
+
+    def _gpu_ops_inside(self) -> _Rows:
+        """Add each launch call's count of GPU ops to the call and every enclosing event."""
+        parent = self.parent
+        inside = np.zeros(len(self.trace), dtype=np.int64)
+        call_rows, starts, _ = self._by_call
+        counts = np.diff(starts)
+        cur = call_rows.copy()
+        while cur.size:
+            np.add.at(inside, cur, counts)
+            cur = parent[cur]
+            keep = cur >= 0
+            cur, counts = cur[keep], counts[keep]
+        return inside
 
     def stack(self, i: int) -> list[int]:
         """Enclosing events of ``i``, outermost first.
@@ -284,7 +353,6 @@ def link(trace: Trace) -> Links:
 
 def _link(trace: Trace) -> Links:
     n = len(trace)
-    parent = _parents(trace)
     gpu_ops = np.flatnonzero(kind_mask(trace, GPU_OP_KINDS))
     calls = np.flatnonzero(kind_mask(trace, LAUNCH_KINDS) & (trace.correlation >= 0))
 
@@ -298,13 +366,6 @@ def _link(trace: Trace) -> Links:
     ok[ok] = corr_sorted[pos[ok]] == corr[ok]
     launch[gpu_ops[ok]] = by_corr[pos[ok]]
 
-    # 2. launch call -> issuing op, for every runtime/driver call.
-    rt = np.flatnonzero(kind_mask(trace, LAUNCH_KINDS))
-    issuer = np.full(n, -1, dtype=np.int64)
-    issuer_method = np.full(n, -1, dtype=np.int8)
-    found, how = _issuers(trace, parent, rt)
-    issuer[rt], issuer_method[rt] = found, how
-
     linked = gpu_ops[ok]
     owners = launch[linked]
     order = np.lexsort((linked, owners))
@@ -312,33 +373,22 @@ def _link(trace: Trace) -> Links:
     call_rows, starts = np.unique(owners_sorted, return_index=True)
     starts = np.append(starts, len(ops_sorted)).astype(np.int64)
     launch_calls = call_rows[np.lexsort((trace.ts_ns[call_rows], trace.lane[call_rows]))]
-    codes = issuer_method[call_rows]
+
+    # 2. launch call -> issuing op: here how it was found, for the calls that
+    #    launched GPU ops; Links.issuer does every runtime/driver call when read.
+    _, codes = _issuers(trace, call_rows)
     method = {name: int(np.count_nonzero(codes == METHODS.index(name)))
               for name in ("external_id", "containment", "none")}  # fmt: skip
-
-    # GPU ops launched inside each CPU event: add each call's count up its stack.
-    inside = np.zeros(n, dtype=np.int64)
-    counts = np.diff(starts)
-    cur = call_rows.copy()
-    while cur.size:
-        np.add.at(inside, cur, counts)
-        cur = parent[cur]
-        keep = cur >= 0
-        cur, counts = cur[keep], counts[keep]
 
     when = trace.ts_ns.copy()
     when[linked] = trace.ts_ns[owners]
     return Links(
         trace=trace,
         launch=launch,
-        issuer=issuer,
-        issuer_method=issuer_method,
-        parent=parent,
         step=_step_index(trace, when),
         gpu_ops=gpu_ops,
         linked_gpu_ops=int(ok.sum()),
         method=method,
-        gpu_ops_inside=inside,
         launch_calls=launch_calls,
         _by_call=(call_rows, starts, ops_sorted),
     )

@@ -105,20 +105,37 @@ class LaunchTable:
         return out
 
 
+def _latencies(
+    trace: Trace, rows: npt.NDArray[np.int64]
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64], npt.NDArray[np.bool_]]:
+    """Launch call, launch-to-start and first-of-call flag for GPU ops ``rows``.
+
+    The call is -1 and launch-to-start (µs) NaN for ops without a launch
+    call; the flag marks the first op (by start) of each call.
+    """
+    call = link(trace).launch[rows]
+    has = call >= 0
+    gpu_ts = trace.ts_ns[rows]
+    # Subtract in int64 first: absolute ns timestamps do not fit a float exactly.
+    to_start = np.where(has, (gpu_ts - trace.ts_ns[np.maximum(call, 0)]) / 1e3, np.nan)
+    first = np.ones(len(rows), dtype=bool)
+    linked = np.flatnonzero(has)
+    order = linked[np.lexsort((gpu_ts[linked], call[linked]))]
+    first[order[1:][call[order[1:]] == call[order[:-1]]]] = False
+    return call, to_start, first & has
+
+
 def launches(trace: Trace, window: Window | None = None) -> LaunchTable:
     """Launch latencies of every GPU op (optionally those *launched* in ``window``)."""
     ln = link(trace)
     rows = ln.gpu_ops
     if window is not None:
         rows = rows[launched_in(trace, rows, window)]
-    call = ln.launch[rows]
+    call, to_start, first = _latencies(trace, rows)
     has = call >= 0
     c = np.maximum(call, 0)
-    gpu_ts = trace.ts_ns[rows]
     nan = np.full(len(rows), np.nan)
-    # Subtract in int64 first: absolute ns timestamps do not fit a float exactly.
-    to_start = np.where(has, (gpu_ts - trace.ts_ns[c]) / 1e3, nan)
-    queue = np.where(has, (gpu_ts - trace.end_ns[c]) / 1e3, nan)
+    queue = np.where(has, (trace.ts_ns[rows] - trace.end_ns[c]) / 1e3, nan)
     call_us = np.where(has, trace.dur_ns[c] / 1e3, nan)
     names = np.array(trace.names + [""], dtype=object)
     blank = len(trace.names)
@@ -126,23 +143,20 @@ def launches(trace: Trace, window: Window | None = None) -> LaunchTable:
     iss = np.where(has, ln.issuer[c], -1)
     op = names[np.where(iss >= 0, trace.name_id[np.maximum(iss, 0)], blank)].tolist()
     graph = np.array(["GraphLaunch" in a for a in api], dtype=bool)
-    first = np.ones(len(rows), dtype=bool)  # first GPU op (by start) of its call
-    linked = np.flatnonzero(has)
-    order = linked[np.lexsort((gpu_ts[linked], call[linked]))]
-    first[order[1:][call[order[1:]] == call[order[:-1]]]] = False
-    steps = trace.steps
+    kinds = np.array([k.name.lower() for k in Kind], dtype=object)
+    steps = np.array([s.name for s in trace.steps] + [""], dtype=object)
     return LaunchTable(
         gpu_op=rows,
-        name=[trace.name(r) for r in rows],
-        kind=[Kind(int(trace.kind[r])).name.lower() for r in rows],
+        name=names[trace.name_id[rows]].tolist(),
+        kind=kinds[trace.kind[rows]].tolist(),
         api=api,
         op=op,
-        step=[steps[k].name if k >= 0 else "" for k in ln.step[rows]],
+        step=steps[ln.step[rows]].tolist(),  # -1 (no step): the "" at the end
         launch_to_start_us=to_start,
         queue_delay_us=queue,
         call_us=call_us,
         graph=graph,
-        first_of_call=first & has,
+        first_of_call=first,
     )
 
 
@@ -251,7 +265,8 @@ def summary(trace: Trace) -> dict[str, Any]:
     ln = link(trace)
     k = trace.kind
     cpu_kinds = (Kind.CPU_OP, Kind.USER_ANNOTATION, Kind.PYTHON, Kind.RUNTIME, Kind.DRIVER)
-    threads = np.unique(trace.lane[kind_mask(trace, cpu_kinds)])
+    threads = np.zeros(len(trace.lanes), dtype=bool)
+    threads[trace.lane[kind_mask(trace, cpu_kinds)]] = True
     streams = [trace.lanes[i] for i in np.unique(trace.lane[ln.gpu_ops])]
     call_of_op = ln.launch[ln.gpu_ops]  # GPU ops per launch API name, from the linker
     api_ids, counts = np.unique(trace.name_id[call_of_op[call_of_op >= 0]], return_counts=True)
@@ -260,8 +275,8 @@ def summary(trace: Trace) -> dict[str, Any]:
     }
     graph_names = ("cudaGraphLaunch", "cuGraphLaunch")
     graph = int(np.count_nonzero(kind_mask(trace, LAUNCH_KINDS) & name_mask(trace, graph_names)))
-    lat = launches(trace)
-    first = lat.launch_to_start_us[lat.first_of_call]
+    _, to_start, is_first = _latencies(trace, ln.gpu_ops)
+    first = to_start[is_first]  # one launch-to-start per launch call
     end = int(trace.end_ns.max()) if len(trace) else 0
     return {
         "source": trace.source,
@@ -269,7 +284,7 @@ def summary(trace: Trace) -> dict[str, Any]:
         "repairs": list(trace.repairs),
         "events": len(trace),
         "duration_us": (end - trace.t0_ns) / 1e3,
-        "cpu_threads": int(len(threads)),
+        "cpu_threads": int(np.count_nonzero(threads)),
         "gpu_streams": len(streams),
         "devices": sorted({lane.device for lane in streams}),
         "kernels": int(np.count_nonzero(k == Kind.KERNEL)),
