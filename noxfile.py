@@ -210,7 +210,7 @@ def browser(session: nox.Session) -> None:
 
 @nox.session
 def bench(session: nox.Session) -> None:
-    """Load-and-link benchmark against Holistic Trace Analysis on a >= 500 MB trace."""
+    """`tracereader summary` against Holistic Trace Analysis on a >= 500 MB trace (3 runs each)."""
     session.install("-e", ".", *groups("bench"))
     session.run("python", "benchmarks/bench_load.py", *session.posargs)
 
