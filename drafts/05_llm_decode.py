@@ -105,7 +105,7 @@ def profile_generate(out_dir, *, shape="1b", cache="dynamic", compile=False, new
         return model.generate(ids, max_new_tokens=n, min_new_tokens=n, **kw)
 
     for _ in range(2):  # warm up (and compile: generate() compiles a static-cache forward itself)
-        gen(new_tokens)
+        tokens = gen(new_tokens)[0, PROMPT:].tolist()
     per_token, prefill = [], []
     for _ in range(runs):
         _sync(device)
@@ -122,7 +122,8 @@ def profile_generate(out_dir, *, shape="1b", cache="dynamic", compile=False, new
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "timings.json").write_text(json.dumps({
         "what": "generate(): ms per decoded token and prefill ms, unprofiled", "ms_per_token": per_token,
-        "prefill_ms": prefill, "bytes_per_token": bytes_per_token(model, PROMPT + new_tokens // 2)}))
+        "prefill_ms": prefill, "bytes_per_token": bytes_per_token(model, PROMPT + new_tokens // 2),
+        "tokens": tokens}))  # greedy: every variant of one shape must produce these
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device == "cuda" else [])
     with profile(activities=activities, record_shapes=True) as prof:
         with record_function("generate"):
@@ -180,7 +181,7 @@ def profile_loop(out_dir, *, shape="1b", mode="reduce-overhead", new_tokens=64, 
 
     with torch.no_grad():
         for _ in range(2):  # warm up: compile, record the CUDA graph
-            run(new_tokens)
+            tokens = run(new_tokens)[0].tolist()
         per_token = []
         for _ in range(runs):
             _sync(device)
@@ -196,7 +197,7 @@ def profile_loop(out_dir, *, shape="1b", mode="reduce-overhead", new_tokens=64, 
         out_dir.mkdir(parents=True, exist_ok=True)
         (out_dir / "timings.json").write_text(json.dumps({
             "what": "hand-written loop: ms per decoded token, unprofiled", "ms_per_token": per_token,
-            "bytes_per_token": bytes_per_token(model, PROMPT + new_tokens // 2)}))
+            "bytes_per_token": bytes_per_token(model, PROMPT + new_tokens // 2), "tokens": tokens}))
         activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device == "cuda" else [])
         with profile(activities=activities, record_shapes=True) as prof:
             with record_function("decode"):
