@@ -84,6 +84,24 @@ def _sync(device):
         torch.cuda.synchronize()
 
 
+def time_decode(generate_n, new_tokens, runs, device):
+    """(ms per decoded token, prefill ms), one pair per run: a run producing one token
+    (prefill only) timed against one producing ``new_tokens``."""
+    per_token, prefill_ms = [], []
+    for _ in range(runs):
+        _sync(device)
+        t0 = time.perf_counter()
+        generate_n(1)
+        _sync(device)
+        t1 = time.perf_counter()
+        generate_n(new_tokens)
+        _sync(device)
+        t2 = time.perf_counter()
+        prefill_ms.append((t1 - t0) * 1e3)
+        per_token.append(((t2 - t1) - (t1 - t0)) * 1e3 / (new_tokens - 1))
+    return per_token, prefill_ms
+
+
 # %%
 # generate(), as most code calls it
 # ---------------------------------
@@ -106,23 +124,12 @@ def profile_generate(out_dir, *, shape="1b", cache="dynamic", compile=False, new
 
     for _ in range(2):  # warm up (and compile: generate() compiles a static-cache forward itself)
         tokens = gen(new_tokens)[0, PROMPT:].tolist()
-    per_token, prefill = [], []
-    for _ in range(runs):
-        _sync(device)
-        t0 = time.perf_counter()
-        gen(1)
-        _sync(device)
-        t1 = time.perf_counter()
-        gen(new_tokens)
-        _sync(device)
-        t2 = time.perf_counter()
-        prefill.append((t1 - t0) * 1e3)
-        per_token.append(((t2 - t1) - (t1 - t0)) * 1e3 / (new_tokens - 1))
+    per_token, prefill_ms = time_decode(gen, new_tokens, runs, device)
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "timings.json").write_text(json.dumps({
         "what": "generate(): ms per decoded token and prefill ms, unprofiled", "ms_per_token": per_token,
-        "prefill_ms": prefill, "bytes_per_token": bytes_per_token(model, PROMPT + new_tokens // 2),
+        "prefill_ms": prefill_ms, "bytes_per_token": bytes_per_token(model, PROMPT + new_tokens // 2),
         "tokens": tokens}))  # greedy: every variant of one shape must produce these
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device == "cuda" else [])
     with profile(activities=activities, record_shapes=True) as prof:
@@ -182,21 +189,12 @@ def profile_loop(out_dir, *, shape="1b", mode="reduce-overhead", new_tokens=64, 
     with torch.no_grad():
         for _ in range(2):  # warm up: compile, record the CUDA graph
             tokens = run(new_tokens)[0].tolist()
-        per_token = []
-        for _ in range(runs):
-            _sync(device)
-            t0 = time.perf_counter()
-            run(1)
-            _sync(device)
-            t1 = time.perf_counter()
-            run(new_tokens)
-            _sync(device)
-            t2 = time.perf_counter()
-            per_token.append(((t2 - t1) - (t1 - t0)) * 1e3 / (new_tokens - 1))
+        per_token, prefill_ms = time_decode(run, new_tokens, runs, device)
         out_dir = Path(out_dir)
         out_dir.mkdir(parents=True, exist_ok=True)
         (out_dir / "timings.json").write_text(json.dumps({
-            "what": "hand-written loop: ms per decoded token, unprofiled", "ms_per_token": per_token,
+            "what": "hand-written loop: ms per decoded token and prefill ms, unprofiled",
+            "ms_per_token": per_token, "prefill_ms": prefill_ms,
             "bytes_per_token": bytes_per_token(model, PROMPT + new_tokens // 2), "tokens": tokens}))
         activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device == "cuda" else [])
         with profile(activities=activities, record_shapes=True) as prof:

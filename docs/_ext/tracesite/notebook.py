@@ -23,7 +23,7 @@ from .recordings import Recording, Variant, load
 
 __all__ = [
     "Fmt", "ByRepeat", "interleaved_calls", "links", "md", "medians", "num", "put", "rec",
-    "recs", "setup", "show", "trace", "unprofiled_calls", "variant", "verdict",
+    "recs", "setup", "show", "trace", "tracereader_cli", "unprofiled_calls", "variant", "verdict",
 ]
 
 _state: dict[str, Any] = {
@@ -204,6 +204,32 @@ def show(fig: Any, caption: str = "", alt: str | None = None, dpi: int = 88,
         for r in (variant(n).repeats[0] for n in names)
     )
     return Snippet(figure._repr_html_() + links, repr(figure))
+
+
+def tracereader_cli(*args: str, cwd: Any, show: bool = True, status: int = 0,
+                    keep: Any = None) -> Any:
+    """Run ``tracereader ARGS`` in a fresh process, on the tracereader this page imported,
+    and print it like a terminal (``keep``: print only the output lines it accepts after the
+    three header lines). Asserts the exit status; returns the ``CompletedProcess``."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    import tracereader
+
+    here = str(Path(tracereader.__file__).parents[1])
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (here, os.environ.get("PYTHONPATH")) if p))
+    done = subprocess.run([sys.executable, "-m", "tracereader.cli", *args], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=300)
+    if show:
+        lines = done.stdout.splitlines()
+        if keep is not None:
+            lines = lines[:3] + [ln for ln in lines[3:] if keep(ln)]
+        print("$ tracereader " + " ".join(args))
+        print("\n".join(lines + done.stderr.splitlines()))
+    assert done.returncode == status, (args, done.returncode, done.stderr)
+    return done
 
 
 def links(name: str) -> Any:
