@@ -164,9 +164,16 @@ def prefill(model, ids, cache):
 
 
 def profile_loop(out_dir, *, shape="1b", mode="reduce-overhead", new_tokens=64, profiled_tokens=8,
-                 runs=3, device=None):
-    """Time a hand-written static-cache decode loop, then profile a few of its tokens."""
+                 runs=3, tune_gemv=False, device=None):
+    """Time a hand-written static-cache decode loop, then profile a few of its tokens.
+
+    ``tune_gemv=True`` turns on Inductor's coordinate-descent tuning, under which it also
+    rewrites each one-row matrix multiply (a GEMV) as a multiply-and-sum that it generates
+    and tunes itself instead of calling cuBLAS.
+    """
     tf = _transformers()
+    if tune_gemv:
+        torch._inductor.config.coordinate_descent_tuning = True
     device = device or ("cuda" if torch.cuda.is_available() else "cpu")
     model = build_model(shape, device)
     ids = torch.randint(0, model.config.vocab_size, (1, PROMPT), device=device)
@@ -218,6 +225,7 @@ VARIANTS = {
     "loop_compiled_1b": (profile_loop, {"shape": "1b"}),
     "generate_static_compiled_8b": (profile_generate, {"shape": "8b", "cache": "static", "compile": True}),
     "loop_compiled_8b": (profile_loop, {"shape": "8b"}),
+    "loop_tuned_8b": (profile_loop, {"shape": "8b", "tune_gemv": True}),
 }
 COLD_VARIANTS = ()
 

@@ -6,10 +6,12 @@ Causal self-attention on query, key and value tensors of shape
 ``(batch, heads, seq, head_dim)``, the Hugging Face series' shape by default
 (batch 8, 16 heads, sequence 1024, head_dim 64, bf16). ``naive`` writes it out
 in five steps: ``q @ k.transpose``, scale, causal ``masked_fill``, softmax,
-``@ v``. ``sdpa_<backend>`` calls ``torch.nn.functional.scaled_dot_product_attention``
+``@ v``; ``naive_inplace`` masks the scores in place instead of in a copy.
+``sdpa_<backend>`` calls ``torch.nn.functional.scaled_dot_product_attention``
 with one backend pinned by ``torch.nn.attention.sdpa_kernel`` (math, efficient,
 flash, cudnn); ``sdpa_default`` lets PyTorch choose. ``naive_compile`` compiles
-the five-step version. Every variant is listed in ``VARIANTS`` and read in the
+the five-step version. ``interleaved_backends`` times the CPU cost of one
+call of each backend, in turn in one process. Every variant is listed in ``VARIANTS`` and read in the
 Part 3 chapter.
 
 This file needs only torch. On a machine with a CUDA GPU it profiles live; on
@@ -34,6 +36,7 @@ import contextlib
 import json
 import math
 import sys
+import time
 from pathlib import Path
 
 import torch
@@ -54,6 +57,25 @@ def naive_attention(q, k, v):
     causal = torch.ones(seq, seq, dtype=torch.bool, device=q.device).triu(1)
     scores = scores.masked_fill(causal, float("-inf"))
     return torch.softmax(scores, dim=-1) @ v
+
+
+def naive_attention_inplace(q, k, v):
+    """The same five steps, with the mask written into the scores themselves (``masked_fill_``).
+
+    No copy of the score matrix. Safe under autograd too: no backward needs the unmasked
+    scores (the scaling's backward needs only the scale, the softmax's only its output).
+    Where a backward does need a tensor changed in place, autograd's version counter
+    makes ``backward()`` raise instead of computing a wrong gradient.
+    """
+    scores = q @ k.transpose(-2, -1)
+    scores = scores * (1.0 / math.sqrt(q.shape[-1]))
+    seq = q.shape[-2]
+    causal = torch.ones(seq, seq, dtype=torch.bool, device=q.device).triu(1)
+    scores.masked_fill_(causal, float("-inf"))
+    return torch.softmax(scores, dim=-1) @ v
+
+
+IMPLS = {"naive": naive_attention, "naive_inplace": naive_attention_inplace}
 
 
 def sdpa_attention(q, k, v):
@@ -90,7 +112,7 @@ def profile_attention(
     torch.manual_seed(0)
     q, k, v = (torch.randn(batch, heads, seq, head_dim, device=device, dtype=torch.bfloat16)
                for _ in range(3))
-    f = naive_attention if impl == "naive" else sdpa_attention
+    f = IMPLS.get(impl, sdpa_attention)
     if compile:
         torch._dynamo.reset()
         f = torch.compile(f, mode=None if compile == "default" else compile)
@@ -234,18 +256,97 @@ def profile_sweep(out_dir, *, seqs=(512, 1024, 2048, 4096, 8192), head_dims=(64,
 
 
 # %%
+# The CPU cost of each backend
+# ----------------------------
+#
+# CPU time per call moves by tens of percent from one process to the next, so
+# comparing backends recorded in separate runs says little. ``profile_backends_interleaved``
+# calls every version in turn in one process, in a balanced order (every version
+# follows every other exactly once per cycle), with each backend's pin entered
+# outside the timed region. It times ``unprofiled_cycles`` cycles with
+# ``time.perf_counter_ns`` and no profiler (``timings.json``), synchronizing the
+# GPU after each cycle so the launch queue never fills, and then profiles
+# ``cycles`` more, each call labelled with its version.
+
+INTERLEAVED = ("cudnn", "flash", "efficient", "math", "default")
+
+
+def balanced_cycle(n):
+    """Indexes 0..n-1 in an order where, read as a loop, every ordered pair of two
+    different indexes is neighbours exactly once (an Euler circuit of the complete
+    directed graph, found by Hierholzer's algorithm)."""
+    unused = {i: [j for j in range(n) if j != i] for i in range(n)}
+    stack, circuit = [0], []
+    while stack:
+        if unused[stack[-1]]:
+            stack.append(unused[stack[-1]].pop(0))
+        else:
+            circuit.append(stack.pop())
+    return tuple(circuit[::-1][:-1])  # the circuit returns to its start: drop the repeat
+
+
+def profile_backends_interleaved(out_dir, *, batch=8, heads=16, seq=1024, head_dim=64,
+                                 unprofiled_cycles=40, cycles=4, device=None):
+    """Time one SDPA call of each version in turn, without and with the profiler.
+
+    Writes ``timings.json`` (the unprofiled calls, in run order) and ``trace.json``
+    into ``out_dir`` and returns the profiler's table.
+    """
+    device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+    names = INTERLEAVED if device == "cuda" else ("math", "default")
+    cycle = [names[i] for i in balanced_cycle(len(names))]
+    torch.manual_seed(0)
+    q, k, v = (torch.randn(batch, heads, seq, head_dim, device=device, dtype=torch.bfloat16)
+               for _ in range(3))
+    calls = []
+    with torch.no_grad():
+        for name in names:  # warm up each version (cuDNN builds its plan on first use)
+            with _pin(name):
+                for _ in range(5):
+                    sdpa_attention(q, k, v)
+        if device == "cuda":
+            torch.cuda.synchronize()
+        for _ in range(unprofiled_cycles):
+            for name in cycle:
+                with _pin(name):
+                    t0 = time.perf_counter_ns()
+                    sdpa_attention(q, k, v)
+                    calls.append((name, (time.perf_counter_ns() - t0) / 1e3))
+            if device == "cuda":
+                torch.cuda.synchronize()
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / "timings.json").write_text(json.dumps(
+        {"what": "CPU time per SDPA call without the profiler, in run order", "unit": "us",
+         "calls": [[name, round(us, 1)] for name, us in calls]}))
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device == "cuda" else [])
+    with torch.no_grad(), profile(activities=activities, record_shapes=True) as prof:
+        for _ in range(cycles):
+            for name in cycle:
+                with _pin(name), record_function(name):
+                    sdpa_attention(q, k, v)
+            if device == "cuda":
+                torch.cuda.synchronize()
+    prof.export_chrome_trace(str(out_dir / "trace.json"))
+    sort_by = "cuda_time_total" if device == "cuda" else "cpu_time_total"
+    return prof.key_averages().table(sort_by=sort_by, row_limit=15, max_name_column_width=48)
+
+
+# %%
 # The variants
 # ------------
 
 SHAPE = {"batch": 8, "heads": 16, "seq": 1024, "head_dim": 64}
 VARIANTS = {
     "naive": (profile_attention, {**SHAPE}),
+    "naive_inplace": (profile_attention, {**SHAPE, "impl": "naive_inplace"}),
     "naive_compile": (profile_attention, {**SHAPE, "compile": "default"}),
     "sdpa_default": (profile_attention, {**SHAPE, "impl": "sdpa"}),
     "sdpa_math": (profile_attention, {**SHAPE, "impl": "sdpa", "backend": "math"}),
     "sdpa_efficient": (profile_attention, {**SHAPE, "impl": "sdpa", "backend": "efficient"}),
     "sdpa_flash": (profile_attention, {**SHAPE, "impl": "sdpa", "backend": "flash"}),
     "sdpa_cudnn": (profile_attention, {**SHAPE, "impl": "sdpa", "backend": "cudnn"}),
+    "interleaved_backends": (profile_backends_interleaved, {**SHAPE}),
     "sweep": (profile_sweep, {}),
 }
 COLD_VARIANTS = ()
