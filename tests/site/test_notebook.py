@@ -37,3 +37,21 @@ def test_unprofiled_calls_read_timings_json(tmp_path):
 def test_a_recording_without_timings_says_so(tmp_path):
     with pytest.raises(ValueError, match="no timings.json"):
         unprofiled_calls(_recording(tmp_path))
+
+
+def test_a_repeats_cell_glues_its_last_line_from_every_repeat(monkeypatch):
+    """A ``num(...)`` on a %%repeats cell's last line runs on every repeat (its median is
+    glued); any other last expression is the cell's output, shown once."""
+    pytest.importorskip("IPython")
+    import tracesite.notebook as nb
+    from IPython.core.interactiveshell import InteractiveShell
+
+    glued = {}
+    monkeypatch.setattr(nb, "_n_repeats", lambda: 3)
+    monkeypatch.setattr(nb, "_glue", lambda key, value: glued.__setitem__(key, value))
+    shell = InteractiveShell.instance()
+    shell.user_ns.update(num=nb.num, nb=nb)
+    nb._repeats("", "x = [10, 20, 30][nb._state['repeat']]\nnum('last', x)")
+    assert (glued["last"], glued["last_lo"], glued["last_hi"]) == (20, 10, 30)
+    shown = nb._repeats("", "y = nb._state['repeat']\ny * 2")
+    assert shown == 0  # the drawn repeat's value, evaluated once

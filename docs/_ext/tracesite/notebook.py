@@ -250,6 +250,13 @@ def _n_repeats() -> int:
     return min(c for c in counts if c)
 
 
+def _glues(expr: ast.expr) -> bool:
+    """Whether a cell's last expression is a call of num, put or md, which must run on every
+    repeat like any other statement (other last expressions are the cell's output, shown
+    once, from the drawn repeat)."""
+    return isinstance(expr, ast.Call) and isinstance(expr.func, ast.Name) and expr.func.id in {"num", "put", "md"}
+
+
 def _repeats(line: str, cell: str) -> Any:
     """``%%repeats``: run the cell once per repeat; glue medians of what it :func:`num`-s."""
     from IPython import get_ipython
@@ -258,7 +265,7 @@ def _repeats(line: str, cell: str) -> Any:
     n = _n_repeats()
     tree = ast.parse(cell)
     last = None
-    if tree.body and isinstance(tree.body[-1], ast.Expr):
+    if tree.body and isinstance(tree.body[-1], ast.Expr) and not _glues(tree.body[-1].value):
         last = compile(ast.Expression(tree.body.pop().value), "<%%repeats cell>", "eval")
     code = compile(tree, "<%%repeats cell>", "exec")
     collected: dict[str, list[Any]] = {}
