@@ -230,6 +230,7 @@ TINY = textwrap.dedent(
         with profile(activities=[ProfilerActivity.CPU]) as prof:
             (x @ x).sum()
         prof.export_chrome_trace(str(Path(out_dir) / "trace.json"))
+        (Path(out_dir) / "results.json").write_text('{"size_squared": %d}' % (size * size))
         return prof.key_averages().table(row_limit=5)
 
 
@@ -255,6 +256,9 @@ def test_recorder_end_to_end_on_the_cpu(tmp_path, monkeypatch):
         for r in v.repeats:
             assert r.meta["code_hash"] == record.code_hash(script, "profile_tiny", r.params)
             assert r.env["gpu"] == "CPU only" and r.trace_path.stat().st_size > 0
+            # A harness's results.json lands in meta.json under "results".
+            assert r.results == {"size_squared": r.params["size"] ** 2}
+            assert not (r.trace_path.parent / "results.json").exists()
     assert variants["cold"].repeats[1].meta["process"]["variants_in_it"] == ["cold"]
     assert variants["warm_a"].repeats[1].meta["process"]["variants_in_it"] == ["warm_b", "warm_a"]
     assert record.check_examples(tmp_path, root=root) == []

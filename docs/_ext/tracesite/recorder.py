@@ -17,7 +17,8 @@ repeats of a recording agree on it. A fresh machine can draw differently, so a
 page words such choices from the recording and never assumes them. A child process runs the example's harness functions
 (loaded with :func:`tracesite._source.load_definitions`, without the page around
 them) and writes the trace and the table; the parent stamps, hashes and gzips
-them into a staging folder, and replaces the example's recordings only when
+them into a staging folder (a ``results.json`` the harness wrote, its headline
+measurements, goes into ``meta.json`` under ``results``), and replaces the example's recordings only when
 every process succeeded. ``scripts/record.py`` is the command.
 """
 
@@ -37,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from ._source import RecordingError, code_hash, load_definitions
-from .recordings import META, TABLE, TRACE, recordings_root
+from .recordings import META, RESULTS, TABLE, TRACE, recordings_root
 
 __all__ = ["plan", "record_example"]
 
@@ -185,6 +186,10 @@ def _finish(out: Path, example: str, name: str, k: int, repeats: int, entry: Any
         "env": env,
         "process": {"fresh": True, "variants_in_it": [j[0] for j in jobs]},
     }
+    results = out / RESULTS
+    if results.exists():  # the harness's headline measurements, kept in meta.json
+        meta["results"] = json.loads(results.read_text(encoding="utf-8"))
+        results.unlink()
     _gzip_trace(exported, out / TRACE)
     exported.unlink()
     (out / "env.json").unlink()

@@ -51,6 +51,7 @@ TABLE_COLUMNS = ("Self CPU", "CPU total", "Self CUDA", "CUDA total", "# of Calls
 TRACE, TABLE, META = "trace.json.gz", "table.txt", "meta.json"
 #: Written by a harness that also times its calls without the profiler.
 TIMINGS = "timings.json"
+RESULTS = "results.json"  # a harness's headline measurements; the recorder moves them into meta.json
 
 
 def recordings_root() -> Path:
@@ -82,6 +83,12 @@ class Recording:
     def params(self) -> dict[str, Any]:
         """The settings the harness ran with."""
         return self.meta.get("params", {})
+
+    @property
+    def results(self) -> dict[str, Any] | None:
+        """The headline measurements the harness wrote (``results.json``, kept in
+        ``meta.json`` under ``results``), if any."""
+        return self.meta.get("results")
 
     @property
     def name(self) -> str:
