@@ -79,6 +79,20 @@ def bytes_per_token(model, position):
     return {"weights": weights, "kv_cache": kv, "total": weights + kv}
 
 
+SPEC_HBM_TBS = 4.8  # H200 SXM datasheet
+
+
+def write_results(out_dir, per_token_ms, bytes_per_tok):
+    """``results.json``: the headline numbers the recorder keeps in ``meta.json`` under
+    ``results`` (median over this repeat's timed runs)."""
+    ms = sorted(per_token_ms)[len(per_token_ms) // 2]
+    tbs = bytes_per_tok / (ms * 1e-3) / 1e12
+    (Path(out_dir) / "results.json").write_text(json.dumps({
+        "tokens_per_s": round(1e3 / ms, 2), "ms_per_token": round(ms, 4),
+        "bytes_per_token": bytes_per_tok, "achieved_tbs": round(tbs, 3),
+        "hbm_fraction_spec": round(tbs / SPEC_HBM_TBS, 4)}))
+
+
 def _sync(device):
     if device == "cuda":
         torch.cuda.synchronize()
@@ -131,6 +145,7 @@ def profile_generate(out_dir, *, shape="1b", cache="dynamic", compile=False, new
         "what": "generate(): ms per decoded token and prefill ms, unprofiled", "ms_per_token": per_token,
         "prefill_ms": prefill_ms, "bytes_per_token": bytes_per_token(model, PROMPT + new_tokens // 2),
         "tokens": tokens}))  # greedy: every variant of one shape must produce these
+    write_results(out_dir, per_token, bytes_per_token(model, PROMPT + new_tokens // 2)["total"])
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device == "cuda" else [])
     with profile(activities=activities, record_shapes=True) as prof:
         with record_function("generate"):
@@ -203,6 +218,7 @@ def profile_loop(out_dir, *, shape="1b", mode="reduce-overhead", new_tokens=64, 
             "what": "hand-written loop: ms per decoded token and prefill ms, unprofiled",
             "ms_per_token": per_token, "prefill_ms": prefill_ms,
             "bytes_per_token": bytes_per_token(model, PROMPT + new_tokens // 2), "tokens": tokens}))
+        write_results(out_dir, per_token, bytes_per_token(model, PROMPT + new_tokens // 2)["total"])
         activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device == "cuda" else [])
         with profile(activities=activities, record_shapes=True) as prof:
             with record_function("decode"):
