@@ -18,7 +18,6 @@ example), the longest first by the wall times its last recordings stamped::
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import queue
 import subprocess
@@ -32,7 +31,7 @@ sys.path.insert(0, str(ROOT / "docs" / "_ext"))
 
 from tracesite._source import RecordingError  # noqa: E402
 from tracesite.recorder import DEFAULT_REPEATS, record_example  # noqa: E402
-from tracesite.recordings import recordings_root  # noqa: E402
+from tracesite.recordings import iter_recordings  # noqa: E402
 
 #: Seconds a fresh recording process takes to start (torch, CUDA) and finish, on an H200.
 PROCESS_START_S = 6.0
@@ -43,13 +42,10 @@ def last_wall_s(example: str) -> float:
     recordings stamped, plus ``PROCESS_START_S`` for each fresh process (0 when it has
     none). The order of a parallel recording."""
     total = 0.0
-    for path in (recordings_root() / example).glob("*/r*/meta.json"):
-        try:
-            meta = json.loads(path.read_text(encoding="utf-8"))
-            shared_by = len(meta["process"]["variants_in_it"])
-            total += float(meta["env"]["wall_s"]) + PROCESS_START_S / shared_by
-        except (OSError, ValueError, KeyError, TypeError, ZeroDivisionError):
-            continue
+    for rec in iter_recordings():
+        if rec.example == example and "wall_s" in rec.env:
+            shared_by = len(rec.meta.get("process", {}).get("variants_in_it", [])) or 1
+            total += float(rec.env["wall_s"]) + PROCESS_START_S / shared_by
     return total
 
 

@@ -22,8 +22,9 @@ from typing import Any
 from .recordings import Recording, Variant, load
 
 __all__ = [
-    "Fmt", "ByRepeat", "interleaved_calls", "links", "md", "medians", "num", "put", "rec",
-    "recs", "setup", "show", "trace", "tracereader_cli", "unprofiled_calls", "variant", "verdict",
+    "Fmt", "ByRepeat", "interleaved_calls", "links", "log_us_axis", "md", "medians", "num",
+    "op_per_call", "put", "rec", "recs", "setup", "show", "trace", "tracereader_cli",
+    "unprofiled_calls", "variant", "verdict",
 ]
 
 _state: dict[str, Any] = {
@@ -120,6 +121,30 @@ def unprofiled_calls(recording: Recording) -> list[tuple[str, float]]:
     if timings is None:
         raise ValueError(f"{recording.variant} r{recording.repeat} has no timings.json")
     return [(str(name), float(us)) for name, us in timings["calls"]]
+
+
+def op_per_call(trace: Any, within: str, op: str) -> list[dict[str, Any]]:
+    """``op``'s row of :func:`tracereader.op_table` for each ``within`` span of the trace
+    (a ``record_function`` range, one per call): self and total CPU time of one call each."""
+    from tracereader import Kind, op_table
+
+    rows = []
+    for span in trace.where(name=within, kind=Kind.USER_ANNOTATION):
+        start = int(trace.ts_ns[span])
+        table = op_table(trace, window=(start, start + int(trace.dur_ns[span])))
+        rows += [r for r in table.to_records() if r["name"] == op]
+    return rows
+
+
+def log_us_axis(ax: Any, label: str) -> None:
+    """A log-scale x axis of microseconds labelled 1, 2, 5, 10, ... (no overlapping minor labels)."""
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+    ax.set_xscale("log")
+    ax.xaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: f"{x:g}"))
+    ax.xaxis.set_minor_formatter(NullFormatter())
+    ax.set_xlabel(label)
 
 
 def medians(calls: list[tuple[str, float]]) -> dict[str, float]:
