@@ -267,6 +267,26 @@ def test_recorder_end_to_end_on_the_cpu(tmp_path, monkeypatch):
     assert len(tracereader.load(variants["cold"].rep.trace_path))
 
 
+def test_processes_share_one_queue_over_several_lanes(tmp_path, monkeypatch):
+    """With several GPUs the processes of several examples run from one queue, one per
+    lane at a time (here two lanes on the CPU), and land as one example at a time does."""
+    pytest.importorskip("torch")
+    monkeypatch.setenv("KINETO_LOG_LEVEL", "6")
+    first = write(tmp_path, TINY, name="09_tiny.py")
+    second = write(tmp_path, TINY.replace("size * size", "size + size"), name="10_tiny.py")
+    root = tmp_path / "recordings"
+    lines: list[str] = []
+    took = recorder.record_examples([first, second], repeats=2, root=root, gpus=["0", "1"],
+                                    log=lambda line, **_: lines.append(line))
+    assert {name: t["processes"] for name, t in took.items()} == {"09_tiny": 4, "10_tiny": 4}
+    assert sum("on GPU 0" in line for line in lines) + sum("on GPU 1" in line for line in lines) == 8
+    found = {(r.example, r.variant, r.repeat) for r in record.iter_recordings(root)}
+    assert len(found) == 12 and not list(root.glob(".staging-*"))
+    assert record.check_examples(tmp_path, root=root) == []
+    walls = recorder.past_walls_s(root)
+    assert recorder.estimate_s("09_tiny", [("cold", 0)], walls) < recorder.estimate_s("09_tiny", [("nope", 0)], {})
+
+
 def test_failed_recording_keeps_the_old_one(tmp_path, monkeypatch):
     pytest.importorskip("torch")
     script = write(tmp_path, TINY.replace("(x @ x).sum()", "raise RuntimeError('boom')"),

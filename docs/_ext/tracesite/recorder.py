@@ -18,8 +18,10 @@ page words such choices from the recording and never assumes them. A child proce
 (loaded with :func:`tracesite._source.load_definitions`, without the page around
 them) and writes the trace and the table; the parent stamps, hashes and gzips
 them into a staging folder (a ``results.json`` the harness wrote, its headline
-measurements, goes into ``meta.json`` under ``results``), and replaces the example's recordings only when
-every process succeeded. ``scripts/record.py`` is the command.
+measurements, goes into ``meta.json`` under ``results``), and replaces the example's
+recordings only when every process succeeded. With several GPUs, the processes of all the
+examples being recorded share one queue, the longest first, one process per GPU at a
+time. ``scripts/record.py`` is the command.
 """
 
 from __future__ import annotations
@@ -33,14 +35,17 @@ import platform
 import shutil
 import subprocess
 import sys
+import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ._source import RecordingError, code_hash, load_definitions
-from .recordings import META, RESULTS, TABLE, TRACE, recordings_root
+from .recordings import META, RESULTS, TABLE, TRACE, iter_recordings, recordings_root
+from .trim import trim_steps
 
-__all__ = ["plan", "record_example"]
+__all__ = ["estimate_s", "past_walls_s", "plan", "record_example", "record_examples"]
 
 DEFAULT_REPEATS = 3
 
@@ -109,66 +114,173 @@ def _child(argv: list[str]) -> int:
     return 0
 
 
-def _gzip_trace(src: Path, dst: Path) -> None:
-    """Gzip the exported trace, dropping the ``traceName`` path it leaks."""
+def _gzip_trace(src: Path, dst: Path, keep: tuple[list[int] | None, list[int] | None] = (None, None)
+                ) -> dict[str, int]:
+    """Gzip the exported trace, dropping the ``traceName`` path it leaks and the profiler
+    steps the example does not keep (:mod:`tracesite.trim`); return what was trimmed."""
     data = json.loads(src.read_text(encoding="utf-8", errors="replace"), strict=False)
     data.pop("traceName", None)
+    dropped = trim_steps(data, *keep) if keep != (None, None) else {}
     raw = json.dumps(data, separators=(",", ":")).encode()
     with gzip.GzipFile(dst, "wb", compresslevel=9, mtime=0) as fh:
         fh.write(raw)
+    return dropped
+
+
+#: Seconds a fresh recording process takes to start (torch, CUDA) and finish, on an H200.
+PROCESS_START_S = 6.0
+#: A variant's guessed wall time when no earlier recording says.
+UNKNOWN_WALL_S = 30.0
+
+
+@dataclass
+class _Example:
+    """One example being recorded: its processes and how they went."""
+
+    source: Path
+    variants: dict[str, Any]
+    processes: list[list[tuple[str, int]]]
+    staging: Path
+    keep_steps: dict[str, list[int]]
+    keep_python_steps: dict[str, list[int]]
+    done: int = 0
+    error: RecordingError | None = None
+    busy_s: float = 0.0
+
+
+def past_walls_s(root: Path | None = None) -> dict[tuple[str, str], float]:
+    """The mean wall time each recorded variant's repeats stamped, by (example, variant)."""
+    walls: dict[tuple[str, str], list[float]] = {}
+    for rec in iter_recordings(root):
+        if "wall_s" in rec.env:
+            walls.setdefault((rec.example, rec.variant), []).append(float(rec.env["wall_s"]))
+    return {key: sum(w) / len(w) for key, w in walls.items()}
+
+
+def estimate_s(example: str, jobs: list[tuple[str, int]], walls: dict[tuple[str, str], float]) -> float:
+    """About how long a process running ``jobs`` takes: the wall times the last recordings
+    of those variants stamped (``walls``, from :func:`past_walls_s`), plus ``PROCESS_START_S``."""
+    return PROCESS_START_S + sum(walls.get((example, name), UNKNOWN_WALL_S) for name, _ in jobs)
+
+
+def record_examples(
+    sources: list[Path], repeats: int = DEFAULT_REPEATS, root: Path | None = None,
+    gpus: list[str] | None = None, limit_s: float = 540, log: Any = print,
+) -> dict[str, dict[str, Any] | RecordingError]:
+    """Record every variant of each example; return, per example, what it took or why it failed.
+
+    The processes of all the examples run from one queue, the longest first (by
+    :func:`estimate_s`), one at a time on each GPU in ``gpus`` (its id goes into the
+    child's ``CUDA_VISIBLE_DEVICES``; ``None``: one at a time, the environment as it is).
+    A process running past ``limit_s`` fails. An example's recordings are replaced only
+    when all its processes succeeded; a failed one keeps its old recordings and its
+    remaining processes are skipped.
+    """
+    root = root or recordings_root()
+    examples: dict[str, _Example] = {}
+    todo: list[tuple[float, str, int]] = []
+    walls = past_walls_s(root)
+    for source in sources:
+        source = Path(source).resolve()
+        ns = load_definitions(source)
+        variants = ns.get("VARIANTS")
+        if not isinstance(variants, dict) or not variants:
+            raise RecordingError(f"{source.name} defines no VARIANTS to record")
+        processes = plan(variants, tuple(ns.get("COLD_VARIANTS", ())), repeats)
+        staging = root / f".staging-{source.stem}"
+        shutil.rmtree(staging, ignore_errors=True)
+        examples[source.stem] = _Example(source, variants, processes, staging, dict(ns.get("KEEP_STEPS", {})),
+                                         dict(ns.get("KEEP_PYTHON_STEPS", {})))
+        todo += [(estimate_s(source.stem, jobs, walls), source.stem, i) for i, jobs in enumerate(processes)]
+    todo.sort(key=lambda t: -t[0])
+    lock = threading.Lock()
+    env = dict(os.environ, KINETO_LOG_LEVEL="6", PYTHONUNBUFFERED="1")
+    here = str(Path(__file__).resolve().parent.parent)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [here, env.get("PYTHONPATH")]))
+
+    def worker(gpu: str | None) -> None:
+        child_env = env if gpu is None else dict(env, CUDA_VISIBLE_DEVICES=gpu)
+        while True:
+            with lock:
+                if not todo:
+                    return
+                _, name, i = todo.pop(0)
+                ex = examples[name]
+                if ex.error is not None:
+                    continue
+            jobs = ex.processes[i]
+            error = _run_process(ex, name, i, jobs, repeats, child_env, limit_s)
+            with lock:
+                if error is not None:
+                    ex.error = ex.error or error
+                    continue
+                ex.done += 1
+                where = "" if gpu is None else f" on GPU {gpu}"
+                log(f"  {name} process {i + 1}/{len(ex.processes)}{where}: "
+                    f"{', '.join(j[0] for j in jobs)} (r{jobs[0][1]})", flush=True)
+
+    lanes = gpus or [None]
+    threads = [threading.Thread(target=worker, args=(gpu,)) for gpu in lanes]
+    start = time.perf_counter()
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    wall_s = round(time.perf_counter() - start, 1)
+    took: dict[str, dict[str, Any] | RecordingError] = {}
+    for name, ex in examples.items():
+        if ex.error is not None:
+            shutil.rmtree(ex.staging, ignore_errors=True)
+            took[name] = ex.error
+            continue
+        target = root / name
+        shutil.rmtree(target, ignore_errors=True)
+        ex.staging.rename(target)
+        took[name] = {"processes": len(ex.processes), "variants": len(ex.variants), "repeats": repeats,
+                      "busy_s": round(ex.busy_s, 1), "wall_s": wall_s}
+    return took
+
+
+def _run_process(ex: _Example, example: str, i: int, jobs: list[tuple[str, int]], repeats: int,
+                 env: dict[str, str], limit_s: float) -> RecordingError | None:
+    """Run one fresh recording process and finish its outputs; the error, if it failed."""
+    outs = [[name, str(ex.staging / name / f"r{k}")] for name, k in jobs]
+    cmd = [sys.executable, "-m", "tracesite.recorder", "_child", str(ex.source), json.dumps(outs)]
+    start = time.perf_counter()
+    try:
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=limit_s, env=env)
+    except subprocess.TimeoutExpired:
+        return RecordingError(f"recording {example}: process {i + 1} ran past {limit_s:.0f} s")
+    finally:
+        ex.busy_s += time.perf_counter() - start
+    if done.returncode != 0:
+        return RecordingError(f"recording {example} failed in process {i + 1} "
+                              f"({[j[0] for j in jobs]}):\n" + done.stderr[-4000:])
+    try:
+        for (name, k), (_, out) in zip(jobs, outs, strict=True):
+            _finish(Path(out), example, name, k, repeats, ex.variants[name], ex.source, jobs,
+                    (ex.keep_steps.get(name), ex.keep_python_steps.get(name)))
+    except RecordingError as exc:
+        return exc
+    return None
 
 
 def record_example(
     source: Path, repeats: int = DEFAULT_REPEATS, root: Path | None = None, limit_s: float = 540
 ) -> dict[str, Any]:
-    """Record every variant of the example at ``source``; return what it took.
-
-    Raises :class:`RecordingError` (and leaves the old recordings in place) when
-    any process fails or the whole run passes ``limit_s``.
-    """
-    source = Path(source).resolve()
-    example = source.stem
-    ns = load_definitions(source)
-    variants = ns.get("VARIANTS")
-    if not isinstance(variants, dict) or not variants:
-        raise RecordingError(f"{source.name} defines no VARIANTS to record")
-    cold = tuple(ns.get("COLD_VARIANTS", ()))
-    processes = plan(variants, cold, repeats)
-    root = root or recordings_root()
-    staging = root / f".staging-{example}"
-    shutil.rmtree(staging, ignore_errors=True)
-    env = dict(os.environ, KINETO_LOG_LEVEL="6", PYTHONUNBUFFERED="1")
-    here = str(Path(__file__).resolve().parent.parent)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [here, env.get("PYTHONPATH")]))
-    start = time.perf_counter()
-    for i, jobs in enumerate(processes):
-        outs = [[name, str(staging / name / f"r{k}")] for name, k in jobs]
-        left = limit_s - (time.perf_counter() - start)
-        if left <= 0:
-            raise RecordingError(f"recording {example} ran past {limit_s:.0f} s")
-        cmd = [sys.executable, "-m", "tracesite.recorder", "_child", str(source), json.dumps(outs)]
-        try:
-            done = subprocess.run(cmd, capture_output=True, text=True, timeout=left, env=env)
-        except subprocess.TimeoutExpired:
-            raise RecordingError(f"recording {example} ran past {limit_s:.0f} s") from None
-        if done.returncode != 0:
-            raise RecordingError(
-                f"recording {example} failed in process {i + 1} ({[j[0] for j in jobs]}):\n"
-                + done.stderr[-4000:]
-            )
-        for (name, k), (_, out) in zip(jobs, outs, strict=True):
-            _finish(Path(out), example, name, k, repeats, variants[name], source, jobs)
-        print(f"  process {i + 1}/{len(processes)}: {', '.join(j[0] for j in jobs)} (r{jobs[0][1]})",
-              flush=True)
-    target = root / example
-    shutil.rmtree(target, ignore_errors=True)
-    staging.rename(target)
-    return {"processes": len(processes), "variants": len(variants), "repeats": repeats,
-            "wall_s": round(time.perf_counter() - start, 1)}
+    """Record every variant of the example at ``source``, one process at a time; return
+    what it took. Raises :class:`RecordingError` (and leaves the old recordings in place)
+    when any process fails or runs past ``limit_s``."""
+    took = record_examples([Path(source)], repeats, root, None, limit_s)
+    result = took[Path(source).stem]
+    if isinstance(result, RecordingError):
+        raise result
+    return result
 
 
 def _finish(out: Path, example: str, name: str, k: int, repeats: int, entry: Any,
-            source: Path, jobs: list[tuple[str, int]]) -> None:
+            source: Path, jobs: list[tuple[str, int]],
+            keep: tuple[list[int] | None, list[int] | None] = (None, None)) -> None:
     """Stamp, hash and gzip one repeat's output folder in place."""
     harness, params = entry
     exported = out / "trace.json"
@@ -190,7 +302,9 @@ def _finish(out: Path, example: str, name: str, k: int, repeats: int, entry: Any
     if results.exists():  # the harness's headline measurements, kept in meta.json
         meta["results"] = json.loads(results.read_text(encoding="utf-8"))
         results.unlink()
-    _gzip_trace(exported, out / TRACE)
+    dropped = _gzip_trace(exported, out / TRACE, keep)
+    if dropped:
+        meta["trimmed"] = {"keep_steps": keep[0], "keep_python_steps": keep[1], "dropped": dropped}
     exported.unlink()
     (out / "env.json").unlink()
     (out / META).write_text(json.dumps(meta, indent=1, sort_keys=True), encoding="utf-8")

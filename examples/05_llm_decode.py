@@ -1,0 +1,547 @@
+"""
+An LLM decoding with transformers: from generate() to the bandwidth limit
+=========================================================================
+
+A Llama-architecture model from Hugging Face ``transformers``, built from a
+config with random bf16 weights (nothing is downloaded): ``1b`` has the shape of
+Llama-3.2-1B, ``8b`` that of Llama-3-8B. Greedy decoding, batch 1, a prompt of
+``PROMPT`` random tokens, ``NEW_TOKENS`` new ones. Variants:
+
+* ``generate_*``: ``model.generate()`` with a dynamic or a static KV cache, with
+  and without the compile that ``generate()`` applies by itself to a static cache;
+* ``loop_*``: the same model driven by a decode loop of our own over a static
+  cache, one compiled step per token (``mode="reduce-overhead"``: one CUDA graph
+  per token), then one change at a time: Inductor's own GEMV kernels
+  (``tuned``), a cache sized to the tokens generated (``short``), attention on
+  the key/value heads without copying them (``packed``), and the q/k/v and
+  gate/up projections fused into one matrix each (``fused``).
+
+Each variant first times decoding without the profiler (``timings.json``: ms per
+token over several runs, the prefill taken out) and then profiles a few tokens,
+one profiler step per token. On the CPU it runs the ``tiny`` shape, uncompiled
+(the compiled loop's subject is the GPU: CUDA graphs). This file needs torch and
+``transformers``. Run it yourself::
+
+    python 05_llm_decode.py                            # generate(), dynamic cache
+    python 05_llm_decode.py --list                     # every variant
+    python 05_llm_decode.py --variant loop_fused_1b    # one named variant
+
+Each run writes its trace to ``traces/05_llm_decode/<name>.json``.
+"""
+
+# sphinx_gallery_start_ignore
+import warnings
+
+warnings.filterwarnings("ignore", message=".*Profiler clears events.*")
+# sphinx_gallery_end_ignore
+import argparse
+import json
+import sys
+import time
+import types
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+from torch.profiler import ProfilerActivity, profile, record_function, schedule
+
+PROMPT = 128  # prompt tokens
+NEW_TOKENS = 64  # tokens generated per timed run
+LONG_CACHE = 1024  # a static cache sized for a long conversation
+SHORT_CACHE = 256  # one sized to this run: PROMPT + NEW_TOKENS, rounded up
+SPEC_HBM_TBS = 4.8  # H200 SXM datasheet, TB/s
+SHAPES = {
+    "1b": {"hidden_size": 2048, "intermediate_size": 8192, "num_hidden_layers": 16, "num_attention_heads": 32,
+               "num_key_value_heads": 8, "head_dim": 64, "vocab_size": 128256, "tie_word_embeddings": True},
+    "8b": {"hidden_size": 4096, "intermediate_size": 14336, "num_hidden_layers": 32, "num_attention_heads": 32,
+               "num_key_value_heads": 8, "head_dim": 128, "vocab_size": 128256, "tie_word_embeddings": False},
+    # On the CPU: the same architecture, small enough to run in seconds.
+    "tiny": {"hidden_size": 256, "intermediate_size": 688, "num_hidden_layers": 2, "num_attention_heads": 4,
+                 "num_key_value_heads": 2, "head_dim": 64, "vocab_size": 1024, "tie_word_embeddings": False},
+}  # fmt: skip
+
+
+def _transformers():
+    try:
+        import transformers
+    except ImportError:
+        raise SystemExit("05_llm_decode needs Hugging Face transformers: pip install transformers") from None
+    return transformers
+
+
+def build_model(shape, device):
+    """A Llama model of the named shape with random bf16 weights, on ``device``."""
+    tf = _transformers()
+    config = tf.LlamaConfig(**SHAPES[shape], max_position_embeddings=LONG_CACHE, rope_theta=500000.0)
+    torch.manual_seed(0)
+    with torch.device(device):
+        model = tf.LlamaForCausalLM._from_config(config, dtype=torch.bfloat16, attn_implementation="sdpa")
+    return model.eval().requires_grad_(False)
+
+
+# %%
+# What one token must read
+# ------------------------
+#
+# At batch 1 every weight is read once per token, and each layer reads its keys and
+# values so far. Nothing can be faster than those bytes over the memory's bandwidth.
+
+
+def bytes_per_token(model, position):
+    """What one decode step must read at ``position``: every weight it multiplies by (of
+    the embedding table, one row) and the KV cache so far."""
+    cfg = model.config
+    params = {id(p): p for p in model.parameters()}  # a tied table counts once
+    table = model.get_input_embeddings().weight
+    weights = sum(p.numel() * p.element_size() for p in params.values() if p is not table)
+    if cfg.tie_word_embeddings:  # the LM head multiplies by the whole shared table
+        weights += table.numel() * table.element_size()
+    weights += cfg.hidden_size * table.element_size()  # the one embedding row
+    kv = 2 * cfg.num_hidden_layers * cfg.num_key_value_heads * cfg.head_dim * position * 2
+    return {"weights": weights, "kv_cache": kv, "total": weights + kv}
+
+
+def copy_bandwidth_tbs(device, gib=2, runs=20):
+    """Device-to-device copy bandwidth (read + write bytes per second), TB/s: the most a
+    kernel that streams memory can expect on this GPU."""
+    if device != "cuda":
+        return None
+    src = torch.empty(gib << 30, dtype=torch.uint8, device=device)
+    dst = torch.empty_like(src)
+    dst.copy_(src)
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    for _ in range(runs):
+        dst.copy_(src)
+    end.record()
+    torch.cuda.synchronize()
+    return round(2 * src.numel() * runs / (start.elapsed_time(end) * 1e-3) / 1e12, 3)
+
+
+def _sync(device):
+    if device == "cuda":
+        torch.cuda.synchronize()
+
+
+def _median(values):
+    return sorted(values)[len(values) // 2]
+
+
+def _compiled_graphs():
+    """How many graphs torch.compile has compiled in this process so far."""
+    from torch._dynamo.utils import counters
+
+    return int(counters["stats"]["unique_graphs"])
+
+
+def time_decode(generate_n, new_tokens, runs, device):
+    """(ms per decoded token, prefill ms) per run: a run producing one token (the prefill
+    alone) timed against one producing ``new_tokens``."""
+    per_token, prefill_ms = [], []
+    for _ in range(runs):
+        _sync(device)
+        t0 = time.perf_counter()
+        generate_n(1)
+        _sync(device)
+        t1 = time.perf_counter()
+        generate_n(new_tokens)
+        _sync(device)
+        t2 = time.perf_counter()
+        prefill_ms.append((t1 - t0) * 1e3)
+        per_token.append(((t2 - t1) - (t1 - t0)) * 1e3 / (new_tokens - 1))
+    return per_token, prefill_ms
+
+
+def write_timings(out_dir, model, generate_n, *, new_tokens, runs, device, compile_s, extra=None):
+    """Time decoding (checking that nothing compiles while it is timed) and write
+    ``timings.json`` and ``results.json`` (the headline numbers the site's recorder
+    keeps); return the greedy tokens of one run."""
+    tokens = generate_n(new_tokens)[0].tolist()
+    graphs = _compiled_graphs()
+    per_token, prefill_ms = time_decode(generate_n, new_tokens, runs, device)
+    recompiles = _compiled_graphs() - graphs
+    need = bytes_per_token(model, PROMPT + new_tokens // 2)
+    copy_tbs = copy_bandwidth_tbs(device)
+    ms = _median(per_token)
+    tbs = need["total"] / (ms * 1e-3) / 1e12
+    results = {"tokens_per_s": round(1e3 / ms, 2), "ms_per_token": round(ms, 4),
+               "bytes_per_token": need["total"], "achieved_tbs": round(tbs, 3),
+               "hbm_fraction_spec": round(tbs / SPEC_HBM_TBS, 4), "copy_tbs": copy_tbs,
+               "hbm_fraction_copy": round(tbs / copy_tbs, 4) if copy_tbs else None}
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / "results.json").write_text(json.dumps(results))
+    (out_dir / "timings.json").write_text(json.dumps({
+        "what": "ms per decoded token and prefill ms per run, unprofiled", "ms_per_token": per_token,
+        "prefill_ms": prefill_ms, "new_tokens": new_tokens, "bytes_per_token": need,
+        "compile_s": compile_s, "graphs_compiled_while_timed": recompiles, "tokens": tokens,
+        **(extra or {})}))
+    return results
+
+
+def _profile(out_dir, generate_n, tokens, device, *, with_stack=False):
+    """Profile one run of ``tokens`` tokens, one profiler step per token (the run calls
+    ``mark_token`` after each); write ``trace.json`` and return the table."""
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device == "cuda" else [])
+    for attempt in range(2):
+        try:
+            with profile(activities=activities, schedule=schedule(wait=0, warmup=0, active=tokens + 2),
+                         record_shapes=True, with_stack=with_stack) as prof:
+                with record_function("generate"):
+                    generate_n(tokens, mark_token=prof.step)
+                _sync(device)
+            break
+        except UnicodeDecodeError:  # torch's profiler can garble a Python frame's name: again
+            if attempt:
+                raise
+    prof.export_chrome_trace(str(Path(out_dir) / "trace.json"))
+    sort_by = "cuda_time_total" if device == "cuda" else "cpu_time_total"
+    return prof.key_averages().table(sort_by=sort_by, row_limit=15, max_name_column_width=48)
+
+
+# %%
+# generate(), as most code calls it
+# ---------------------------------
+#
+# A stopping criterion is called once per generated token; ours never stops
+# anything and only marks the token's end in the trace (a profiler step).
+
+
+def profile_generate(out_dir, *, shape="1b", cache="dynamic", compile=False, new_tokens=NEW_TOKENS,
+                     profiled_tokens=6, runs=3, with_stack=False, device=None):
+    """Time ``generate()`` (ms per decoded token, the prefill apart), then profile one
+    short call."""
+    tf = _transformers()
+    device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+    model = build_model(shape, device)
+    ids = torch.randint(0, model.config.vocab_size, (1, PROMPT), device=device)
+    kw = {"do_sample": False, "pad_token_id": 0}
+    if cache == "static":
+        kw["cache_implementation"] = "static"
+        kw["disable_compile"] = not compile
+
+    class MarkToken(tf.StoppingCriteria):
+        def __init__(self, mark):
+            self.mark = mark
+
+        def __call__(self, input_ids, scores, **kwargs):
+            self.mark()
+            return torch.zeros((), dtype=torch.bool)  # never stop
+
+    def gen(n, mark_token=None):
+        extra = {"stopping_criteria": tf.StoppingCriteriaList([MarkToken(mark_token)])} if mark_token else {}
+        return model.generate(ids, max_new_tokens=n, min_new_tokens=n, **kw, **extra)[:, PROMPT:]
+
+    start = time.perf_counter()
+    gen(new_tokens)  # warm up (and compile: generate() compiles a static-cache forward itself)
+    _sync(device)
+    compile_s = round(time.perf_counter() - start, 2)
+    write_timings(out_dir, model, gen, new_tokens=new_tokens, runs=runs, device=device, compile_s=compile_s)
+    return _profile(out_dir, gen, profiled_tokens, device, with_stack=with_stack)
+
+
+# %%
+# A decode loop of our own
+# ------------------------
+#
+# One step feeds the last token and its position, appends to the static cache in
+# place and returns the next token and position, all on the GPU: no host sync per
+# token, and with ``mode="reduce-overhead"`` the whole step is one CUDA graph.
+
+
+def decode_step(model, token, position, cache):
+    out = model(input_ids=token, position_ids=position.view(1, 1), cache_position=position,
+                past_key_values=cache, use_cache=True)
+    return out.logits[:, -1].argmax(dim=-1, keepdim=True), position + 1
+
+
+def prefill(model, ids, cache):
+    positions = torch.arange(ids.shape[1], device=ids.device)
+    out = model(input_ids=ids, position_ids=positions.view(1, -1), cache_position=positions,
+                past_key_values=cache, use_cache=True)
+    return out.logits[:, -1].argmax(dim=-1, keepdim=True)
+
+
+# %%
+# Attention on the key/value heads
+# --------------------------------
+#
+# Llama-3 has 8 key/value heads shared by 32 query heads (grouped-query attention).
+# transformers copies each key/value head 4 times before calling SDPA when there is a
+# mask, and a static cache always has one. For one query token the 4 query heads of a
+# group can instead ride as 4 query rows on their shared key/value head: no copy.
+
+
+def sdpa_packed_gqa(module, query, key, value, attention_mask, scaling=None, dropout=0.0, **kwargs):
+    """transformers' SDPA attention, except that one query token's heads are regrouped
+    onto the key/value heads (batch, kv_heads, group, head_dim) instead of copying keys
+    and values once per query head."""
+    from transformers.integrations.sdpa_attention import sdpa_attention_forward
+
+    batch, heads, q_len, dim = query.shape
+    kv_heads = key.shape[1]
+    if q_len != 1 or kv_heads == heads:
+        return sdpa_attention_forward(module, query, key, value, attention_mask, scaling=scaling,
+                                      dropout=dropout, **kwargs)
+    packed = query.reshape(batch, kv_heads, heads // kv_heads, dim)
+    out = F.scaled_dot_product_attention(packed, key, value, attn_mask=attention_mask, scale=scaling)
+    return out.reshape(batch, heads, 1, dim).transpose(1, 2), None
+
+
+def use_packed_gqa(model):
+    """Register ``sdpa_packed_gqa`` with transformers (with SDPA's masks) and switch to it."""
+    from transformers import AttentionInterface
+    from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
+
+    AttentionInterface.register("sdpa_packed_gqa", sdpa_packed_gqa)
+    AttentionMaskInterface.register("sdpa_packed_gqa", sdpa_mask)
+    model.config._attn_implementation = "sdpa_packed_gqa"
+
+
+# %%
+# Fewer, larger GEMVs
+# -------------------
+#
+# q, k and v multiply the same input, and so do gate and up: one matrix each (the
+# weights concatenated) reads the input once and launches one kernel instead of three
+# or two. The forwards below are transformers' Llama forwards with that one change.
+
+
+def _fused_attention_forward(self, hidden_states, position_embeddings=None, attention_mask=None,
+                             past_key_values=None, cache=None, **kwargs):
+    from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
+    from transformers.models.llama.modeling_llama import apply_rotary_pos_emb
+
+    cache = cache if cache is not None else past_key_values
+    shape = (*hidden_states.shape[:-1], -1, self.head_dim)
+    q, k, v = self.qkv_proj(hidden_states).split(self.qkv_sizes, dim=-1)
+    q, k, v = (t.view(shape).transpose(1, 2) for t in (q, k, v))
+    cos, sin = position_embeddings
+    q, k = apply_rotary_pos_emb(q, k, cos, sin)
+    if cache is not None:
+        k, v = cache.update(k, v, self.layer_idx)
+    attend = ALL_ATTENTION_FUNCTIONS[self.config._attn_implementation]
+    out, weights = attend(self, q, k, v, attention_mask, dropout=0.0, scaling=self.scaling, **kwargs)
+    return self.o_proj(out.reshape(*hidden_states.shape[:-1], -1).contiguous()), weights
+
+
+def _fused_mlp_forward(self, x):
+    gate, up = self.gate_up_proj(x).chunk(2, dim=-1)
+    return self.down_proj(self.act_fn(gate) * up)
+
+
+def _concat(linears):
+    fused = torch.nn.Linear(linears[0].in_features, sum(m.out_features for m in linears), bias=False,
+                            device=linears[0].weight.device, dtype=linears[0].weight.dtype)
+    fused.weight.copy_(torch.cat([m.weight for m in linears]))
+    return fused.requires_grad_(False)
+
+
+@torch.no_grad()
+def fuse_projections(model):
+    """Concatenate each layer's q/k/v and gate/up weights into one matrix each."""
+    for layer in model.model.layers:
+        attn, mlp = layer.self_attn, layer.mlp
+        attn.qkv_sizes = [attn.q_proj.out_features, attn.k_proj.out_features, attn.v_proj.out_features]
+        attn.qkv_proj = _concat([attn.q_proj, attn.k_proj, attn.v_proj])
+        del attn.q_proj, attn.k_proj, attn.v_proj
+        attn.forward = types.MethodType(_fused_attention_forward, attn)
+        mlp.gate_up_proj = _concat([mlp.gate_proj, mlp.up_proj])
+        del mlp.gate_proj, mlp.up_proj
+        mlp.forward = types.MethodType(_fused_mlp_forward, mlp)
+
+
+def profile_loop(out_dir, *, shape="1b", mode="reduce-overhead", cache_len=LONG_CACHE, tune_gemv=False,
+                 packed_gqa=False, fused=False, new_tokens=NEW_TOKENS, profiled_tokens=6, runs=3,
+                 device=None):
+    """Time the decode loop, then profile a few of its tokens.
+
+    ``tune_gemv=True`` turns on Inductor's coordinate-descent tuning, under which it
+    also rewrites each one-row matrix multiply (a GEMV) as a multiply-and-sum that it
+    generates and tunes itself, instead of calling cuBLAS. On the CPU the loop runs
+    uncompiled.
+    """
+    tf = _transformers()
+    device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+    model = build_model(shape, device)
+    ids = torch.randint(0, model.config.vocab_size, (1, PROMPT), device=device)
+    extra = {}
+    if fused:
+        before = model(ids).logits[0, -1].float()
+        fuse_projections(model)
+        extra["fused_logits_max_abs_diff"] = (model(ids).logits[0, -1].float() - before).abs().max().item()
+    if packed_gqa:
+        use_packed_gqa(model)
+    cache = tf.StaticCache(config=model.config, max_cache_len=cache_len)
+    step = decode_step
+    if mode is not None and device == "cuda":
+        torch._inductor.config.coordinate_descent_tuning = tune_gemv
+        step = torch.compile(decode_step, mode=mode, fullgraph=True)
+
+    def gen(n, mark_token=None):
+        cache.reset()
+        token = prefill(model, ids, cache)
+        position = torch.full((1,), PROMPT, device=device)
+        out = [token]
+        for _ in range(n - 1):
+            if mark_token:
+                mark_token()
+            token, position = step(model, token, position, cache)
+            token, position = token.clone(), position.clone()  # a CUDA graph reuses its outputs
+            out.append(token)
+        return torch.cat(out, dim=1)
+
+    with torch.no_grad():
+        start = time.perf_counter()
+        gen(new_tokens)  # warm up: compile, record the CUDA graph
+        gen(new_tokens)
+        _sync(device)
+        compile_s = round(time.perf_counter() - start, 2)
+        write_timings(out_dir, model, gen, new_tokens=new_tokens, runs=runs, device=device,
+                      compile_s=compile_s, extra=extra)
+        return _profile(out_dir, gen, profiled_tokens, device)
+
+
+# %%
+# The variants
+# ------------
+
+VARIANTS = {  # the 8B shape first: the recorder starts the longest processes first
+    "loop_compiled_8b": (profile_loop, {"shape": "8b"}),
+    "loop_tuned_8b": (profile_loop, {"shape": "8b", "tune_gemv": True}),
+    "loop_short_8b": (profile_loop, {"shape": "8b", "tune_gemv": True, "cache_len": SHORT_CACHE}),
+    "loop_packed_8b": (profile_loop, {"shape": "8b", "tune_gemv": True, "cache_len": SHORT_CACHE,
+                                      "packed_gqa": True}),
+    "loop_fused_8b": (profile_loop, {"shape": "8b", "tune_gemv": True, "cache_len": SHORT_CACHE,
+                                     "packed_gqa": True, "fused": True}),
+    "generate_static_compiled_8b": (profile_generate, {"shape": "8b", "cache": "static", "compile": True}),
+    "generate_dynamic_1b": (profile_generate, {"shape": "1b", "with_stack": True, "profiled_tokens": 4}),
+    "generate_static_1b": (profile_generate, {"shape": "1b", "cache": "static"}),
+    "generate_static_compiled_1b": (profile_generate, {"shape": "1b", "cache": "static", "compile": True}),
+    "loop_compiled_1b": (profile_loop, {"shape": "1b"}),
+    "loop_fused_1b": (profile_loop, {"shape": "1b", "tune_gemv": True, "cache_len": SHORT_CACHE,
+                                     "packed_gqa": True, "fused": True}),
+}  # fmt: skip
+#: Each in a fresh process: compile settings are global to a process.
+COLD_VARIANTS = (
+    "loop_compiled_8b",
+    "loop_tuned_8b",
+    "loop_short_8b",
+    "loop_packed_8b",
+    "loop_fused_8b",
+    "generate_static_compiled_8b",
+    "generate_dynamic_1b",
+    "generate_static_1b",
+    "generate_static_compiled_1b",
+    "loop_compiled_1b",
+    "loop_fused_1b",
+)
+
+#: What the site keeps of each recorded trace (its pages read only these profiler steps;
+#: step 0 is the prompt's prefill, each later step one decoded token).
+KEEP_STEPS = {
+    "generate_dynamic_1b": [0, 1, 2],
+    "generate_static_1b": [1, 2],
+    "generate_static_compiled_1b": [1, 2, 3, 4, 5],
+    "generate_static_compiled_8b": [1, 2, 3, 4, 5],
+    "loop_compiled_1b": [1, 2, 3, 4, 5],
+    "loop_fused_1b": [1, 2, 3, 4, 5],
+    "loop_compiled_8b": [1, 2, 3, 4, 5],
+    "loop_tuned_8b": [1, 2, 3, 4, 5],
+    "loop_short_8b": [1, 2, 3, 4, 5],
+    "loop_packed_8b": [1, 2, 3, 4, 5],
+    "loop_fused_8b": [1, 2, 3, 4, 5],
+}
+KEEP_PYTHON_STEPS = {"generate_dynamic_1b": [2]}  # the Python frames of one decoded token
+
+
+class Run:
+    """What one profiled run left: its name, the profiler's table and the trace file."""
+
+    def __init__(self, name, table, trace_path, device):
+        self.name, self.table, self.trace_path, self.device = name, table, trace_path, device
+
+    def __repr__(self):
+        if self.device == "cuda":
+            where = f"live on {torch.cuda.get_device_name(0)}"
+        else:
+            where = (
+                "on the CPU with the tiny shape, uncompiled: no CUDA device here, so the "
+                "profiler recorded CPU activity only and the trace has no GPU lane"
+            )
+        return f"{self.name}: profiled {where}; trace written to {self.trace_path}"
+
+
+def run(name, *, out_root=Path("traces") / "05_llm_decode"):
+    """Profile one variant of ``VARIANTS`` and return a Run (on the CPU: the ``tiny``
+    shape and fewer tokens)."""
+    harness, params = VARIANTS[name]
+    params = dict(params)
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    if device == "cpu":
+        params.update(shape="tiny", new_tokens=8, profiled_tokens=3, runs=1)
+    out_dir = Path(out_root) / name
+    table = harness(out_dir, device=device, **params)
+    trace_path = Path(out_root) / f"{name}.json"
+    (out_dir / "trace.json").replace(trace_path)
+    for extra in out_dir.iterdir():  # timings.json, results.json
+        extra.replace(Path(out_root) / f"{name}.{extra.name}")
+    out_dir.rmdir()
+    result = Run(name, table, trace_path, device)
+    print(result)
+    return result
+
+
+# sphinx_gallery_start_ignore
+# When this site is built, ``run`` replays what the H200 recorded (the build
+# machine may have no GPU). A downloaded copy of this file never takes this branch.
+if "tracesite" in sys.modules:
+    run = sys.modules["tracesite"].replayer(run)
+# sphinx_gallery_end_ignore
+
+
+def main(argv):
+    """Profile one variant from the command line."""
+    parser = argparse.ArgumentParser(description="Profile LLM decoding with transformers.")
+    parser.add_argument("--list", action="store_true", help="list the variants and exit")
+    parser.add_argument("--variant", choices=sorted(VARIANTS), help="run one named variant")
+    args = parser.parse_args(argv)
+    if args.list:
+        for name, (harness, params) in VARIANTS.items():
+            print(f"{name:>28}  {harness.__name__}  {params}")
+        return 0
+    print(run(args.variant or "generate_dynamic_1b").table)
+    return 0
+
+
+# Flags given: profile what they name and stop. (Inside Jupyter, sys.argv holds the
+# kernel's own flags, so a notebook always runs the page below.)
+if __name__ == "__main__" and sys.argv[1:] and "ipykernel" not in sys.modules:
+    sys.exit(main(sys.argv[1:]))
+
+# %%
+# generate() with a dynamic cache: the table
+# ------------------------------------------
+#
+# Guess first: at batch 1, which kernels take the GPU's time while decoding?
+
+dynamic = run("generate_dynamic_1b")
+print(dynamic.table)
+
+# %%
+# The 8B shape, our loop with every change: the table
+# ---------------------------------------------------
+
+final = run("loop_fused_8b")
+print(final.table)
+
+# %%
+# Every variant
+# -------------
+
+for name, (harness, params) in VARIANTS.items():
+    print(f"{name:>28}  {harness.__name__}({', '.join(f'{k}={v!r}' for k, v in params.items())})")
+
+# sphinx_gallery_start_ignore
+sys.modules["tracesite"].all_recordings_html() if "tracesite" in sys.modules else None
+# sphinx_gallery_end_ignore
