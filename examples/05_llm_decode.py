@@ -303,8 +303,10 @@ def use_packed_gqa(model):
 # -------------------
 #
 # q, k and v multiply the same input, and so do gate and up: one matrix each (the
-# weights concatenated) reads the input once and launches one kernel instead of three
-# or two. The forwards below are transformers' Llama forwards with that one change.
+# weights concatenated) reads the input once, in one GEMV per group. Eager PyTorch would
+# otherwise launch three or two; Inductor may already merge them into one reduction
+# kernel, and then what changes is one contiguous weight per group. The forwards below
+# are transformers' Llama forwards with that one change.
 
 
 def _fused_attention_forward(self, hidden_states, position_embeddings=None, attention_mask=None,

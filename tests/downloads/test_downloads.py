@@ -37,11 +37,10 @@ def site(pytestconfig) -> Path:
     return Path(pytestconfig.getoption("--site")).resolve()
 
 
-@pytest.fixture(scope="session")
-def torch_only(tmp_path_factory) -> Path:
+def _torch_venv(folder: Path) -> Path:
     """A fresh venv with torch alone (``TORCH_SPEC``), or reusing an existing torch
-    (``TORCH_SPEC=system``: the one ``TORCH_PYTHON`` imports), and its python."""
-    venv = tmp_path_factory.mktemp("torch-only") / "venv"
+    (``TORCH_SPEC=system``: the one ``TORCH_PYTHON`` imports); its python."""
+    venv = folder / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     py = venv / "bin" / "python"
     spec = os.environ.get("TORCH_SPEC", "torch==2.13.0")
@@ -59,6 +58,24 @@ def torch_only(tmp_path_factory) -> Path:
     else:
         subprocess.run([py, "-m", "pip", "install", "-q", spec], check=True)
     return py
+
+
+@pytest.fixture(scope="session")
+def torch_only(tmp_path_factory) -> Path:
+    return _torch_venv(tmp_path_factory.mktemp("torch-only"))
+
+
+@pytest.fixture(scope="session")
+def torch_and_transformers(tmp_path_factory) -> Path:
+    """torch and Hugging Face transformers (``TRANSFORMERS_SPEC``), for 05_llm_decode."""
+    py = _torch_venv(tmp_path_factory.mktemp("torch-transformers"))
+    spec = os.environ.get("TRANSFORMERS_SPEC", "transformers>=5.17,<6")
+    subprocess.run([py, "-m", "pip", "install", "-q", spec], check=True)
+    return py
+
+
+def _needs_transformers(script: Path) -> bool:
+    return "import transformers" in script.read_text(encoding="utf-8")
 
 
 def _env() -> dict[str, str]:
@@ -111,12 +128,14 @@ def pytest_generate_tests(metafunc):
         )  # fmt: skip
 
 
-def test_downloaded_script_runs_with_only_torch(download_run, torch_only, tmp_path):
+def test_downloaded_script_runs_with_only_torch(download_run, request, tmp_path):
+    """Every example with only torch; 05_llm_decode with torch and transformers."""
     script, argv = download_run
+    python = request.getfixturevalue("torch_and_transformers" if _needs_transformers(script) else "torch_only")
     local = tmp_path / script.name
     shutil.copyfile(script, local)
     done = subprocess.run(
-        [torch_only, local.name, *argv], cwd=tmp_path, env=_env(),
+        [python, local.name, *argv], cwd=tmp_path, env=_env(),
         capture_output=True, text=True, timeout=540,
     )  # fmt: skip
     out = done.stdout + done.stderr
@@ -131,9 +150,21 @@ def test_downloaded_script_runs_with_only_torch(download_run, torch_only, tmp_pa
     for name in traces:
         assert f"{name}" in done.stdout  # each run says where its trace went
     probe = "import torch; print(torch.cuda.is_available())"
-    cuda = subprocess.run([torch_only, "-c", probe], capture_output=True, text=True).stdout.strip()
+    cuda = subprocess.run([python, "-c", probe], capture_output=True, text=True).stdout.strip()
     if cuda == "False":
         assert "no GPU lane" in done.stdout
+
+
+def test_without_transformers_the_llm_example_says_what_to_install(torch_only, site, tmp_path):
+    """Only torch: 05_llm_decode stops with one line naming the package, no traceback."""
+    if os.environ.get("TORCH_SPEC") == "system":
+        pytest.skip("TORCH_SPEC=system reuses a torch environment that may hold transformers")
+    for script in [s for s in _downloads(site, ".py") if _needs_transformers(s)]:
+        shutil.copyfile(script, tmp_path / script.name)
+        done = subprocess.run([torch_only, script.name, "--variant", "loop_fused_1b"], cwd=tmp_path,
+                              env=_env(), capture_output=True, text=True, timeout=300)
+        assert done.returncode == 1, done.stdout + done.stderr
+        assert done.stderr.strip() == f"{script.stem} needs Hugging Face transformers: pip install transformers"
 
 
 def test_distinct_flag_sets_write_distinct_traces(site):
@@ -166,11 +197,13 @@ def test_trace_names_follow_every_flag(torch_only, site, tmp_path):
     assert len(written) == 2, written
 
 
-def test_downloaded_notebook_runs_in_jupyter_with_only_torch(torch_only, site, tmp_path):
-    subprocess.run(
-        [torch_only, "-m", "pip", "install", "-q", "nbclient", "ipykernel", "nbformat"],
-        check=True, env=_env(),
-    )  # fmt: skip
+def test_downloaded_notebook_runs_in_jupyter_with_only_torch(torch_only, torch_and_transformers, site,
+                                                             tmp_path):
+    for python in (torch_only, torch_and_transformers):
+        subprocess.run(
+            [python, "-m", "pip", "install", "-q", "nbclient", "ipykernel", "nbformat"],
+            check=True, env=_env(),
+        )  # fmt: skip
     runner = (
         "import sys, nbformat, nbclient\n"
         "nb = nbformat.read(sys.argv[1], as_version=4)\n"
@@ -183,8 +216,9 @@ def test_downloaded_notebook_runs_in_jupyter_with_only_torch(torch_only, site, t
     for notebook in _downloads(site, ".ipynb"):
         text = notebook.read_text(encoding="utf-8")
         assert "tracesite" not in text, f"{notebook.name} carries the site's replay glue"
+        python = torch_and_transformers if "import transformers" in text else torch_only
         done = subprocess.run(
-            [torch_only, "-c", runner, str(notebook), str(tmp_path)], cwd=tmp_path,
+            [python, "-c", runner, str(notebook), str(tmp_path)], cwd=tmp_path,
             env=_env(), capture_output=True, text=True, timeout=600,
         )  # fmt: skip
         assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]

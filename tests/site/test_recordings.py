@@ -306,3 +306,36 @@ def test_iter_recordings_reads_the_folder_it_is_given(tmp_path):
         ("99_other", "only", k) for k in range(len(found))
     ]
     assert found[0].trace_path.parent == tmp_path / "99_other" / "only" / "r0"
+
+
+def test_trim_keeps_the_named_steps_and_what_they_launched():
+    from tracesite.trim import trim_steps
+
+    def step(n, ts):
+        return {"ph": "X", "cat": "user_annotation", "name": f"ProfilerStep#{n}", "ts": ts, "dur": 100, "pid": 1}
+
+    def launch(corr, ts):
+        return [
+            {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "ts": ts, "dur": 5, "pid": 1,
+             "args": {"correlation": corr}},
+            {"ph": "X", "cat": "kernel", "name": f"k{corr}", "ts": ts + 500, "dur": 5, "pid": 0,
+             "args": {"correlation": corr}},
+            {"ph": "s", "cat": "ac2g", "id": corr, "ts": ts, "pid": 1},
+            {"ph": "X", "cat": "python_function", "name": f"f{corr}", "ts": ts, "dur": 2, "pid": 1},
+        ]
+
+    data = {"traceEvents": [step(0, 0), step(1, 100), step(2, 200), *launch(1, 10), *launch(2, 110),
+                            *launch(3, 210),
+                            {"ph": "X", "cat": "user_annotation", "name": "generate", "ts": 0, "dur": 300}]}
+    dropped = trim_steps(data, keep=[1, 2], keep_python=[2])
+    names = {e.get("name") for e in data["traceEvents"]}
+    assert {"k2", "k3", "generate", "ProfilerStep#1", "f3"} <= names
+    assert not {"k1", "f1", "f2", "ProfilerStep#0"} & names
+    assert dropped == {"user_annotation": 1, "cuda_runtime": 1, "python_function": 2, "kernel": 1, "ac2g": 1}
+    import tracereader
+
+    # A trimmed real recording still reads: 05's loop keeps decode steps 1-5 only.
+    rec = record.load("05_llm_decode", "loop_fused_8b").rep
+    assert rec.meta["trimmed"]["keep_steps"] == [1, 2, 3, 4, 5]
+    steps = [s.name for s in tracereader.step_times(tracereader.load(rec.trace_path))]
+    assert steps == [f"ProfilerStep#{n}" for n in range(1, 6)]
