@@ -14,7 +14,9 @@ Llama-3.2-1B, ``8b`` that of Llama-3-8B. Greedy decoding, batch 1, a prompt of
   per token), then one change at a time: Inductor's own GEMV kernels
   (``tuned``), a cache sized to the tokens generated (``short``), attention on
   the key/value heads without copying them (``packed``), and the q/k/v and
-  gate/up projections fused into one matrix each (``fused``).
+  gate/up projections fused into one matrix each (``fused``); then two further
+  attempts on the fused loop: the MLP's activation computed once before the down
+  projection (``act``), and attention written as reductions for Inductor (``act_attn``).
 
 Each variant first times decoding without the profiler (``timings.json``: ms per
 token over several runs, the prefill taken out) and then profiles a few tokens,
@@ -405,6 +407,68 @@ def profile_loop(out_dir, *, shape="1b", mode="reduce-overhead", cache_len=LONG_
 
 
 # %%
+# Two further changes the fused loop's trace points to
+# ----------------------------------------------------
+#
+# Inductor fuses ``silu(gate) * up`` into the down projection's GEMV, so every block of
+# that kernel recomputes the activation it needs; and cuDNN's attention kernel costs
+# about as much per layer as a small GEMV. ``materialize_act`` computes the activation
+# once, in an op Inductor cannot fuse (a custom op), before the down GEMV;
+# ``reduce_attention`` writes one token's attention as multiply-and-sum reductions that
+# Inductor generates and tunes itself, like the GEMVs.
+
+_OPS = {}
+
+
+def silu_mul_op():
+    """``silu(gate) * up`` as a custom op: Inductor runs it as it is and fuses nothing into it."""
+    if "silu_mul" not in _OPS:
+        @torch.library.custom_op("llm_decode::silu_mul", mutates_args=())
+        def silu_mul(gate: torch.Tensor, up: torch.Tensor) -> torch.Tensor:
+            return F.silu(gate) * up
+
+        @silu_mul.register_fake
+        def _(gate, up):
+            return torch.empty_like(gate)
+
+        _OPS["silu_mul"] = silu_mul
+    return _OPS["silu_mul"]
+
+
+def _materialized_mlp_forward(self, x):
+    gate, up = self.gate_up_proj(x).chunk(2, dim=-1)
+    return self.down_proj(silu_mul_op()(gate, up))
+
+
+def sdpa_reduce_attention(module, query, key, value, attention_mask, scaling=None, dropout=0.0, **kwargs):
+    """One query token's attention on the key/value heads as two reductions and a softmax,
+    for Inductor to generate (other shapes: ``sdpa_packed_gqa``)."""
+    batch, heads, q_len, dim = query.shape
+    kv_heads = key.shape[1]
+    if q_len != 1 or attention_mask is None:
+        packed_gqa = _OPS.get("sdpa_packed_gqa", sdpa_packed_gqa)
+        return packed_gqa(module, query, key, value, attention_mask, scaling=scaling, **kwargs)
+    packed = query.reshape(batch, kv_heads, heads // kv_heads, 1, dim).float()
+    scores = (packed * key.unsqueeze(2).float()).sum(-1) * scaling  # (batch, kv_heads, group, keys)
+    scores = scores.masked_fill(~attention_mask, float("-inf")).softmax(dim=-1)
+    out = (scores.unsqueeze(-1) * value.unsqueeze(2).float()).sum(-2)  # (batch, kv_heads, group, dim)
+    return out.to(value.dtype).reshape(batch, heads, 1, dim).transpose(1, 2), None
+
+
+def profile_loop_further(out_dir, *, materialize_act=False, reduce_attention=False, **loop):
+    """``profile_loop`` (its settings in ``loop``) with one or both further changes. They
+    swap the fused MLP's forward and the packed attention function for this process's
+    run, which is why each of these variants runs in a fresh process."""
+    global _fused_mlp_forward, sdpa_packed_gqa
+    if materialize_act:
+        _fused_mlp_forward = _materialized_mlp_forward
+    if reduce_attention:
+        _OPS["sdpa_packed_gqa"] = sdpa_packed_gqa
+        sdpa_packed_gqa = sdpa_reduce_attention
+    return profile_loop(out_dir, **loop)
+
+
+# %%
 # The variants
 # ------------
 
@@ -416,6 +480,11 @@ VARIANTS = {  # the 8B shape first: the recorder starts the longest processes fi
                                       "packed_gqa": True}),
     "loop_fused_8b": (profile_loop, {"shape": "8b", "tune_gemv": True, "cache_len": SHORT_CACHE,
                                      "packed_gqa": True, "fused": True}),
+    "loop_act_8b": (profile_loop_further, {"materialize_act": True, "shape": "8b", "tune_gemv": True,
+                                           "cache_len": SHORT_CACHE, "packed_gqa": True, "fused": True}),
+    "loop_act_attn_8b": (profile_loop_further, {"materialize_act": True, "reduce_attention": True,
+                                                "shape": "8b", "tune_gemv": True, "cache_len": SHORT_CACHE,
+                                                "packed_gqa": True, "fused": True}),
     "generate_static_compiled_8b": (profile_generate, {"shape": "8b", "cache": "static", "compile": True}),
     "generate_dynamic_1b": (profile_generate, {"shape": "1b", "with_stack": True, "profiled_tokens": 4}),
     "generate_static_1b": (profile_generate, {"shape": "1b", "cache": "static"}),
@@ -426,6 +495,8 @@ VARIANTS = {  # the 8B shape first: the recorder starts the longest processes fi
 }  # fmt: skip
 #: Each in a fresh process: compile settings are global to a process.
 COLD_VARIANTS = (
+    "loop_act_8b",
+    "loop_act_attn_8b",
     "loop_compiled_8b",
     "loop_tuned_8b",
     "loop_short_8b",
@@ -453,6 +524,8 @@ KEEP_STEPS = {
     "loop_short_8b": [1, 2, 3, 4, 5],
     "loop_packed_8b": [1, 2, 3, 4, 5],
     "loop_fused_8b": [1, 2, 3, 4, 5],
+    "loop_act_8b": [1, 2, 3, 4, 5],
+    "loop_act_attn_8b": [1, 2, 3, 4, 5],
 }
 KEEP_PYTHON_STEPS = {"generate_dynamic_1b": [2]}  # the Python frames of one decoded token
 
