@@ -210,3 +210,20 @@ def test_cli_imports_neither_matplotlib_nor_torch(synth):
     env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
     proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
+
+
+def test_summary_bandwidth_per_step(capsys):
+    """--bytes-per-step: the rate each step read them at while its GPU ops ran; with
+    --peak-tbs, as a fraction of the GPU's bandwidth (a recorded 8B decode loop)."""
+    path = str(ROOT / "docs/recordings/05_llm_decode/loop_fused_8b/r0/trace.json.gz")
+    rc, out, _ = cli(capsys, "summary", path, "--format", "json", "--bytes-per-step", "15.03e9",
+                     "--peak-tbs", "4.8")
+    assert rc == 0
+    steps = json.loads(out)["step_times"]
+    for d in steps:
+        assert d["busy_tb_per_s"] == round(15.03e9 / (d["gpu_busy_us"] * 1e-6) / 1e12, 3)
+        assert d["peak_fraction"] == round(d["busy_tb_per_s"] / 4.8, 3)
+    rc, out, _ = cli(capsys, "summary", path, "--bytes-per-step", "15.03e9")
+    assert rc == 0 and "busy_tb_per_s" in out and "peak_fraction" not in out
+    _one_line_error(*cli(capsys, "summary", path, "--bytes-per-step", "0"))
+    _one_line_error(*cli(capsys, "summary", path, "--peak-tbs", "4.8"))

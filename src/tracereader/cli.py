@@ -3,6 +3,7 @@
 ::
 
     tracereader summary trace.json.gz            # what is in it, GPU busy, steps
+    tracereader summary decode.json.gz --bytes-per-step 15.03e9 --peak-tbs 4.8
     tracereader kernels trace.json.gz --step 2   # per-kernel times
     tracereader ops trace.json.gz --top 20       # self/total CPU and GPU time per op
     tracereader launches trace.json.gz           # launch latency per launch API
@@ -59,7 +60,18 @@ def _summary(args: argparse.Namespace) -> int:
     from ._measure import summary
     from ._tables import Table
 
+    per_step = args.bytes_per_step
+    if per_step is not None and per_step <= 0:
+        raise UserError("--bytes-per-step must be a positive number of bytes")
+    if args.peak_tbs is not None and (args.peak_tbs <= 0 or per_step is None):
+        raise UserError("--peak-tbs needs --bytes-per-step and must be positive")
     s = summary(_load(args.file))
+    if per_step is not None:  # each step read `per_step` bytes while its GPU ops ran
+        for d in s["step_times"]:
+            busy_s = d["gpu_busy_us"] * 1e-6
+            d["busy_tb_per_s"] = round(per_step / busy_s / 1e12, 3) if busy_s > 0 else None
+            if args.peak_tbs is not None and d["busy_tb_per_s"] is not None:
+                d["peak_fraction"] = round(d["busy_tb_per_s"] / args.peak_tbs, 3)
     if args.format == "json":
         print(json.dumps(s, indent=2))
         return 0
@@ -92,10 +104,11 @@ def _summary(args: argparse.Namespace) -> int:
             for n, line in enumerate(lines)
         )
     cols = ["step", "cpu_us", "gpu_busy_us", "gpu_ops", "kernels", "launches", "verdict"]
+    extra = [c for c in ("busy_tb_per_s", "peak_fraction") if s["step_times"] and c in s["step_times"][0]]
     steps = Table(
-        cols,
+        cols + extra,
         [[d["name"], d["cpu_us"], d["gpu_busy_us"], d["gpu_ops"], d["kernels"], d["launches"],
-          d["verdict"]] for d in s["step_times"]],
+          d["verdict"], *(d[c] for c in extra)] for d in s["step_times"]],
         "Steps (GPU ops belong to the step that launched them)",
         name_columns=(),
     )  # fmt: skip
@@ -236,8 +249,13 @@ def _parser() -> argparse.ArgumentParser:
         p.set_defaults(func=func)
         return p
 
-    add("summary", _summary, "What the trace holds: GPU ops, launch paths, busy time, steps",
-        step=False, top=False)  # fmt: skip
+    p = add("summary", _summary, "What the trace holds: GPU ops, launch paths, busy time, steps",
+            step=False, top=False)  # fmt: skip
+    p.add_argument("--bytes-per-step", type=float, default=None, metavar="BYTES",
+                   help="bytes each step must read (an LLM decode token: its weights and KV cache);"
+                        " adds the rate they were read at while the step's GPU ops ran (TB/s)")  # fmt: skip
+    p.add_argument("--peak-tbs", type=float, default=None, metavar="TBS",
+                   help="the GPU's memory bandwidth (TB/s); adds that rate as a fraction of it")
     add("kernels", _kernels, "Per-kernel calls and durations (us)")
     p = add("ops", _ops, "Per-op self/total CPU and GPU time (us), from the trace")
     p.add_argument("--sort", default="total_gpu_us",
