@@ -104,8 +104,9 @@ def bytes_per_token(model, position):
 
 
 def copy_bandwidth_tbs(device, gib=2, runs=20):
-    """Device-to-device copy bandwidth (read + write bytes per second), TB/s: the most a
-    kernel that streams memory can expect on this GPU."""
+    """Device-to-device copy bandwidth (read + write bytes per second), TB/s: a practical
+    reference for a kernel that streams memory, not a bound (a kernel that only reads can
+    beat it)."""
     if device != "cuda":
         return None
     src = torch.empty(gib << 30, dtype=torch.uint8, device=device)
