@@ -514,19 +514,19 @@ COLD_VARIANTS = (
 #: What the site keeps of each recorded trace (its pages read only these profiler steps;
 #: step 0 is the prompt's prefill, each later step one decoded token).
 KEEP_STEPS = {
-    "generate_dynamic_1b": [0, 1, 2],
-    "generate_static_1b": [1, 2],
-    "generate_static_compiled_1b": [1, 2, 3, 4, 5],
-    "generate_static_compiled_8b": [1, 2, 3, 4, 5],
-    "loop_compiled_1b": [1, 2, 3, 4, 5],
-    "loop_fused_1b": [1, 2, 3, 4, 5],
-    "loop_compiled_8b": [1, 2, 3, 4, 5],
-    "loop_tuned_8b": [1, 2, 3, 4, 5],
-    "loop_short_8b": [1, 2, 3, 4, 5],
-    "loop_packed_8b": [1, 2, 3, 4, 5],
-    "loop_fused_8b": [1, 2, 3, 4, 5],
-    "loop_act_8b": [1, 2, 3, 4, 5],
-    "loop_act_attn_8b": [1, 2, 3, 4, 5],
+    "generate_dynamic_1b": [0, 2],
+    "generate_static_1b": [1],
+    "generate_static_compiled_1b": [1, 2],
+    "generate_static_compiled_8b": [1, 2],
+    "loop_compiled_1b": [1, 2, 3],
+    "loop_fused_1b": [1, 2, 3],
+    "loop_compiled_8b": [1, 2, 3],
+    "loop_tuned_8b": [1, 2, 3],
+    "loop_short_8b": [1, 2, 3],
+    "loop_packed_8b": [1, 2, 3],
+    "loop_fused_8b": [1, 2, 3],
+    "loop_act_8b": [1, 2, 3],
+    "loop_act_attn_8b": [1, 2, 3],
 }
 KEEP_PYTHON_STEPS = {"generate_dynamic_1b": [2]}  # the Python frames of one decoded token
 
