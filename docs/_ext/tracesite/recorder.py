@@ -143,7 +143,6 @@ class _Example:
     staging: Path
     keep_steps: dict[str, list[int]]
     keep_python_steps: dict[str, list[int]]
-    done: int = 0
     error: RecordingError | None = None
     busy_s: float = 0.0
 
@@ -209,12 +208,13 @@ def record_examples(
                 if ex.error is not None:
                     continue
             jobs = ex.processes[i]
+            start_s = time.perf_counter()
             error = _run_process(ex, name, i, jobs, repeats, child_env, limit_s)
             with lock:
+                ex.busy_s += time.perf_counter() - start_s
                 if error is not None:
                     ex.error = ex.error or error
                     continue
-                ex.done += 1
                 where = "" if gpu is None else f" on GPU {gpu}"
                 log(f"  {name} process {i + 1}/{len(ex.processes)}{where}: "
                     f"{', '.join(j[0] for j in jobs)} (r{jobs[0][1]})", flush=True)
@@ -246,13 +246,10 @@ def _run_process(ex: _Example, example: str, i: int, jobs: list[tuple[str, int]]
     """Run one fresh recording process and finish its outputs; the error, if it failed."""
     outs = [[name, str(ex.staging / name / f"r{k}")] for name, k in jobs]
     cmd = [sys.executable, "-m", "tracesite.recorder", "_child", str(ex.source), json.dumps(outs)]
-    start = time.perf_counter()
     try:
         done = subprocess.run(cmd, capture_output=True, text=True, timeout=limit_s, env=env)
     except subprocess.TimeoutExpired:
         return RecordingError(f"recording {example}: process {i + 1} ran past {limit_s:.0f} s")
-    finally:
-        ex.busy_s += time.perf_counter() - start
     if done.returncode != 0:
         return RecordingError(f"recording {example} failed in process {i + 1} "
                               f"({[j[0] for j in jobs]}):\n" + done.stderr[-4000:])
