@@ -470,6 +470,119 @@ def profile_loop_further(out_dir, *, materialize_act=False, reduce_attention=Fal
 
 
 # %%
+# GEMV kernels of our own, their settings fixed
+# ---------------------------------------------
+#
+# The traces of the loops above show two more things. Inductor tunes each GEMV kernel's
+# block sizes afresh in every process, so the same projection runs at different speeds
+# from one run to the next; and computing the activation once cost four small kernels
+# per layer. ``gemv_kernel`` is one Triton kernel for every GEMV of a decoded token: one
+# program per output row reads that row of the weight ``BLOCK_K`` columns at a time. With
+# ``SILU_MUL`` it reads the gate and the up row together and writes ``silu(gate) * up``,
+# so the activation costs no kernel at all. Its settings are fixed: one row per program,
+# 8 warps, 1,024 columns per step (2,048 for gate/up), the fastest in a sweep of block
+# sizes and warps on the H200. ``torch.library.triton_op`` registers it so that
+# ``torch.compile`` puts the kernel itself into the CUDA graph.
+
+
+tl = None  # triton.language, imported by gemv_op on first use (Triton ships with torch's CUDA builds)
+
+
+def gemv_kernel(w, x, y, K: "tl.constexpr", BLOCK_K: "tl.constexpr", SILU_MUL: "tl.constexpr"):
+    row = tl.program_id(0)
+    acc = tl.zeros((BLOCK_K,), tl.float32)
+    acc_up = tl.zeros((BLOCK_K,), tl.float32)
+    for start in range(0, K, BLOCK_K):
+        cols = start + tl.arange(0, BLOCK_K)
+        xk = tl.load(x + cols).to(tl.float32)
+        acc += tl.load(w + row * K + cols).to(tl.float32) * xk
+        if SILU_MUL:  # the up row sits as many rows below the gate row as there are programs
+            acc_up += tl.load(w + (row + tl.num_programs(0)) * K + cols).to(tl.float32) * xk
+    out = tl.sum(acc, axis=0)
+    if SILU_MUL:
+        out = out * tl.sigmoid(out) * tl.sum(acc_up, axis=0)
+    tl.store(y + row, out.to(y.dtype.element_ty))
+
+
+def gemv_op():
+    """``llm_decode::gemv(x, weight, silu_mul)``: one row ``x`` times ``weight``
+    transposed, with ``gemv_kernel``; ``silu_mul=True`` takes ``weight`` as gate rows
+    over up rows and returns ``silu(gate) * up``."""
+    if "gemv" not in _OPS:
+        global tl
+        import triton
+        import triton.language as tl
+        from torch.library import triton_op, wrap_triton
+
+        kernel = triton.jit(gemv_kernel)
+
+        @triton_op("llm_decode::gemv", mutates_args=())
+        def gemv(x: torch.Tensor, weight: torch.Tensor, silu_mul: bool) -> torch.Tensor:
+            rows = weight.shape[0] // 2 if silu_mul else weight.shape[0]
+            y = torch.empty((*x.shape[:-1], rows), device=x.device, dtype=x.dtype)
+            wrap_triton(kernel)[(rows,)](weight, x.contiguous(), y, K=weight.shape[1],
+                                         BLOCK_K=2048 if silu_mul else 1024, SILU_MUL=silu_mul, num_warps=8)
+            return y
+
+        _OPS["gemv"] = gemv
+    return _OPS["gemv"]
+
+
+class GemvLinear(torch.nn.Linear):
+    """A bias-free ``nn.Linear`` that runs one row on the GPU through ``gemv_op`` (the
+    prompt's prefill, many rows, keeps ``F.linear``)."""
+
+    def forward(self, x):
+        if x.is_cuda and x.numel() == self.in_features:
+            return gemv_op()(x, self.weight, False)
+        return F.linear(x, self.weight)
+
+
+def _kernel_mlp_forward(self, x):
+    if x.is_cuda and x.numel() == self.gate_up_proj.in_features:
+        return self.down_proj(gemv_op()(x, self.gate_up_proj.weight, True))
+    gate, up = self.gate_up_proj(x).chunk(2, dim=-1)
+    return self.down_proj(F.silu(gate) * up)
+
+
+@torch.no_grad()
+def use_gemv_kernels(model):
+    """Fuse the projections, then run every GEMV of a decoded token (q/k/v, o, the MLP's
+    two, the LM head) with ``gemv_kernel``. Returns the largest difference this makes to
+    one token's logits."""
+    token = torch.zeros((1, 1), dtype=torch.long, device=model.device)
+    before = model(token).logits.float()
+    for layer in model.model.layers:
+        layer.self_attn.qkv_proj.__class__ = GemvLinear
+        layer.self_attn.o_proj.__class__ = GemvLinear
+        layer.mlp.down_proj.__class__ = GemvLinear
+        layer.mlp.forward = types.MethodType(_kernel_mlp_forward, layer.mlp)
+    model.lm_head.__class__ = GemvLinear
+    return (model(token).logits.float() - before).abs().max().item()
+
+
+def profile_loop_kernels(out_dir, *, reduce_attention=False, **loop):
+    """``profile_loop`` with fused projections (its settings in ``loop``) whose GEMVs
+    all run ``gemv_kernel``; ``reduce_attention`` as in ``profile_loop_further``. Swaps
+    module functions for this process's run, as ``profile_loop_further`` does."""
+    global fuse_projections, sdpa_packed_gqa
+    fuse, diff = fuse_projections, {}
+
+    def fuse_and_use_kernels(model):
+        fuse(model)
+        diff["kernel_logits_max_abs_diff"] = use_gemv_kernels(model)
+
+    fuse_projections = fuse_and_use_kernels
+    if reduce_attention:
+        _OPS["sdpa_packed_gqa"] = sdpa_packed_gqa
+        sdpa_packed_gqa = sdpa_reduce_attention
+    table = profile_loop(out_dir, fused=True, **loop)
+    timings = Path(out_dir) / "timings.json"
+    timings.write_text(json.dumps({**json.loads(timings.read_text()), **diff}))
+    return table
+
+
+# %%
 # The variants
 # ------------
 
@@ -486,6 +599,10 @@ VARIANTS = {  # the 8B shape first: the recorder starts the longest processes fi
     "loop_act_attn_8b": (profile_loop_further, {"materialize_act": True, "reduce_attention": True,
                                                 "shape": "8b", "tune_gemv": True, "cache_len": SHORT_CACHE,
                                                 "packed_gqa": True, "fused": True}),
+    "loop_kernels_8b": (profile_loop_kernels, {"reduce_attention": True, "shape": "8b", "tune_gemv": True,
+                                               "cache_len": SHORT_CACHE, "packed_gqa": True}),
+    "loop_kernels_sdpa_8b": (profile_loop_kernels, {"shape": "8b", "tune_gemv": True, "cache_len": SHORT_CACHE,
+                                                    "packed_gqa": True}),
     "generate_static_compiled_8b": (profile_generate, {"shape": "8b", "cache": "static", "compile": True}),
     "generate_dynamic_1b": (profile_generate, {"shape": "1b", "with_stack": True, "profiled_tokens": 4}),
     "generate_static_1b": (profile_generate, {"shape": "1b", "cache": "static"}),
@@ -496,6 +613,8 @@ VARIANTS = {  # the 8B shape first: the recorder starts the longest processes fi
 }  # fmt: skip
 #: Each in a fresh process: compile settings are global to a process.
 COLD_VARIANTS = (
+    "loop_kernels_8b",
+    "loop_kernels_sdpa_8b",
     "loop_act_8b",
     "loop_act_attn_8b",
     "loop_compiled_8b",
@@ -527,6 +646,8 @@ KEEP_STEPS = {
     "loop_fused_8b": [1, 2, 3],
     "loop_act_8b": [1, 2, 3],
     "loop_act_attn_8b": [1, 2, 3],
+    "loop_kernels_8b": [1, 2, 3],
+    "loop_kernels_sdpa_8b": [1, 2, 3],
 }
 KEEP_PYTHON_STEPS = {"generate_dynamic_1b": [2]}  # the Python frames of one decoded token
 
