@@ -482,34 +482,51 @@ def profile_loop_further(out_dir, *, materialize_act=False, reduce_attention=Fal
 # program per output row reads that row of the weight ``BLOCK_K`` columns at a time. With
 # ``SILU_MUL`` it reads the gate and the up row together and writes ``silu(gate) * up``,
 # so the activation costs no kernel at all. Its settings are fixed: one row per program,
-# 8 warps, 1,024 columns per step (2,048 for gate/up), the fastest in a sweep of block
-# sizes and warps on the H200. ``torch.library.triton_op`` registers it so that
-# ``torch.compile`` puts the kernel itself into the CUDA graph.
+# 8 warps, 1,024 columns per step (2,048 for gate/up), chosen from a sweep of columns per
+# step and warps on the H200 (``benchmarks/gemv_settings.py`` in the site's repository).
+# ``torch.library.triton_op`` registers it so that ``torch.compile`` puts the kernel
+# itself into the CUDA graph. Two more options serve the last variant: ``NORM`` applies
+# an RMSNorm to ``x`` on the way in (the sum of squares accumulates in the same loop, and
+# the scale is one number per row, applied at the end), ``RESIDUAL`` adds the residual
+# stream on the way out.
 
 
 tl = None  # triton.language, imported by gemv_op on first use (Triton ships with torch's CUDA builds)
 
 
-def gemv_kernel(w, x, y, K: "tl.constexpr", BLOCK_K: "tl.constexpr", SILU_MUL: "tl.constexpr"):
+def gemv_kernel(w, x, y, norm_w, residual, eps, K: "tl.constexpr", BLOCK_K: "tl.constexpr",
+                SILU_MUL: "tl.constexpr", NORM: "tl.constexpr", RESIDUAL: "tl.constexpr"):
     row = tl.program_id(0)
     acc = tl.zeros((BLOCK_K,), tl.float32)
     acc_up = tl.zeros((BLOCK_K,), tl.float32)
+    squares = tl.zeros((BLOCK_K,), tl.float32)
     for start in range(0, K, BLOCK_K):
         cols = start + tl.arange(0, BLOCK_K)
         xk = tl.load(x + cols).to(tl.float32)
+        if NORM:
+            squares += xk * xk
+            xk = xk * tl.load(norm_w + cols).to(tl.float32)
         acc += tl.load(w + row * K + cols).to(tl.float32) * xk
         if SILU_MUL:  # the up row sits as many rows below the gate row as there are programs
             acc_up += tl.load(w + (row + tl.num_programs(0)) * K + cols).to(tl.float32) * xk
     out = tl.sum(acc, axis=0)
+    up = tl.sum(acc_up, axis=0)
+    if NORM:  # RMSNorm: x * rsqrt(mean(x * x) + eps) * norm_w, the scalar factor taken out
+        scale = tl.rsqrt(tl.sum(squares, axis=0) / K + eps)
+        out, up = out * scale, up * scale
     if SILU_MUL:
-        out = out * tl.sigmoid(out) * tl.sum(acc_up, axis=0)
+        out = out * tl.sigmoid(out) * up
+    if RESIDUAL:
+        out += tl.load(residual + row).to(tl.float32)
     tl.store(y + row, out.to(y.dtype.element_ty))
 
 
 def gemv_op():
-    """``llm_decode::gemv(x, weight, silu_mul)``: one row ``x`` times ``weight``
-    transposed, with ``gemv_kernel``; ``silu_mul=True`` takes ``weight`` as gate rows
-    over up rows and returns ``silu(gate) * up``."""
+    """``llm_decode::gemv(x, weight, silu_mul, norm_weight, residual, eps)``: one row
+    ``x`` times ``weight`` transposed, with ``gemv_kernel``. ``silu_mul=True`` takes
+    ``weight`` as gate rows over up rows and returns ``silu(gate) * up``; a
+    ``norm_weight`` first applies an RMSNorm with that weight and ``eps`` to ``x``; a
+    ``residual`` is added to the result."""
     if "gemv" not in _OPS:
         global tl
         import triton
@@ -519,11 +536,16 @@ def gemv_op():
         kernel = triton.jit(gemv_kernel)
 
         @triton_op("llm_decode::gemv", mutates_args=())
-        def gemv(x: torch.Tensor, weight: torch.Tensor, silu_mul: bool) -> torch.Tensor:
+        def gemv(x: torch.Tensor, weight: torch.Tensor, silu_mul: bool, norm_weight: torch.Tensor | None,
+                 residual: torch.Tensor | None, eps: float) -> torch.Tensor:
             rows = weight.shape[0] // 2 if silu_mul else weight.shape[0]
             y = torch.empty((*x.shape[:-1], rows), device=x.device, dtype=x.dtype)
-            wrap_triton(kernel)[(rows,)](weight, x.contiguous(), y, K=weight.shape[1],
-                                         BLOCK_K=2048 if silu_mul else 1024, SILU_MUL=silu_mul, num_warps=8)
+            norm = norm_weight if norm_weight is not None else x  # not read unless NORM
+            res = residual.contiguous() if residual is not None else x  # not read unless RESIDUAL
+            wrap_triton(kernel)[(rows,)](weight, x.contiguous(), y, norm, res, eps, K=weight.shape[1],
+                                         BLOCK_K=2048 if silu_mul else 1024, SILU_MUL=silu_mul,
+                                         NORM=norm_weight is not None, RESIDUAL=residual is not None,
+                                         num_warps=8)
             return y
 
         _OPS["gemv"] = gemv
@@ -536,22 +558,51 @@ class GemvLinear(torch.nn.Linear):
 
     def forward(self, x):
         if x.is_cuda and x.numel() == self.in_features:
-            return gemv_op()(x, self.weight, False)
+            return gemv_op()(x, self.weight, False, None, None, 0.0)
         return F.linear(x, self.weight)
 
 
 def _kernel_mlp_forward(self, x):
     if x.is_cuda and x.numel() == self.gate_up_proj.in_features:
-        return self.down_proj(gemv_op()(x, self.gate_up_proj.weight, True))
+        return self.down_proj(gemv_op()(x, self.gate_up_proj.weight, True, None, None, 0.0))
     gate, up = self.gate_up_proj(x).chunk(2, dim=-1)
     return self.down_proj(F.silu(gate) * up)
 
 
+def _kernel_layer_forward(self, hidden_states, attention_mask=None, position_ids=None, past_key_values=None,
+                          use_cache=False, position_embeddings=None, cache=None, **kwargs):
+    """transformers' Llama decoder layer, except that for one token on the GPU each RMSNorm
+    runs inside the GEMV after it, and each residual add inside the GEMV before it."""
+    attn, mlp = self.self_attn, self.mlp
+    if not (hidden_states.is_cuda and hidden_states.numel() == attn.qkv_proj.in_features):
+        given = {"cache": cache} if cache is not None else {"past_key_values": past_key_values}  # as passed
+        return type(self).forward(self, hidden_states, attention_mask=attention_mask, position_ids=position_ids,
+                                  use_cache=use_cache, position_embeddings=position_embeddings, **given, **kwargs)
+    cache = cache if cache is not None else past_key_values
+    from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
+    from transformers.models.llama.modeling_llama import apply_rotary_pos_emb
+
+    gemv, norm1, norm2 = gemv_op(), self.input_layernorm, self.post_attention_layernorm
+    qkv = gemv(hidden_states, attn.qkv_proj.weight, False, norm1.weight, None, norm1.variance_epsilon)
+    shape = (*hidden_states.shape[:-1], -1, attn.head_dim)
+    q, k, v = (t.view(shape).transpose(1, 2) for t in qkv.split(attn.qkv_sizes, dim=-1))
+    q, k = apply_rotary_pos_emb(q, k, *position_embeddings)
+    if cache is not None:
+        k, v = cache.update(k, v, attn.layer_idx)
+    attend = ALL_ATTENTION_FUNCTIONS[attn.config._attn_implementation]
+    out, _ = attend(attn, q, k, v, attention_mask, dropout=0.0, scaling=attn.scaling, **kwargs)
+    out = out.reshape(*hidden_states.shape[:-1], -1)
+    hidden_states = gemv(out, attn.o_proj.weight, False, None, hidden_states, 0.0)
+    act = gemv(hidden_states, mlp.gate_up_proj.weight, True, norm2.weight, None, norm2.variance_epsilon)
+    return gemv(act, mlp.down_proj.weight, False, None, hidden_states, 0.0)
+
+
 @torch.no_grad()
-def use_gemv_kernels(model):
+def use_gemv_kernels(model, fold_norms=False):
     """Fuse the projections, then run every GEMV of a decoded token (q/k/v, o, the MLP's
-    two, the LM head) with ``gemv_kernel``. Returns the largest difference this makes to
-    one token's logits."""
+    two, the LM head) with ``gemv_kernel``; ``fold_norms`` also moves each layer's RMSNorms
+    and residual adds into its GEMVs. Returns the largest difference this makes to one
+    token's logits."""
     token = torch.zeros((1, 1), dtype=torch.long, device=model.device)
     before = model(token).logits.float()
     for layer in model.model.layers:
@@ -559,20 +610,23 @@ def use_gemv_kernels(model):
         layer.self_attn.o_proj.__class__ = GemvLinear
         layer.mlp.down_proj.__class__ = GemvLinear
         layer.mlp.forward = types.MethodType(_kernel_mlp_forward, layer.mlp)
+        if fold_norms:
+            layer.forward = types.MethodType(_kernel_layer_forward, layer)
     model.lm_head.__class__ = GemvLinear
     return (model(token).logits.float() - before).abs().max().item()
 
 
-def profile_loop_kernels(out_dir, *, reduce_attention=False, **loop):
+def profile_loop_kernels(out_dir, *, reduce_attention=False, fold_norms=False, **loop):
     """``profile_loop`` with fused projections (its settings in ``loop``) whose GEMVs
-    all run ``gemv_kernel``; ``reduce_attention`` as in ``profile_loop_further``. It
-    swaps module functions for the run and puts them back after it."""
+    all run ``gemv_kernel``; ``reduce_attention`` as in ``profile_loop_further``,
+    ``fold_norms`` as in ``use_gemv_kernels``. It swaps module functions for the run and
+    puts them back after it."""
     global fuse_projections, sdpa_packed_gqa
     fuse, packed, diff = fuse_projections, _OPS.setdefault("sdpa_packed_gqa", sdpa_packed_gqa), {}
 
     def fuse_and_use_kernels(model):
         fuse(model)
-        diff["kernel_logits_max_abs_diff"] = use_gemv_kernels(model)
+        diff["kernel_logits_max_abs_diff"] = use_gemv_kernels(model, fold_norms=fold_norms)
 
     fuse_projections = fuse_and_use_kernels
     sdpa_packed_gqa = sdpa_reduce_attention if reduce_attention else packed
@@ -606,6 +660,8 @@ VARIANTS = {  # the 8B shape first: the recorder starts the longest processes fi
                                                "cache_len": SHORT_CACHE, "packed_gqa": True}),
     "loop_kernels_sdpa_8b": (profile_loop_kernels, {"shape": "8b", "tune_gemv": True, "cache_len": SHORT_CACHE,
                                                     "packed_gqa": True}),
+    "loop_norms_8b": (profile_loop_kernels, {"fold_norms": True, "shape": "8b", "tune_gemv": True,
+                                             "cache_len": SHORT_CACHE, "packed_gqa": True}),
     "generate_static_compiled_8b": (profile_generate, {"shape": "8b", "cache": "static", "compile": True}),
     "generate_dynamic_1b": (profile_generate, {"shape": "1b", "with_stack": True, "profiled_tokens": 4}),
     "generate_static_1b": (profile_generate, {"shape": "1b", "cache": "static"}),
@@ -616,6 +672,7 @@ VARIANTS = {  # the 8B shape first: the recorder starts the longest processes fi
 }  # fmt: skip
 #: Each in a fresh process: compile settings are global to a process.
 COLD_VARIANTS = (
+    "loop_norms_8b",
     "loop_kernels_8b",
     "loop_kernels_sdpa_8b",
     "loop_act_8b",
@@ -651,6 +708,7 @@ KEEP_STEPS = {
     "loop_act_attn_8b": [1, 2, 3],
     "loop_kernels_8b": [1, 2, 3],
     "loop_kernels_sdpa_8b": [1, 2, 3],
+    "loop_norms_8b": [1, 2, 3],
 }
 KEEP_PYTHON_STEPS = {"generate_dynamic_1b": [2]}  # the Python frames of one decoded token
 
