@@ -94,7 +94,7 @@ def sweep(torch, kernel, rows, cols, silu_mul, copies):
         def ours(block_k=block_k, warps=warps):
             for w, y in zip(weights, ys, strict=True):
                 kernel[(n_out,)](
-                    w, x, y, x, x, 0.0, K=cols, BLOCK_K=block_k, SILU_MUL=silu_mul,
+                    w, x, y, x, 0.0, K=cols, BLOCK_K=block_k, SILU_MUL=silu_mul,
                     NORM=False, RESIDUAL=False, num_warps=warps,
                 )  # fmt: skip
 

@@ -18,7 +18,8 @@ Llama-3.2-1B, ``8b`` that of Llama-3-8B. Greedy decoding, batch 1, a prompt of
   the fused loop: the MLP's activation computed once before the down projection
   (``act``), attention written as reductions for Inductor (``act_attn``), every GEMV
   run by a Triton kernel of our own that also computes the activation (``kernels``),
-  and the same with SDPA's cuDNN attention again (``kernels_sdpa``, the fastest).
+  the same with SDPA's cuDNN attention again (``kernels_sdpa``), and with the RMSNorms
+  and residual adds moved into those kernels too (``norms``).
 
 Each variant first times decoding without the profiler (``timings.json``: ms per
 token over several runs, the prefill taken out) and then profiles a few tokens,
@@ -487,14 +488,16 @@ def profile_loop_further(out_dir, *, materialize_act=False, reduce_attention=Fal
 # ``torch.library.triton_op`` registers it so that ``torch.compile`` puts the kernel
 # itself into the CUDA graph. Two more options serve the last variant: ``NORM`` applies
 # an RMSNorm to ``x`` on the way in (the sum of squares accumulates in the same loop, and
-# the scale is one number per row, applied at the end), ``RESIDUAL`` adds the residual
-# stream on the way out.
+# the scale, one number, is applied at the end; the norm's weight is folded into ``w``
+# beforehand), ``RESIDUAL`` adds the residual stream on the way out. The kernel assumes
+# that ``BLOCK_K`` divides the columns, as it does for these shapes; other shapes need
+# masked loads.
 
 
 tl = None  # triton.language, imported by gemv_op on first use (Triton ships with torch's CUDA builds)
 
 
-def gemv_kernel(w, x, y, norm_w, residual, eps, K: "tl.constexpr", BLOCK_K: "tl.constexpr",
+def gemv_kernel(w, x, y, residual, eps, K: "tl.constexpr", BLOCK_K: "tl.constexpr",
                 SILU_MUL: "tl.constexpr", NORM: "tl.constexpr", RESIDUAL: "tl.constexpr"):
     row = tl.program_id(0)
     acc = tl.zeros((BLOCK_K,), tl.float32)
@@ -505,13 +508,12 @@ def gemv_kernel(w, x, y, norm_w, residual, eps, K: "tl.constexpr", BLOCK_K: "tl.
         xk = tl.load(x + cols).to(tl.float32)
         if NORM:
             squares += xk * xk
-            xk = xk * tl.load(norm_w + cols).to(tl.float32)
         acc += tl.load(w + row * K + cols).to(tl.float32) * xk
         if SILU_MUL:  # the up row sits as many rows below the gate row as there are programs
             acc_up += tl.load(w + (row + tl.num_programs(0)) * K + cols).to(tl.float32) * xk
     out = tl.sum(acc, axis=0)
     up = tl.sum(acc_up, axis=0)
-    if NORM:  # RMSNorm: x * rsqrt(mean(x * x) + eps) * norm_w, the scalar factor taken out
+    if NORM:  # RMSNorm: x * rsqrt(mean(x * x) + eps), its weight already in w
         scale = tl.rsqrt(tl.sum(squares, axis=0) / K + eps)
         out, up = out * scale, up * scale
     if SILU_MUL:
@@ -522,10 +524,10 @@ def gemv_kernel(w, x, y, norm_w, residual, eps, K: "tl.constexpr", BLOCK_K: "tl.
 
 
 def gemv_op():
-    """``llm_decode::gemv(x, weight, silu_mul, norm_weight, residual, eps)``: one row
-    ``x`` times ``weight`` transposed, with ``gemv_kernel``. ``silu_mul=True`` takes
-    ``weight`` as gate rows over up rows and returns ``silu(gate) * up``; a
-    ``norm_weight`` first applies an RMSNorm with that weight and ``eps`` to ``x``; a
+    """``llm_decode::gemv(x, weight, silu_mul, rms_norm, residual, eps)``: one row ``x``
+    times ``weight`` transposed, with ``gemv_kernel``. ``silu_mul=True`` takes ``weight``
+    as gate rows over up rows and returns ``silu(gate) * up``; ``rms_norm=True`` first
+    applies an RMSNorm with ``eps`` (and no weight: fold it into ``weight``) to ``x``; a
     ``residual`` is added to the result."""
     if "gemv" not in _OPS:
         global tl
@@ -536,16 +538,14 @@ def gemv_op():
         kernel = triton.jit(gemv_kernel)
 
         @triton_op("llm_decode::gemv", mutates_args=())
-        def gemv(x: torch.Tensor, weight: torch.Tensor, silu_mul: bool, norm_weight: torch.Tensor | None,
+        def gemv(x: torch.Tensor, weight: torch.Tensor, silu_mul: bool, rms_norm: bool,
                  residual: torch.Tensor | None, eps: float) -> torch.Tensor:
             rows = weight.shape[0] // 2 if silu_mul else weight.shape[0]
             y = torch.empty((*x.shape[:-1], rows), device=x.device, dtype=x.dtype)
-            norm = norm_weight if norm_weight is not None else x  # not read unless NORM
             res = residual.contiguous() if residual is not None else x  # not read unless RESIDUAL
-            wrap_triton(kernel)[(rows,)](weight, x.contiguous(), y, norm, res, eps, K=weight.shape[1],
+            wrap_triton(kernel)[(rows,)](weight, x.contiguous(), y, res, eps, K=weight.shape[1],
                                          BLOCK_K=2048 if silu_mul else 1024, SILU_MUL=silu_mul,
-                                         NORM=norm_weight is not None, RESIDUAL=residual is not None,
-                                         num_warps=8)
+                                         NORM=rms_norm, RESIDUAL=residual is not None, num_warps=8)
             return y
 
         _OPS["gemv"] = gemv
@@ -558,13 +558,13 @@ class GemvLinear(torch.nn.Linear):
 
     def forward(self, x):
         if x.is_cuda and x.numel() == self.in_features:
-            return gemv_op()(x, self.weight, False, None, None, 0.0)
+            return gemv_op()(x, self.weight, False, False, None, 0.0)
         return F.linear(x, self.weight)
 
 
 def _kernel_mlp_forward(self, x):
     if x.is_cuda and x.numel() == self.gate_up_proj.in_features:
-        return self.down_proj(gemv_op()(x, self.gate_up_proj.weight, True, None, None, 0.0))
+        return self.down_proj(gemv_op()(x, self.gate_up_proj.weight, True, False, None, 0.0))
     gate, up = self.gate_up_proj(x).chunk(2, dim=-1)
     return self.down_proj(F.silu(gate) * up)
 
@@ -572,7 +572,8 @@ def _kernel_mlp_forward(self, x):
 def _kernel_layer_forward(self, hidden_states, attention_mask=None, position_ids=None, past_key_values=None,
                           use_cache=False, position_embeddings=None, cache=None, **kwargs):
     """transformers' Llama decoder layer, except that for one token on the GPU each RMSNorm
-    runs inside the GEMV after it, and each residual add inside the GEMV before it."""
+    runs inside the GEMV after it, and each residual add inside the GEMV before it (the
+    norms' weights folded into those GEMVs' weights by ``use_gemv_kernels``)."""
     attn, mlp = self.self_attn, self.mlp
     if not (hidden_states.is_cuda and hidden_states.numel() == attn.qkv_proj.in_features):
         given = {"cache": cache} if cache is not None else {"past_key_values": past_key_values}  # as passed
@@ -583,7 +584,7 @@ def _kernel_layer_forward(self, hidden_states, attention_mask=None, position_ids
     from transformers.models.llama.modeling_llama import apply_rotary_pos_emb
 
     gemv, norm1, norm2 = gemv_op(), self.input_layernorm, self.post_attention_layernorm
-    qkv = gemv(hidden_states, attn.qkv_proj.weight, False, norm1.weight, None, norm1.variance_epsilon)
+    qkv = gemv(hidden_states, attn.qkv_proj.weight, False, True, None, norm1.variance_epsilon)
     shape = (*hidden_states.shape[:-1], -1, attn.head_dim)
     q, k, v = (t.view(shape).transpose(1, 2) for t in qkv.split(attn.qkv_sizes, dim=-1))
     q, k = apply_rotary_pos_emb(q, k, *position_embeddings)
@@ -592,17 +593,19 @@ def _kernel_layer_forward(self, hidden_states, attention_mask=None, position_ids
     attend = ALL_ATTENTION_FUNCTIONS[attn.config._attn_implementation]
     out, _ = attend(attn, q, k, v, attention_mask, dropout=0.0, scaling=attn.scaling, **kwargs)
     out = out.reshape(*hidden_states.shape[:-1], -1)
-    hidden_states = gemv(out, attn.o_proj.weight, False, None, hidden_states, 0.0)
-    act = gemv(hidden_states, mlp.gate_up_proj.weight, True, norm2.weight, None, norm2.variance_epsilon)
-    return gemv(act, mlp.down_proj.weight, False, None, hidden_states, 0.0)
+    hidden_states = gemv(out, attn.o_proj.weight, False, False, hidden_states, 0.0)
+    act = gemv(hidden_states, mlp.gate_up_proj.weight, True, True, None, norm2.variance_epsilon)
+    return gemv(act, mlp.down_proj.weight, False, False, hidden_states, 0.0)
 
 
 @torch.no_grad()
 def use_gemv_kernels(model, fold_norms=False):
     """Fuse the projections, then run every GEMV of a decoded token (q/k/v, o, the MLP's
     two, the LM head) with ``gemv_kernel``; ``fold_norms`` also moves each layer's RMSNorms
-    and residual adds into its GEMVs. Returns the largest difference this makes to one
-    token's logits."""
+    and residual adds into its GEMVs: each norm's weight multiplies the columns of the
+    projection after it, and becomes ones (so that the prompt's prefill, which keeps
+    transformers' norms, computes the same). Returns the largest difference this makes to
+    one token's logits."""
     token = torch.zeros((1, 1), dtype=torch.long, device=model.device)
     before = model(token).logits.float()
     for layer in model.model.layers:
@@ -611,6 +614,10 @@ def use_gemv_kernels(model, fold_norms=False):
         layer.mlp.down_proj.__class__ = GemvLinear
         layer.mlp.forward = types.MethodType(_kernel_mlp_forward, layer.mlp)
         if fold_norms:
+            for norm, proj in ((layer.input_layernorm, layer.self_attn.qkv_proj),
+                               (layer.post_attention_layernorm, layer.mlp.gate_up_proj)):
+                proj.weight.mul_(norm.weight)
+                norm.weight.fill_(1)
             layer.forward = types.MethodType(_kernel_layer_forward, layer)
     model.lm_head.__class__ = GemvLinear
     return (model(token).logits.float() - before).abs().max().item()
