@@ -799,7 +799,7 @@ print(dynamic.table)
 # The 8B shape, our loop with every change: the table
 # ---------------------------------------------------
 
-final = run("loop_kernels_sdpa_8b")
+final = run("loop_kernels_8b")
 print(final.table)
 
 # %%
