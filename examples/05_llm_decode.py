@@ -697,6 +697,10 @@ COLD_VARIANTS = (
     "loop_fused_1b",
 )
 
+#: Each recording process compiles into an empty cache of its own, so no repeat reuses the
+#: kernels (and the launch settings) that another repeat's compile tuned.
+FRESH_COMPILE_CACHE = True
+
 #: What the site keeps of each recorded trace (its pages read only these profiler steps;
 #: step 0 is the prompt's prefill, each later step one decoded token).
 KEEP_STEPS = {

@@ -287,6 +287,34 @@ def test_processes_share_one_queue_over_several_lanes(tmp_path, monkeypatch):
     assert recorder.estimate_s("09_tiny", [("cold", 0)], walls) < recorder.estimate_s("09_tiny", [("nope", 0)], {})
 
 
+def test_fresh_compile_cache_gives_every_process_its_own_empty_one(tmp_path, monkeypatch):
+    """``FRESH_COMPILE_CACHE = True``: each process compiles into an empty cache folder of
+    its own, removed after it, and meta.json says so; without it, the environment's."""
+    pytest.importorskip("torch")
+    monkeypatch.setenv("KINETO_LOG_LEVEL", "6")
+    monkeypatch.delenv("TORCHINDUCTOR_CACHE_DIR", raising=False)
+    seen = TINY.replace(
+        """(Path(out_dir) / "results.json").write_text('{"size_squared": %d}' % (size * size))""",
+        """cache = os.environ.get("TORCHINDUCTOR_CACHE_DIR", "")
+    empty = not cache or not os.listdir(cache)
+    (Path(out_dir) / "results.json").write_text(json.dumps({"cache": cache, "empty": empty}))""",
+    ).replace("import torch", "import json\nimport os\n\nimport torch", 1)
+    assert "json.dumps" in seen
+    fresh = write(tmp_path, seen + "\nFRESH_COMPILE_CACHE = True\n", name="09_tiny.py")
+    shared = write(tmp_path, seen, name="10_tiny.py")
+    root = tmp_path / "recordings"
+    recorder.record_examples([fresh, shared], repeats=2, root=root)
+    caches = {(r.example, r.variant, r.repeat): r for r in record.iter_recordings(root)}
+    mine = [r for key, r in caches.items() if key[0] == "09_tiny"]
+    dirs = {r.results["cache"] for r in mine}
+    assert len(dirs) == 4 and all(d and not Path(d).exists() for d in dirs)   # one per process, gone
+    assert all(r.results["empty"] and r.meta["process"]["fresh_compile_cache"] for r in mine)
+    theirs = [r for key, r in caches.items() if key[0] == "10_tiny"]
+    shared_dirs = {r.results["cache"] for r in theirs}      # torch's default, the same for all
+    assert len(shared_dirs) == 1 and "tracesite-compile-" not in shared_dirs.pop()
+    assert not any(r.meta["process"]["fresh_compile_cache"] for r in theirs)
+
+
 def test_failed_recording_keeps_the_old_one(tmp_path, monkeypatch):
     pytest.importorskip("torch")
     script = write(tmp_path, TINY.replace("(x @ x).sum()", "raise RuntimeError('boom')"),

@@ -35,6 +35,7 @@ import platform
 import shutil
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from dataclasses import dataclass
@@ -143,6 +144,7 @@ class _Example:
     staging: Path
     keep_steps: dict[str, list[int]]
     keep_python_steps: dict[str, list[int]]
+    fresh_compile_cache: bool = False
     error: RecordingError | None = None
     busy_s: float = 0.0
 
@@ -173,7 +175,10 @@ def record_examples(
     child's ``CUDA_VISIBLE_DEVICES``; ``None``: one at a time, the environment as it is).
     A process running past ``limit_s`` fails. An example's recordings are replaced only
     when all its processes succeeded; a failed one keeps its old recordings and its
-    remaining processes are skipped.
+    remaining processes are skipped. An example that sets ``FRESH_COMPILE_CACHE = True``
+    gets an empty compile cache in every process (``TORCHINDUCTOR_CACHE_DIR`` and
+    ``TRITON_CACHE_DIR`` in a temporary folder, removed after it), so that no repeat reuses
+    the kernels another compiled and tuned.
     """
     root = root or recordings_root()
     examples: dict[str, _Example] = {}
@@ -189,7 +194,8 @@ def record_examples(
         staging = root / f".staging-{source.stem}"
         shutil.rmtree(staging, ignore_errors=True)
         examples[source.stem] = _Example(source, variants, processes, staging, dict(ns.get("KEEP_STEPS", {})),
-                                         dict(ns.get("KEEP_PYTHON_STEPS", {})))
+                                         dict(ns.get("KEEP_PYTHON_STEPS", {})),
+                                         bool(ns.get("FRESH_COMPILE_CACHE", False)))
         todo += [(estimate_s(source.stem, jobs, walls), source.stem, i) for i, jobs in enumerate(processes)]
     todo.sort(key=lambda t: -t[0])
     lock = threading.Lock()
@@ -246,17 +252,23 @@ def _run_process(ex: _Example, example: str, i: int, jobs: list[tuple[str, int]]
     """Run one fresh recording process and finish its outputs; the error, if it failed."""
     outs = [[name, str(ex.staging / name / f"r{k}")] for name, k in jobs]
     cmd = [sys.executable, "-m", "tracesite.recorder", "_child", str(ex.source), json.dumps(outs)]
+    cache = tempfile.mkdtemp(prefix="tracesite-compile-") if ex.fresh_compile_cache else None
+    if cache is not None:
+        env = dict(env, TORCHINDUCTOR_CACHE_DIR=cache, TRITON_CACHE_DIR=os.path.join(cache, "triton"))
     try:
         done = subprocess.run(cmd, capture_output=True, text=True, timeout=limit_s, env=env)
     except subprocess.TimeoutExpired:
         return RecordingError(f"recording {example}: process {i + 1} ran past {limit_s:.0f} s")
+    finally:
+        if cache is not None:
+            shutil.rmtree(cache, ignore_errors=True)
     if done.returncode != 0:
         return RecordingError(f"recording {example} failed in process {i + 1} "
                               f"({[j[0] for j in jobs]}):\n" + done.stderr[-4000:])
     try:
         for (name, k), (_, out) in zip(jobs, outs, strict=True):
             _finish(Path(out), example, name, k, repeats, ex.variants[name], ex.source, jobs,
-                    (ex.keep_steps.get(name), ex.keep_python_steps.get(name)))
+                    (ex.keep_steps.get(name), ex.keep_python_steps.get(name)), ex.fresh_compile_cache)
     except RecordingError as exc:
         return exc
     return None
@@ -277,7 +289,8 @@ def record_example(
 
 def _finish(out: Path, example: str, name: str, k: int, repeats: int, entry: Any,
             source: Path, jobs: list[tuple[str, int]],
-            keep: tuple[list[int] | None, list[int] | None] = (None, None)) -> None:
+            keep: tuple[list[int] | None, list[int] | None] = (None, None),
+            fresh_compile_cache: bool = False) -> None:
     """Stamp, hash and gzip one repeat's output folder in place."""
     harness, params = entry
     exported = out / "trace.json"
@@ -293,7 +306,8 @@ def _finish(out: Path, example: str, name: str, k: int, repeats: int, entry: Any
         "params": params,
         "code_hash": code_hash(source, harness.__name__, params),
         "env": env,
-        "process": {"fresh": True, "variants_in_it": [j[0] for j in jobs]},
+        "process": {"fresh": True, "variants_in_it": [j[0] for j in jobs],
+                    "fresh_compile_cache": fresh_compile_cache},
     }
     results = out / RESULTS
     if results.exists():  # the harness's headline measurements, kept in meta.json
