@@ -623,20 +623,100 @@ def use_gemv_kernels(model, fold_norms=False):
     return (model(token).logits.float() - before).abs().max().item()
 
 
-def profile_loop_kernels(out_dir, *, reduce_attention=False, fold_norms=False, **loop):
+# %%
+# Attention of our own, its settings fixed
+# ----------------------------------------
+#
+# With every GEMV ours, the attention reductions are the part of a token that Inductor
+# still tunes afresh in every process, and their time changed from one recording to the
+# next. ``attention_kernel`` is one Triton kernel for one query token's attention: one
+# program per query head reads its key/value head's cache ``BLOCK_N`` keys at a time and
+# keeps a running softmax (the largest score so far, the sum of exponentials and the
+# weighted sum of values, each rescaled when a larger score arrives), so the scores
+# never leave the chip. Keys the mask hides count as minus infinity, and their rows are
+# not read. Its settings are fixed as the GEMV kernel's are: 256 keys per step (the whole
+# cache of Part 4's runs in one step) and 8 warps, the fastest in a sweep of keys per step
+# and warps on the H200 (``benchmarks/attention_settings.py`` in the site's repository).
+
+
+def attention_kernel(q, k, v, mask, out, scale, KEYS: "tl.constexpr", DIM: "tl.constexpr",
+                     GROUP: "tl.constexpr", BLOCK_N: "tl.constexpr"):
+    head = tl.program_id(0)
+    cache = (head // GROUP) * KEYS * DIM  # this query head's key/value head
+    dims = tl.arange(0, DIM)
+    query = (tl.load(q + head * DIM + dims).to(tl.float32) * scale).to(tl.float32)  # scale may be fp64
+    top = tl.full((1,), -1e30, tl.float32)  # the largest score so far
+    total = tl.zeros((1,), tl.float32)  # the sum of exp(score - top) so far
+    acc = tl.zeros((DIM,), tl.float32)  # the sum of exp(score - top) * value so far
+    for start in range(0, KEYS, BLOCK_N):
+        keys = start + tl.arange(0, BLOCK_N)
+        shown = (keys < KEYS) & (tl.load(mask + keys, mask=keys < KEYS, other=0) != 0)
+        block = cache + keys[:, None] * DIM + dims[None, :]
+        scores = tl.sum(tl.load(k + block, mask=shown[:, None], other=0.0).to(tl.float32) * query[None, :], axis=1)
+        scores = tl.where(shown, scores, float("-inf"))
+        new_top = tl.maximum(top, tl.max(scores, axis=0))
+        weights = tl.exp(scores - new_top)
+        rescale = tl.exp(top - new_top)
+        values = tl.load(v + block, mask=shown[:, None], other=0.0).to(tl.float32)
+        acc = acc * rescale + tl.sum(weights[:, None] * values, axis=0)
+        total = total * rescale + tl.sum(weights, axis=0)
+        top = new_top
+    tl.store(out + head * DIM + dims, (acc / total).to(out.dtype.element_ty))
+
+
+def attention_op():
+    """``llm_decode::attention(query, key, value, mask, scale)``: one query token's
+    attention (``query`` of shape (1, heads, 1, dim), ``key`` and ``value`` the cache of
+    shape (1, kv_heads, keys, dim), ``mask`` True where a key is shown) with
+    ``attention_kernel``; returns shape (1, 1, heads, dim)."""
+    if "attention" not in _OPS:
+        gemv_op()  # imports triton.language as tl
+        import triton
+        from torch.library import triton_op, wrap_triton
+
+        kernel = triton.jit(attention_kernel)
+
+        @triton_op("llm_decode::attention", mutates_args=())
+        def attention(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, mask: torch.Tensor,
+                      scale: float) -> torch.Tensor:
+            _, heads, _, dim = query.shape
+            kv_heads, keys = key.shape[1], key.shape[2]
+            out = torch.empty((1, 1, heads, dim), device=query.device, dtype=query.dtype)
+            wrap_triton(kernel)[(heads,)](query.contiguous(), key.contiguous(), value.contiguous(),
+                                          mask.reshape(-1).contiguous(), out, scale, KEYS=keys, DIM=dim,
+                                          GROUP=heads // kv_heads, BLOCK_N=256, num_warps=8)
+            return out
+
+        _OPS["attention"] = attention
+    return _OPS["attention"]
+
+
+def sdpa_kernel_attention(module, query, key, value, attention_mask, scaling=None, dropout=0.0, **kwargs):
+    """One query token's attention with ``attention_op`` (other shapes: ``sdpa_packed_gqa``)."""
+    if not query.is_cuda or query.shape[0] != 1 or query.shape[2] != 1 or attention_mask is None \
+            or attention_mask.dtype != torch.bool or attention_mask.numel() != key.shape[2]:
+        packed_gqa = _OPS.get("sdpa_packed_gqa", sdpa_packed_gqa)
+        return packed_gqa(module, query, key, value, attention_mask, scaling=scaling, **kwargs)
+    return attention_op()(query, key, value, attention_mask, scaling), None
+
+
+def profile_loop_kernels(out_dir, *, attention="sdpa", fold_norms=False, **loop):
     """``profile_loop`` with fused projections (its settings in ``loop``) whose GEMVs
-    all run ``gemv_kernel``; ``reduce_attention`` as in ``profile_loop_further``,
-    ``fold_norms`` as in ``use_gemv_kernels``. It swaps module functions for the run and
-    puts them back after it."""
+    all run ``gemv_kernel``. One token's attention runs as ``attention`` says: ``"sdpa"``
+    (``sdpa_packed_gqa``), ``"reductions"`` (``sdpa_reduce_attention``) or ``"kernel"``
+    (``sdpa_kernel_attention``); ``fold_norms`` as in ``use_gemv_kernels``. It swaps
+    module functions for the run and puts them back after it."""
     global fuse_projections, sdpa_packed_gqa
     fuse, packed, diff = fuse_projections, _OPS.setdefault("sdpa_packed_gqa", sdpa_packed_gqa), {}
+    attend = {"sdpa": packed, "reductions": sdpa_reduce_attention, "kernel": sdpa_kernel_attention}
 
     def fuse_and_use_kernels(model):
         fuse(model)
         diff["kernel_logits_max_abs_diff"] = use_gemv_kernels(model, fold_norms=fold_norms)
 
-    fuse_projections = fuse_and_use_kernels
-    sdpa_packed_gqa = sdpa_reduce_attention if reduce_attention else packed
+    fuse_projections, sdpa_packed_gqa = fuse_and_use_kernels, attend[attention]
+    if attention == "kernel" and torch.cuda.is_available():
+        attention_op()  # defined before torch.compile traces a call to it (it cannot trace triton.jit)
     try:
         table = profile_loop(out_dir, fused=True, **loop)
     finally:
@@ -663,12 +743,16 @@ VARIANTS = {  # the 8B shape first: the recorder starts the longest processes fi
     "loop_act_attn_8b": (profile_loop_further, {"materialize_act": True, "reduce_attention": True,
                                                 "shape": "8b", "tune_gemv": True, "cache_len": SHORT_CACHE,
                                                 "packed_gqa": True, "fused": True}),
-    "loop_kernels_8b": (profile_loop_kernels, {"reduce_attention": True, "shape": "8b", "tune_gemv": True,
+    "loop_kernels_8b": (profile_loop_kernels, {"attention": "reductions", "shape": "8b", "tune_gemv": True,
                                                "cache_len": SHORT_CACHE, "packed_gqa": True}),
     "loop_kernels_sdpa_8b": (profile_loop_kernels, {"shape": "8b", "tune_gemv": True, "cache_len": SHORT_CACHE,
                                                     "packed_gqa": True}),
     "loop_norms_8b": (profile_loop_kernels, {"fold_norms": True, "shape": "8b", "tune_gemv": True,
                                              "cache_len": SHORT_CACHE, "packed_gqa": True}),
+    "loop_attention_8b": (profile_loop_kernels, {"attention": "kernel", "shape": "8b", "tune_gemv": True,
+                                                 "cache_len": SHORT_CACHE, "packed_gqa": True}),
+    "loop_final_8b": (profile_loop_kernels, {"attention": "kernel", "fold_norms": True, "shape": "8b",
+                                             "tune_gemv": True, "cache_len": SHORT_CACHE, "packed_gqa": True}),
     "generate_static_compiled_8b": (profile_generate, {"shape": "8b", "cache": "static", "compile": True}),
     "generate_dynamic_1b": (profile_generate, {"shape": "1b", "with_stack": True, "profiled_tokens": 4}),
     "generate_static_1b": (profile_generate, {"shape": "1b", "cache": "static"}),
@@ -679,6 +763,8 @@ VARIANTS = {  # the 8B shape first: the recorder starts the longest processes fi
 }  # fmt: skip
 #: Each in a fresh process: compile settings are global to a process.
 COLD_VARIANTS = (
+    "loop_final_8b",
+    "loop_attention_8b",
     "loop_norms_8b",
     "loop_kernels_8b",
     "loop_kernels_sdpa_8b",
@@ -720,6 +806,8 @@ KEEP_STEPS = {
     "loop_kernels_8b": [1, 2, 3],
     "loop_kernels_sdpa_8b": [1, 2, 3],
     "loop_norms_8b": [1, 2, 3],
+    "loop_attention_8b": [1, 2, 3],
+    "loop_final_8b": [1, 2, 3],
 }
 KEEP_PYTHON_STEPS = {"generate_dynamic_1b": [2]}  # the Python frames of one decoded token
 
