@@ -726,6 +726,15 @@ def profile_loop_kernels(out_dir, *, attention="sdpa", fold_norms=False, **loop)
     return table
 
 
+def profile_loop_untuned(out_dir, **loop):
+    """``profile_loop_kernels`` (its settings in ``loop``, ``tune_gemv=False`` among them)
+    with the rest of Inductor's tuning off as well: ``autotune_pointwise=False`` stops it
+    from timing several launch settings for each pointwise kernel and reduction it
+    generates, so it launches each with the one its heuristics pick from the shapes."""
+    with torch._inductor.config.patch({"triton.autotune_pointwise": False}):
+        return profile_loop_kernels(out_dir, **loop)
+
+
 # %%
 # The variants
 # ------------
@@ -751,6 +760,8 @@ VARIANTS = {  # the 8B shape first: the recorder starts the longest processes fi
                                              "cache_len": SHORT_CACHE, "packed_gqa": True}),
     "loop_attention_8b": (profile_loop_kernels, {"attention": "kernel", "shape": "8b", "tune_gemv": True,
                                                  "cache_len": SHORT_CACHE, "packed_gqa": True}),
+    "loop_untuned_8b": (profile_loop_untuned, {"attention": "kernel", "shape": "8b", "tune_gemv": False,
+                                               "cache_len": SHORT_CACHE, "packed_gqa": True}),
     "generate_static_compiled_8b": (profile_generate, {"shape": "8b", "cache": "static", "compile": True}),
     "generate_dynamic_1b": (profile_generate, {"shape": "1b", "with_stack": True, "profiled_tokens": 4}),
     "generate_static_1b": (profile_generate, {"shape": "1b", "cache": "static"}),
@@ -761,6 +772,7 @@ VARIANTS = {  # the 8B shape first: the recorder starts the longest processes fi
 }  # fmt: skip
 #: Each in a fresh process: compile settings are global to a process.
 COLD_VARIANTS = (
+    "loop_untuned_8b",
     "loop_attention_8b",
     "loop_norms_8b",
     "loop_kernels_8b",
@@ -804,6 +816,7 @@ KEEP_STEPS = {
     "loop_kernels_sdpa_8b": [1, 2, 3],
     "loop_norms_8b": [1, 2, 3],
     "loop_attention_8b": [1, 2, 3],
+    "loop_untuned_8b": [1, 2, 3],
 }
 KEEP_PYTHON_STEPS = {"generate_dynamic_1b": [2]}  # the Python frames of one decoded token
 
@@ -887,7 +900,7 @@ print(dynamic.table)
 # The 8B shape, our fastest loop: the table
 # -----------------------------------------
 
-final = run("loop_attention_8b")
+final = run("loop_untuned_8b")
 print(final.table)
 
 # %%
