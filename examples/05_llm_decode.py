@@ -726,6 +726,17 @@ def profile_loop_kernels(out_dir, *, attention="sdpa", fold_norms=False, **loop)
     return table
 
 
+# %%
+# Inductor's tuning off
+# ---------------------
+#
+# With every GEMV and one token's attention in kernels of our own, what Inductor still
+# generates is small: the norms, the rotary embedding, the cache writes. Coordinate-descent
+# tuning (``tune_gemv``) times candidate launches for those too, in every process, and a
+# close call can pick a poor one. ``profile_loop_untuned`` turns all of Inductor's tuning
+# off, so every process launches the same kernels the same way.
+
+
 def profile_loop_untuned(out_dir, **loop):
     """``profile_loop_kernels`` (its settings in ``loop``, ``tune_gemv=False`` among them)
     with the rest of Inductor's tuning off as well: ``autotune_pointwise=False`` stops it
