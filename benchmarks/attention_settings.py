@@ -5,11 +5,15 @@ settings are fixed (``BLOCK_N`` keys per step, ``num_warps``), instead of attent
 reductions that Inductor tunes afresh in each process. This script is where those fixed
 settings come from. It times the kernel at every setting as a decode step runs it, for
 the Llama-3-8B shape (32 query heads on 8 key/value heads of 128 dimensions) with a
-static cache of 256 keys, at the first and the last position Part 4 decodes: 128
-launches back to back on 128 different caches, captured in one CUDA graph, so that no
-cache is still in L2 when its kernel starts. The peers, timed the same way, are PyTorch's
-``scaled_dot_product_attention`` on the same packed query (the backend it picks for a
-boolean mask) and the example's ``sdpa_reduce_attention`` compiled by Inductor. Needs a
+static cache of 256 keys, with the keys up to position 128 (the first Part 4 decodes) or
+191 (one past its last) shown: 128 launches back to back on 128 different caches,
+captured in one CUDA graph (68 MB or more of keys and values per pass, against the
+H200's 50 MB of L2), so that little of a cache is still in L2 when its kernel starts.
+The peers, timed the same way, are PyTorch's ``scaled_dot_product_attention`` on the
+same packed query (the backend it picks for a boolean mask) and the example's
+``sdpa_reduce_attention`` compiled by Inductor (default settings, no coordinate-descent
+tuning); each peer's time includes a copy of its output into place, which the kernel
+does not need (it writes there directly). Needs a
 CUDA GPU and Triton (both come with torch's CUDA builds)::
 
     python benchmarks/attention_settings.py                  # prints a table per position
@@ -33,7 +37,7 @@ from gemv_settings import graph_us
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "05_llm_decode.py"
 HEADS, KV_HEADS, DIM, KEYS, COPIES = 32, 8, 128, 256, 128
-POSITIONS = (128, 191)  # Part 4 decodes positions 128 to 191 of a 256-key cache
+POSITIONS = (128, 191)  # Part 4 decodes positions 128 to 190 of a 256-key cache
 BLOCK_N = (16, 32, 64, 128, 256)
 WARPS = (1, 2, 4, 8, 16)
 

@@ -732,16 +732,19 @@ def profile_loop_kernels(out_dir, *, attention="sdpa", fold_norms=False, **loop)
 #
 # With every GEMV and one token's attention in kernels of our own, what Inductor still
 # generates is small: the norms, the rotary embedding, the cache writes. Coordinate-descent
-# tuning (``tune_gemv``) times candidate launches for those too, in every process, and a
-# close call can pick a poor one. ``profile_loop_untuned`` turns all of Inductor's tuning
-# off, so every process launches the same kernels the same way.
+# tuning (``tune_gemv``) times candidate launches for those too, in every process, on each
+# kernel alone, and can pick a launch that runs far slower inside the loop.
+# ``profile_loop_untuned`` turns it off, and with it Inductor's timing of several launches
+# for each pointwise kernel (``autotune_pointwise``), so that those kernels launch with the
+# settings Inductor's heuristics pick from the shapes.
 
 
 def profile_loop_untuned(out_dir, **loop):
     """``profile_loop_kernels`` (its settings in ``loop``, ``tune_gemv=False`` among them)
-    with the rest of Inductor's tuning off as well: ``autotune_pointwise=False`` stops it
-    from timing several launch settings for each pointwise kernel and reduction it
-    generates, so it launches each with the one its heuristics pick from the shapes."""
+    with more of Inductor's tuning off: ``autotune_pointwise=False`` stops it from timing
+    several launch settings for each pointwise kernel it generates, so it launches each
+    with the one its heuristics pick from the shapes (a reduction whose shape leaves the
+    choice open still gets several, timed on its first run)."""
     with torch._inductor.config.patch({"triton.autotune_pointwise": False}):
         return profile_loop_kernels(out_dir, **loop)
 

@@ -7,10 +7,12 @@ rows were recorded in several sessions each, with the same code for that row:
 ``loop_untuned_8b``. Part 4 compares those sessions, so this script reads each session's
 recordings from the commit that added them and writes, per variant, session and repeat:
 tokens/s, the fraction of the H200's specified bandwidth, the GPU time of the token's
-GEMVs and of its attention (the attention reductions, with the launch grid and block of
-the softmax kernel, or ``attention_kernel``), whether the process compiled into an empty
-cache, and a digest of the token's kernel launches (each kernel's name, grid and block in
-order; two repeats with the same digest launched the same kernels the same way)::
+GEMVs and of its attention (the attention reductions: the scores, the softmax's
+preparation and the softmax, with the launch grid and block of the softmax kernel; or
+``attention_kernel``), whether the process compiled into an empty cache, and a digest of
+one profiled token's kernel launches (each kernel's name, grid and block, in order; two
+repeats with the same digest launched the same kernels on the same grids and blocks,
+though not necessarily with the same block-size constants inside the kernels)::
 
     python scripts/part4_sessions.py      # rewrites docs/chapters/part4_sessions.json
 
@@ -58,7 +60,8 @@ def repeat_summary(commit: str, variant: str, k: int, scratch: Path) -> dict[str
     softmax = [g for g, n in zip(ops, names, strict=True) if n.startswith("triton_red") and "softmax" in n]
     scores = [g for g, n in zip(ops, names, strict=True)
               if n.startswith("triton_red") and "cos" in n and "sum" in n]
-    attention = softmax + scores + [g for g, n in zip(ops, names, strict=True) if n == "attention_kernel"]
+    prepare = [g for g, n in zip(ops, names, strict=True) if n.startswith("triton_per") and "softmax" in n]
+    attention = softmax + scores + prepare + [g for g, n in zip(ops, names, strict=True) if n == "attention_kernel"]
     launches = "\n".join(f"{tr.name(g)} {tr.extra['grid'][g]} {tr.extra['block'][g]}" for g in ops)
     return {
         "recorded_at": meta["env"]["recorded_at"],
