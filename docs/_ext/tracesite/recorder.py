@@ -85,6 +85,8 @@ def environment_stamp() -> dict[str, Any]:
     cuda = torch.cuda.is_available()
     return {
         "gpu": torch.cuda.get_device_name(0) if cuda else "CPU only",
+        # Which physical GPU: recordings of one host's two GPUs can then be told apart.
+        "gpu_uuid": str(getattr(torch.cuda.get_device_properties(0), "uuid", "")) or None if cuda else None,
         "driver": _driver_version() if cuda else "none",
         "torch": torch.__version__,
         "cuda": torch.version.cuda or "none",

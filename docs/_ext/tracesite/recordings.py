@@ -76,7 +76,7 @@ class Recording:
 
     @property
     def env(self) -> dict[str, Any]:
-        """Where it ran: gpu, driver, torch, cuda, python, recorded_at."""
+        """Where it ran: gpu (and, from late 2026, gpu_uuid), driver, torch, cuda, python, recorded_at."""
         return self.meta.get("env", {})
 
     @property
