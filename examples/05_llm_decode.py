@@ -19,7 +19,9 @@ Llama-3.2-1B, ``8b`` that of Llama-3-8B. Greedy decoding, batch 1, a prompt of
   (``act``), attention written as reductions for Inductor (``act_attn``), every GEMV
   run by a Triton kernel of our own that also computes the activation (``kernels``),
   the same with SDPA's cuDNN attention again (``kernels_sdpa``), and with the RMSNorms
-  and residual adds moved into those kernels too (``norms``).
+  and residual adds moved into those kernels too (``norms``); a Triton attention kernel of
+  our own beside the GEMV kernels (``attention``), and that loop with Inductor's own tuning
+  turned off (``untuned``).
 
 Each variant first times decoding without the profiler (``timings.json``: ms per
 token over several runs, the prefill taken out) and then profiles a few tokens,
@@ -627,9 +629,9 @@ def use_gemv_kernels(model, fold_norms=False):
 # Attention of our own, its settings fixed
 # ----------------------------------------
 #
-# With every GEMV ours, the attention reductions are the part of a token that Inductor
-# still tunes afresh in every process, and their time changed from one recording to the
-# next. ``attention_kernel`` is one Triton kernel for one query token's attention: one
+# With every GEMV ours, the attention reductions are the largest part of a token that
+# Inductor still tunes afresh in every process, and their time changed from one recording
+# to the next. ``attention_kernel`` is one Triton kernel for one query token's attention: one
 # program per query head reads its key/value head's cache ``BLOCK_N`` keys at a time and
 # keeps a running softmax (the largest score so far, the sum of exponentials and the
 # weighted sum of values, each rescaled when a larger score arrives), so the scores
@@ -733,9 +735,10 @@ def profile_loop_kernels(out_dir, *, attention="sdpa", fold_norms=False, **loop)
 # With every GEMV and one token's attention in kernels of our own, what Inductor still
 # generates is small: the norms, the rotary embedding, the cache writes. Coordinate-descent
 # tuning (``tune_gemv``) times candidate launches for those too, in every process, on each
-# kernel alone, and can pick a launch that runs far slower inside the loop.
-# ``profile_loop_untuned`` turns it off, and with it Inductor's timing of several launches
-# for each pointwise kernel (``autotune_pointwise``), so that those kernels launch with the
+# kernel alone, and can pick a launch that runs far slower inside the loop. The
+# ``loop_untuned_8b`` variant turns it off (``tune_gemv=False``), and
+# ``profile_loop_untuned`` also turns off Inductor's timing of several launches for each
+# pointwise kernel (``autotune_pointwise``), so that those kernels launch with the
 # settings Inductor's heuristics pick from the shapes.
 
 
