@@ -914,8 +914,8 @@ dynamic = run("generate_dynamic_1b")
 print(dynamic.table)
 
 # %%
-# The 8B shape, our fastest loop: the table
-# -----------------------------------------
+# The 8B shape, our final loop: the table
+# ---------------------------------------
 
 final = run("loop_untuned_8b")
 print(final.table)
