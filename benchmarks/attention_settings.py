@@ -32,10 +32,8 @@ import math
 import sys
 from pathlib import Path
 
-from gemv_settings import graph_us
+from _example_kernel import example_kernel, graph_us
 
-ROOT = Path(__file__).resolve().parents[1]
-EXAMPLE = ROOT / "examples" / "05_llm_decode.py"
 HEADS, KV_HEADS, DIM, KEYS, COPIES = 32, 8, 128, 256, 128
 POSITIONS = (128, 191)  # Part 4 decodes positions 128 to 190 of a 256-key cache
 BLOCK_N = (16, 32, 64, 128, 256)
@@ -106,22 +104,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", type=Path, help="write every timing to this file")
     args = parser.parse_args(argv)
-    try:
-        import torch
-        import triton
-        import triton.language as tl
-    except ImportError as err:
-        print(f"attention_settings: needs torch with Triton: {err}", file=sys.stderr)
+    loaded = example_kernel("attention_settings", "attention_kernel")
+    if loaded is None:
         return 1
-    if not torch.cuda.is_available():
-        print("attention_settings: needs a CUDA GPU", file=sys.stderr)
-        return 1
-    sys.path.insert(0, str(ROOT / "docs" / "_ext"))
-    from tracesite import load_definitions
-
-    ns = load_definitions(EXAMPLE)
-    ns["tl"] = tl  # what attention_op binds before it compiles the kernel
-    kernel = triton.jit(ns["attention_kernel"])
+    torch, triton, kernel, ns = loaded
     torch.manual_seed(0)
     out = {
         "gpu": torch.cuda.get_device_name(0),

@@ -22,12 +22,11 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
-import statistics
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-EXAMPLE = ROOT / "examples" / "05_llm_decode.py"
+from _example_kernel import example_kernel, graph_us
+
 # name: (weight rows, columns, the kernel computes silu(gate) * up, weight copies)
 GEMVS = {
     "qkv": (6144, 4096, False, 32),
@@ -38,30 +37,6 @@ GEMVS = {
 }
 BLOCK_K = (512, 1024, 2048, 4096)
 WARPS = (2, 4, 8, 16)
-
-
-def graph_us(torch, launch, per_graph, replays=20, rounds=5):
-    """Median µs per launch of ``launch`` (which makes ``per_graph`` kernel launches)
-    when replayed as one CUDA graph."""
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):
-        launch()
-    torch.cuda.current_stream().wait_stream(side)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        launch()
-    graph.replay()
-    times = []
-    for _ in range(rounds):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        for _ in range(replays):
-            graph.replay()
-        end.record()
-        torch.cuda.synchronize()
-        times.append(start.elapsed_time(end) * 1e3 / replays / per_graph)
-    return statistics.median(times)
 
 
 def sweep(torch, kernel, rows, cols, silu_mul, copies):
@@ -116,22 +91,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", type=Path, help="write every timing to this file")
     args = parser.parse_args(argv)
-    try:
-        import torch
-        import triton
-        import triton.language as tl
-    except ImportError as err:
-        print(f"gemv_settings: needs torch with Triton: {err}", file=sys.stderr)
+    loaded = example_kernel("gemv_settings", "gemv_kernel")
+    if loaded is None:
         return 1
-    if not torch.cuda.is_available():
-        print("gemv_settings: needs a CUDA GPU", file=sys.stderr)
-        return 1
-    sys.path.insert(0, str(ROOT / "docs" / "_ext"))
-    from tracesite import load_definitions
-
-    ns = load_definitions(EXAMPLE)
-    ns["tl"] = tl  # what gemv_op binds before it compiles the kernel
-    kernel = triton.jit(ns["gemv_kernel"])
+    torch, triton, kernel, _ = loaded
     torch.manual_seed(0)
     out = {
         "gpu": torch.cuda.get_device_name(0),
