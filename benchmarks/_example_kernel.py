@@ -3,6 +3,7 @@ kernels from the example itself, and timing launches replayed as a CUDA graph.""
 
 from __future__ import annotations
 
+import argparse
 import statistics
 import sys
 from pathlib import Path
@@ -10,6 +11,22 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "05_llm_decode.py"
+
+
+def json_arg(doc: str, argv: list[str] | None) -> Path | None:
+    """The ``--json FILE`` flag both benchmarks take (``doc``: the script's docstring)."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    parser.add_argument("--json", type=Path, help="write every timing to this file")
+    return parser.parse_args(argv).json
+
+
+def stamp(torch: Any, triton: Any) -> dict[str, str]:
+    """Where a sweep ran: the GPU, torch and Triton."""
+    return {
+        "gpu": torch.cuda.get_device_name(0),
+        "torch": torch.__version__,
+        "triton": triton.__version__,
+    }
 
 
 def example_kernel(tool: str, name: str) -> tuple[Any, Any, Any, dict[str, Any]] | None:

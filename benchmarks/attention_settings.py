@@ -25,14 +25,12 @@ example's settings.
 
 from __future__ import annotations
 
-import argparse
 import itertools
 import json
 import math
 import sys
-from pathlib import Path
 
-from _example_kernel import example_kernel, graph_us
+from _example_kernel import example_kernel, graph_us, json_arg, stamp
 
 HEADS, KV_HEADS, DIM, KEYS, COPIES = 32, 8, 128, 256, 128
 POSITIONS = (128, 191)  # Part 4 decodes positions 128 to 190 of a 256-key cache
@@ -101,18 +99,14 @@ def sweep(torch, ns, kernel, position):
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--json", type=Path, help="write every timing to this file")
-    args = parser.parse_args(argv)
+    json_path = json_arg(__doc__, argv)
     loaded = example_kernel("attention_settings", "attention_kernel")
     if loaded is None:
         return 1
     torch, triton, kernel, ns = loaded
     torch.manual_seed(0)
     out = {
-        "gpu": torch.cuda.get_device_name(0),
-        "torch": torch.__version__,
-        "triton": triton.__version__,
+        **stamp(torch, triton),
         "shape": {"heads": HEADS, "kv_heads": KV_HEADS, "dim": DIM, "keys": KEYS, "copies": COPIES},
         "positions": [],
     }
@@ -132,8 +126,8 @@ def main(argv: list[str] | None = None) -> int:
                 f"max error {s['max_abs_err']:.4f}{mark}"
             )
         torch.cuda.empty_cache()
-    if args.json:
-        args.json.write_text(json.dumps(out, indent=1))
+    if json_path:
+        json_path.write_text(json.dumps(out, indent=1))
     return 0
 
 

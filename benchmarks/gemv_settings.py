@@ -19,13 +19,11 @@ example's settings.
 
 from __future__ import annotations
 
-import argparse
 import itertools
 import json
 import sys
-from pathlib import Path
 
-from _example_kernel import example_kernel, graph_us
+from _example_kernel import example_kernel, graph_us, json_arg, stamp
 
 # name: (weight rows, columns, the kernel computes silu(gate) * up, weight copies)
 GEMVS = {
@@ -88,18 +86,14 @@ def sweep(torch, kernel, rows, cols, silu_mul, copies):
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--json", type=Path, help="write every timing to this file")
-    args = parser.parse_args(argv)
+    json_path = json_arg(__doc__, argv)
     loaded = example_kernel("gemv_settings", "gemv_kernel")
     if loaded is None:
         return 1
     torch, triton, kernel, _ = loaded
     torch.manual_seed(0)
     out = {
-        "gpu": torch.cuda.get_device_name(0),
-        "torch": torch.__version__,
-        "triton": triton.__version__,
+        **stamp(torch, triton),
         "gemvs": {},
     }
     for name, shape in GEMVS.items():
@@ -116,8 +110,8 @@ def main(argv: list[str] | None = None) -> int:
                 f"{nbytes / s['us'] / 1e6:.2f} TB/s  {peer / s['us']:.2f}x cuBLAS{mark}"
             )
         torch.cuda.empty_cache()
-    if args.json:
-        args.json.write_text(json.dumps(out, indent=1))
+    if json_path:
+        json_path.write_text(json.dumps(out, indent=1))
     return 0
 
 
