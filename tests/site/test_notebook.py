@@ -55,3 +55,22 @@ def test_a_repeats_cell_glues_its_last_line_from_every_repeat(monkeypatch):
     assert (glued["last"], glued["last_lo"], glued["last_hi"]) == (20, 10, 30)
     shown = nb._repeats("", "y = nb._state['repeat']\ny * 2")
     assert shown == 0  # the drawn repeat's value, evaluated once
+
+
+def test_reader_files_lays_out_every_repeat_under_its_download_name(monkeypatch):
+    import gzip
+
+    from tracesite.notebook import reader_files, setup
+    from tracesite.recordings import iter_recordings
+
+    monkeypatch.chdir(Path.cwd())  # reader_files changes directory; put it back after
+    setup("01_matmul_add")
+    folder = reader_files()
+    assert Path.cwd() == folder
+    ours = [r for r in iter_recordings() if r.example == "01_matmul_add"]
+    assert sorted(p.name for p in folder.iterdir()) == sorted(r.download_name for r in ours)
+    assert (folder / "64_bf16.json.gz").resolve() == next(
+        r.trace_path.resolve() for r in ours if r.variant == "64_bf16" and r.repeat == 0)
+    assert "64_bf16-r1.json.gz" in {p.name for p in folder.iterdir()}
+    with gzip.open(folder / "64_bf16.json.gz") as fh:
+        assert fh.read(1) == b"{"

@@ -49,7 +49,8 @@ class Replayed:
         n = len(self.variant.repeats)
         links = "".join(
             f"<li>repeat {r.repeat + 1}: "
-            + trace_links_html(r.trace_url(), r.trace_bytes, f"{r.example} {r.variant} r{r.repeat}")
+            + trace_links_html(r.trace_url(), r.trace_bytes, f"{r.example} {r.variant} r{r.repeat}",
+                             r.download_name)
             + "</li>"
             for r in self.variant.repeats
         )

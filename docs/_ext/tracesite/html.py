@@ -40,7 +40,7 @@ def format_size(nbytes: int) -> str:
     return f"{nbytes / (1024 * 1024):.1f} MiB"
 
 
-def trace_links_html(url: str, nbytes: int, title: str) -> str:
+def trace_links_html(url: str, nbytes: int, title: str, filename: str | None = None) -> str:
     """The download link and Perfetto button for one trace.
 
     Parameters
@@ -52,6 +52,8 @@ def trace_links_html(url: str, nbytes: int, title: str) -> str:
         Size of the file, shown next to the link.
     title
         Title Perfetto shows for the trace (and the button's tooltip).
+    filename
+        The name the download is saved under; default: the URL's last part.
 
     Returns
     -------
@@ -61,7 +63,7 @@ def trace_links_html(url: str, nbytes: int, title: str) -> str:
     """
     if nbytes < 0:
         raise ValueError(f"nbytes must be >= 0, got {nbytes}")
-    name = posixpath.basename(urlsplit(url).path) or "trace.json.gz"
+    name = filename or posixpath.basename(urlsplit(url).path) or "trace.json.gz"
     kind = ".json.gz" if name.endswith(".gz") else posixpath.splitext(name)[1] or "file"
     href, label = html.escape(url, quote=True), html.escape(title, quote=True)
     return (

@@ -17,13 +17,14 @@ from __future__ import annotations
 
 import ast
 import statistics
+from pathlib import Path
 from typing import Any
 
 from .recordings import Recording, Variant, load
 
 __all__ = [
     "Fmt", "ByRepeat", "interleaved_calls", "links", "log_us_axis", "md", "medians", "num",
-    "op_per_call", "put", "rec", "recs", "setup", "show", "trace", "tracereader_cli",
+    "op_per_call", "put", "reader_files", "rec", "recs", "setup", "show", "trace", "tracereader_cli",
     "unprofiled_calls", "variant", "verdict",
 ]
 
@@ -225,7 +226,8 @@ def show(fig: Any, caption: str = "", alt: str | None = None, dpi: int = 88,
         return figure
     root = _state.get("site_root", "../")
     links = "".join(
-        trace_links_html(r.trace_url(root), r.trace_bytes, f"{r.example} {r.variant} r{r.repeat}")
+        trace_links_html(r.trace_url(root), r.trace_bytes, f"{r.example} {r.variant} r{r.repeat}",
+                         r.download_name)
         for r in (variant(n).repeats[0] for n in names)
     )
     return Snippet(figure._repr_html_() + links, repr(figure))
@@ -263,8 +265,36 @@ def links(name: str) -> Any:
 
     r = variant(name).repeats[0]
     url = r.trace_url(_state.get("site_root", "../"))
-    return Snippet(trace_links_html(url, r.trace_bytes, f"{r.example} {r.variant} r{r.repeat}"),
+    return Snippet(trace_links_html(url, r.trace_bytes, f"{r.example} {r.variant} r{r.repeat}",
+                                    r.download_name),
                    f"trace {r.variant} r{r.repeat}: {url}")
+
+
+def reader_files(*examples: str) -> Path:
+    """Let the page's visible cells load traces as a reader does, by their download names.
+
+    Changes the working directory to a scratch folder holding, for every recording of
+    ``examples`` (default: the page's example), a link named
+    :attr:`Recording.download_name` (``64_bf16.json.gz``, ``64_bf16-r1.json.gz``) to its
+    trace, the name the page's download links save it under. A visible
+    ``tracereader.load("64_bf16.json.gz")`` then runs unchanged on a reader's download.
+    """
+    import os
+    import tempfile
+
+    from .recordings import iter_recordings
+
+    wanted = set(examples or (_state["example"],))
+    folder = Path(tempfile.mkdtemp(prefix="tracesite-reader-"))
+    for r in iter_recordings():
+        if r.example in wanted:
+            link = folder / r.download_name
+            if link.exists():
+                raise ValueError(f"two recordings download as {r.download_name}: "
+                                 f"rename a variant of {sorted(wanted)}")
+            link.symlink_to(r.trace_path.resolve())
+    os.chdir(folder)
+    return folder
 
 
 def _n_repeats() -> int:

@@ -112,6 +112,12 @@ class Recording:
     def trace_bytes(self) -> int:
         return self.trace_path.stat().st_size
 
+    @property
+    def download_name(self) -> str:
+        """The file name a reader's download gets: ``<variant>.json.gz`` for the first
+        repeat, ``<variant>-r<k>.json.gz`` for the others (what visible cells load)."""
+        return f"{self.variant}.json.gz" if self.repeat == 0 else f"{self.variant}-r{self.repeat}.json.gz"
+
     def trace_url(self, root: str = "../") -> str:
         """Where the built site serves this trace, from a page ``root`` below the top."""
         return f"{root}traces/{self.example}/{self.variant}/r{self.repeat}.json.gz"
