@@ -14,6 +14,17 @@ recordings stamped::
     python scripts/record.py --repeats 5       # more repeats
     python scripts/record.py --gpus 1          # one process at a time, on the first GPU
     python scripts/record.py --tests           # also the traces under tests/data/h200
+    python scripts/record.py 05_llm_decode --variants loop_untuned_8b,logits_check_8b
+    python scripts/record.py --stale           # only variants whose code or settings changed
+    python scripts/record.py --shard 2/4       # the 2nd of 4 balanced parts of the queue
+    python scripts/record.py --plan --shard 1/4   # what would run, and how long, without a GPU
+
+``--stale`` re-records the variants with missing repeats or whose code hash (entry
+function, all it reaches, and the settings ``VARIANTS`` gives it now) differs from their
+recordings. ``--shard K/N`` splits the queue of processes into N parts of about equal
+length (by the wall times the last recordings stamped, longest first), so that N one-GPU
+jobs together re-record everything; copying their ``docs/recordings`` over one another
+merges them. ``--plan`` prints the queue and its estimated time on 1, 2, 4 and 8 GPUs.
 """
 
 from __future__ import annotations
@@ -28,8 +39,65 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "docs" / "_ext"))
 
-from tracesite._source import RecordingError  # noqa: E402
-from tracesite.recorder import DEFAULT_REPEATS, record_examples  # noqa: E402
+from tracesite._source import RecordingError, load_definitions  # noqa: E402
+from tracesite.recorder import (  # noqa: E402
+    DEFAULT_REPEATS,
+    estimate_s,
+    past_walls_s,
+    plan,
+    record_examples,
+    shard_of,
+    stale_variants,
+)  # fmt: skip
+
+
+def parse_shard(text: str) -> tuple[int, int]:
+    """``"2/4"`` -> ``(2, 4)``."""
+    try:
+        k, n = (int(part) for part in text.split("/"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--shard takes K/N, e.g. 2/4, not {text!r}") from None
+    if not 1 <= k <= n:
+        raise argparse.ArgumentTypeError(f"--shard {text}: K must be between 1 and N")
+    return k, n
+
+
+def queue(scripts: list[Path], only: dict[str, list[str]] | None, repeats: int) -> list[tuple[float, str, list]]:
+    """Every recording process: (estimated seconds, example, its (variant, repeat) jobs),
+    in the order the recorder builds it (what --shard splits)."""
+    walls = past_walls_s()
+    out = []
+    for script in scripts:
+        ns = load_definitions(script)
+        chosen = list(ns["VARIANTS"]) if only is None or script.stem not in only else only[script.stem]
+        if not chosen:
+            continue
+        cold = tuple(c for c in ns.get("COLD_VARIANTS", ()) if c in chosen)
+        for jobs in plan({v: ns["VARIANTS"][v] for v in chosen}, cold, repeats):
+            out.append((estimate_s(script.stem, jobs, walls), script.stem, jobs))
+    return out
+
+
+def print_plan(todo: list[tuple[float, str, list]], shard: tuple[int, int] | None) -> None:
+    """The queue with its estimates: per example, and the whole on 1, 2, 4 and 8 GPUs."""
+    if shard is not None:
+        keep = set(shard_of([t[0] for t in todo], shard))
+        todo = [t for i, t in enumerate(todo) if i in keep]
+        print(f"== shard {shard[0]}/{shard[1]}: {len(todo)} processes")
+    per: dict[str, list[float]] = {}
+    for est, name, _ in todo:
+        per.setdefault(name, []).append(est)
+    for name, ests in per.items():
+        print(f"{name:>16}  {len(ests):3d} processes  {sum(ests) / 60:6.1f} min  "
+              f"(longest {max(ests):.0f} s)")
+    ests = [t[0] for t in todo]
+    if shard is not None:
+        print(f"{'this shard':>16}  {sum(ests) / 60:6.1f} min on one GPU")
+        return
+    for n in (1, 2, 4, 8):
+        span = max(sum(ests[i] for i in shard_of(ests, (k, n))) for k in range(1, n + 1)) if ests else 0
+        print(f"{'on ' + str(n) + ' GPU' + ('s' if n > 1 else ''):>16}  {span / 60:6.1f} min "
+              f"(the longest of {n} shard{'s' if n > 1 else ''})")
 
 
 def visible_gpus(count: int) -> list[str]:
@@ -48,14 +116,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--limit-s", type=float, default=540,
                         help="fail a recording process that runs longer than this (default 540)")
     parser.add_argument("--tests", action="store_true", help="also record tests/data/h200")
+    parser.add_argument("--variants", help="comma-separated variant names (of the named examples)")
+    parser.add_argument("--stale", action="store_true",
+                        help="only variants with missing repeats or whose code or settings changed")
+    parser.add_argument("--shard", type=parse_shard, help="K/N: the K-th of N balanced parts of the queue")
+    parser.add_argument("--plan", action="store_true", help="print the queue and its estimated time; record nothing")
     args = parser.parse_args(argv)
     try:
         import torch
     except ImportError:
         print("record: torch is not installed here", file=sys.stderr)
-        return 2
-    if not torch.cuda.is_available():
-        print("record: no CUDA device here; recordings left unchanged", file=sys.stderr)
         return 2
     scripts = sorted((ROOT / "examples").glob("[0-9][0-9]_*.py"))
     if args.examples:
@@ -64,12 +134,35 @@ def main(argv: list[str] | None = None) -> int:
             print(f"record: no example named {', '.join(sorted(unknown))}", file=sys.stderr)
             return 2
         scripts = [s for s in scripts if s.stem in args.examples]
+    only: dict[str, list[str]] | None = None
+    if args.variants:
+        names = [v for v in args.variants.split(",") if v]
+        only = {}
+        for script in scripts:
+            have = load_definitions(script)["VARIANTS"]
+            only[script.stem] = [v for v in names if v in have]
+        missing = set(names) - {v for vs in only.values() for v in vs}
+        if missing:
+            print(f"record: no variant named {', '.join(sorted(missing))} in "
+                  f"{', '.join(s.stem for s in scripts)}", file=sys.stderr)
+            return 2
+    if args.stale:
+        only = {s.stem: [v for v in stale_variants(s, repeats=args.repeats)
+                         if only is None or v in only[s.stem]] for s in scripts}
+        for name, variants in only.items():
+            print(f"== {name}: {len(variants)} stale variant(s){': ' if variants else ''}{', '.join(variants)}")
+    if args.plan:
+        print_plan(queue(scripts, only, args.repeats), args.shard)
+        return 0
+    if not torch.cuda.is_available():
+        print("record: no CUDA device here; recordings left unchanged", file=sys.stderr)
+        return 2
     gpus = visible_gpus(args.gpus or torch.cuda.device_count())
     start = time.perf_counter()
     print(f"== {len(scripts)} example(s), {args.repeats} repeats, on {len(gpus)} GPU(s)", flush=True)
     try:
         took = record_examples(scripts, repeats=args.repeats, gpus=gpus if len(gpus) > 1 else None,
-                               limit_s=args.limit_s)
+                               limit_s=args.limit_s, only=only, shard=args.shard)
     except RecordingError as exc:
         print(f"record: {exc}", file=sys.stderr)
         return 1
@@ -81,7 +174,7 @@ def main(argv: list[str] | None = None) -> int:
         else:
             print(f"== {name}: {result['variants']} variants x {result['repeats']} repeats in "
                   f"{result['processes']} processes, {result['busy_s']} s of process time", flush=True)
-    print(f"== recorded {len(scripts) - failed} of {len(scripts)} examples in "
+    print(f"== recorded {len(took) - failed} of {len(took)} examples in "
           f"{time.perf_counter() - start:.1f} s", flush=True)
     if args.tests:
         start = time.perf_counter()

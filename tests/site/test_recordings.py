@@ -367,3 +367,48 @@ def test_trim_keeps_the_named_steps_and_what_they_launched():
     assert rec.meta["trimmed"]["keep_steps"] == [1, 2, 3]
     steps = [s.name for s in tracereader.step_times(tracereader.load(rec.trace_path))]
     assert steps == [f"ProfilerStep#{n}" for n in range(1, 4)]
+
+
+def test_shards_split_the_queue_into_parts_of_about_equal_length():
+    estimates = [100.0, 90.0, 40.0, 30.0, 30.0, 10.0, 5.0]
+    parts = [recorder.shard_of(estimates, (k, 3)) for k in (1, 2, 3)]
+    assert sorted(i for part in parts for i in part) == list(range(len(estimates)))  # each once
+    loads = [sum(estimates[i] for i in part) for part in parts]
+    assert max(loads) <= 110 and min(loads) >= 90  # the longest first, to the least loaded
+    assert recorder.shard_of(estimates, (1, 1)) == list(range(len(estimates)))
+    with pytest.raises(record.RecordingError, match="between 1 and N"):
+        recorder.shard_of(estimates, (4, 3))
+
+
+def test_stale_only_and_shards_record_just_their_part_and_merge(tmp_path, monkeypatch):
+    """Record everything; change one variant's settings: only it is stale, and recording
+    it replaces its repeats alone. Two shards, recorded into two copies, merge by copying."""
+    pytest.importorskip("torch")
+    monkeypatch.setenv("KINETO_LOG_LEVEL", "6")
+    script = write(tmp_path, TINY, name="09_tiny.py")
+    root = tmp_path / "recordings"
+    recorder.record_example(script, repeats=2, root=root)
+    before = {r.variant: r.env["recorded_at"] for r in record.iter_recordings(root) if r.repeat == 0}
+    assert recorder.stale_variants(script, root, repeats=2) == []
+    assert recorder.stale_variants(script, root, repeats=3) == ["warm_a", "warm_b", "cold"]
+    write(tmp_path, TINY.replace('"warm_b": (profile_tiny, {"size": 4})', '"warm_b": (profile_tiny, {"size": 5})'),
+          name="09_tiny.py")
+    assert recorder.stale_variants(script, root, repeats=2) == ["warm_b"]
+    took = recorder.record_examples([script], repeats=2, root=root, only={"09_tiny": ["warm_b"]})
+    assert took["09_tiny"]["processes"] == 2 and took["09_tiny"]["variants"] == 1
+    assert recorder.stale_variants(script, root, repeats=2) == []
+    after = {r.variant: r for r in record.iter_recordings(root) if r.repeat == 0}
+    assert after["warm_b"].params == {"size": 5}
+    assert after["warm_a"].env["recorded_at"] == before["warm_a"]  # untouched
+    assert not list(root.glob(".staging-*"))
+    # Shards: each records its part into a copy of the recordings; copied together, they
+    # hold every repeat of every variant once.
+    merged = tmp_path / "merged"
+    for k in (1, 2):
+        copy = tmp_path / f"shard{k}"
+        shutil.copytree(root, copy)
+        took = recorder.record_examples([script], repeats=2, root=copy, shard=(k, 2))
+        assert 1 <= took["09_tiny"]["processes"] <= 3
+        shutil.copytree(copy, merged, dirs_exist_ok=True)
+    stamps = {(r.variant, r.repeat): r.env["recorded_at"] for r in record.iter_recordings(merged)}
+    assert len(stamps) == 6 and record.check_examples(tmp_path, root=merged) == []

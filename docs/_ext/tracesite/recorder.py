@@ -46,7 +46,10 @@ from ._source import RecordingError, code_hash, load_definitions
 from .recordings import META, RESULTS, TABLE, TRACE, iter_recordings, recordings_root
 from .trim import trim_steps
 
-__all__ = ["estimate_s", "past_walls_s", "plan", "record_example", "record_examples"]
+__all__ = [
+    "estimate_s", "past_walls_s", "plan", "record_example", "record_examples", "shard_of",
+    "stale_variants",
+]
 
 DEFAULT_REPEATS = 3
 
@@ -147,6 +150,8 @@ class _Example:
     keep_steps: dict[str, list[int]]
     keep_python_steps: dict[str, list[int]]
     fresh_compile_cache: bool = False
+    whole: bool = True  # every variant, every process: the run replaces the example's folder
+    processes_run: int = 0
     error: RecordingError | None = None
     busy_s: float = 0.0
 
@@ -166,9 +171,50 @@ def estimate_s(example: str, jobs: list[tuple[str, int]], walls: dict[tuple[str,
     return PROCESS_START_S + sum(walls.get((example, name), UNKNOWN_WALL_S) for name, _ in jobs)
 
 
+def stale_variants(source: Path, root: Path | None = None, repeats: int = DEFAULT_REPEATS) -> list[str]:
+    """The variants of the example at ``source`` that need recording: those with fewer than
+    ``repeats`` repeats, and those whose recorded hash differs from the hash of their entry
+    function (and all it reaches) with the settings ``VARIANTS`` gives them now.
+
+    Unlike :func:`tracesite.recordings.check_examples` (torch-free, run before every build,
+    which hashes with the *recorded* settings), this executes the example's definitions,
+    so a changed parameter in ``VARIANTS`` counts too.
+    """
+    root = root or recordings_root()
+    source = Path(source).resolve()
+    variants = load_definitions(source).get("VARIANTS") or {}
+    stale = []
+    for name, (harness, params) in variants.items():
+        folder = root / source.stem / name
+        metas = [json.loads(p.read_text(encoding="utf-8")) for p in sorted(folder.glob(f"r*/{META}"))]
+        want = code_hash(source, harness.__name__, params)
+        if len(metas) < repeats or any(m.get("code_hash") != want for m in metas):
+            stale.append(name)
+    return stale
+
+
+def shard_of(estimates: list[float], shard: tuple[int, int]) -> list[int]:
+    """Which of the processes (by index into ``estimates``, seconds each) shard ``k`` of ``n``
+    runs, ``shard = (k, n)`` with ``1 <= k <= n``: the longest process first, each to the
+    shard with the least work so far (ties to the lowest shard), so the ``n`` shards end
+    about together. Every job that sees the same recordings computes the same split."""
+    k, n = shard
+    if not 1 <= k <= n:
+        raise RecordingError(f"shard {k}/{n}: K must be between 1 and N")
+    load = [0.0] * n
+    mine = []
+    for i in sorted(range(len(estimates)), key=lambda i: (-estimates[i], i)):
+        target = min(range(n), key=lambda j: (load[j], j))
+        load[target] += estimates[i]
+        if target == k - 1:
+            mine.append(i)
+    return sorted(mine)
+
+
 def record_examples(
     sources: list[Path], repeats: int = DEFAULT_REPEATS, root: Path | None = None,
     gpus: list[str] | None = None, limit_s: float = 540, log: Any = print,
+    only: dict[str, list[str]] | None = None, shard: tuple[int, int] | None = None,
 ) -> dict[str, dict[str, Any] | RecordingError]:
     """Record every variant of each example; return, per example, what it took or why it failed.
 
@@ -181,6 +227,13 @@ def record_examples(
     gets an empty compile cache in every process (``TORCHINDUCTOR_CACHE_DIR`` and
     ``TRITON_CACHE_DIR`` in a temporary folder, removed after it), so that no repeat reuses
     the kernels another compiled and tuned.
+
+    ``only`` maps an example's stem to the variants to record (an example it leaves out:
+    all of its variants; an empty list: none). ``shard=(k, n)`` runs only the k-th of n
+    balanced parts of the whole queue (:func:`shard_of`). Recording every variant and
+    every process of an example replaces its whole folder (dropping variants it no longer
+    has); anything less replaces just the repeats it recorded, so the shards' outputs
+    merge by copying one over another.
     """
     root = root or recordings_root()
     examples: dict[str, _Example] = {}
@@ -192,13 +245,32 @@ def record_examples(
         variants = ns.get("VARIANTS")
         if not isinstance(variants, dict) or not variants:
             raise RecordingError(f"{source.name} defines no VARIANTS to record")
-        processes = plan(variants, tuple(ns.get("COLD_VARIANTS", ())), repeats)
+        chosen = list(variants) if only is None or source.stem not in only else list(only[source.stem])
+        unknown = sorted(set(chosen) - set(variants))
+        if unknown:
+            raise RecordingError(f"{source.name} has no variant {', '.join(unknown)}")
+        if not chosen:
+            continue
+        cold = tuple(c for c in ns.get("COLD_VARIANTS", ()) if c in chosen)
+        processes = plan({v: variants[v] for v in chosen}, cold, repeats)
         staging = root / f".staging-{source.stem}"
         shutil.rmtree(staging, ignore_errors=True)
         examples[source.stem] = _Example(source, variants, processes, staging, dict(ns.get("KEEP_STEPS", {})),
                                          dict(ns.get("KEEP_PYTHON_STEPS", {})),
-                                         bool(ns.get("FRESH_COMPILE_CACHE", False)))
+                                         bool(ns.get("FRESH_COMPILE_CACHE", False)),
+                                         whole=len(chosen) == len(variants))
         todo += [(estimate_s(source.stem, jobs, walls), source.stem, i) for i, jobs in enumerate(processes)]
+    if shard is not None:
+        keep = set(shard_of([t[0] for t in todo], shard))
+        todo = [t for i, t in enumerate(todo) if i in keep]
+        ran = {(name, i) for _, name, i in todo}
+        for name, ex in examples.items():
+            ex.whole = ex.whole and len([i for n, i in ran if n == name]) == len(ex.processes)
+            ex.processes_run = sum(1 for n, _ in ran if n == name)
+        examples = {name: ex for name, ex in examples.items() if ex.processes_run}
+    else:
+        for ex in examples.values():
+            ex.processes_run = len(ex.processes)
     todo.sort(key=lambda t: -t[0])
     lock = threading.Lock()
     env = dict(os.environ, KINETO_LOG_LEVEL="6", PYTHONUNBUFFERED="1")
@@ -242,9 +314,18 @@ def record_examples(
             took[name] = ex.error
             continue
         target = root / name
-        shutil.rmtree(target, ignore_errors=True)
-        ex.staging.rename(target)
-        took[name] = {"processes": len(ex.processes), "variants": len(ex.variants), "repeats": repeats,
+        recorded = sorted({p.parent.parent.name for p in ex.staging.glob(f"*/r*/{META}")})
+        if ex.whole:
+            shutil.rmtree(target, ignore_errors=True)
+            ex.staging.rename(target)
+        else:  # only what this run recorded: repeat by repeat
+            for done in sorted(ex.staging.glob(f"*/r*/{META}")):
+                dest = target / done.parent.parent.name / done.parent.name
+                shutil.rmtree(dest, ignore_errors=True)
+                dest.parent.mkdir(parents=True, exist_ok=True)
+                done.parent.rename(dest)
+            shutil.rmtree(ex.staging, ignore_errors=True)
+        took[name] = {"processes": ex.processes_run, "variants": len(recorded), "repeats": repeats,
                       "busy_s": round(ex.busy_s, 1), "wall_s": wall_s}
     return took
 
