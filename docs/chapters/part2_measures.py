@@ -410,6 +410,7 @@ def liger(tl: Trace, tc: Trace) -> Values:
         "LigerGELUMulFunction" in ops and "TorchDynamo Cache Lookup" not in ops, "no compile frames"
     )
     claim(gpu_ops_per_step(tl) == gpu_ops_per_step(tc), "the compiled MLP's GPU op count")
+    claim(launch_config(tl, lg)[0] == SMALL["rows"], "one block per row")
     rows = tl.where(name="LigerGELUMulFunction", kind=Kind.CPU_OP)
     cpu = float(np.median(tl.dur_ns[rows])) / 1e3
     pre = [int(r) for n in ("TorchDynamo Cache Lookup", "Pregraph bytecode", "AOTDispatcher Runtime Wrapper Prologue")
@@ -523,3 +524,43 @@ def autotune_cold(timings: dict[str, Any], cold_default: dict[str, Any], tr: Tra
             "race_s": sum(b["bench_s"] + b["precompile_s"] for b in blocks),
             "tri_example": code(next(c["name"] for c in blocks[0]["choices"] if c["name"].startswith("triton_mm"))),
             "races": races}  # fmt: skip
+
+
+# ------------------------------------------------------------------ the launch configurations
+#: How each variant compiled: (mode, compile cache). See the recorder's docs: COLD_VARIANTS run
+#: in a fresh process with an empty Inductor cache; the others share one process per repeat
+#: and the machine's cache.
+HOW = {"compile": ("default", "machine's"), "reduce_overhead": ("reduce-overhead", "machine's"),
+       "compile_cold": ("default", "empty"), "autotune": ("max-autotune", "machine's"),
+       "autotune_cold": ("max-autotune", "empty")}  # fmt: skip
+
+
+def group_outcomes(rows: Sequence[Values]) -> list[Values]:
+    """The launch configurations that occurred, per variant: how many repeats, median µs."""
+    groups: dict[tuple[str, int, int], list[Values]] = {}
+    for r in rows:
+        groups.setdefault((r["variant"], r["block"], r["grid"]), []).append(r)
+    out = []
+    for (variant, block, grid), rs in groups.items():
+        n_all = sum(r["variant"] == variant for r in rows)
+        out.append({"variant": variant, "block": block, "grid": grid, "per_thread": rs[0]["per_thread"],
+                    "n": len(rs), "of": n_all, "us": median(r["us"] for r in rs)})  # fmt: skip
+    return out
+
+
+def outcome_table(groups: Sequence[Values]) -> str:
+    """The groups as a Markdown table."""
+    lines = ["| variant | mode | compile cache | threads per block | blocks | elements per thread "
+             "| repeats | kernel, median |", "|---|---|---|---|---|---|---|---|"]  # fmt: skip
+    for g in groups:
+        mode, cache = HOW[g["variant"]]
+        lines.append(f"| `{g['variant']}` | {mode} | {cache} | {g['block']} | {g['grid']:,} | "
+                     f"{g['per_thread']} | {g['n']} of {g['of']} | {g['us']:.1f} µs |")  # fmt: skip
+    return "\n".join(lines)
+
+
+def only_outcome(groups: Sequence[Values], variant: str) -> Values:
+    """The one configuration every repeat of ``variant`` kept."""
+    mine = [g for g in groups if g["variant"] == variant]
+    claim(len(mine) == 1, f"{variant}: one configuration in every repeat, got {mine}")
+    return mine[0]
