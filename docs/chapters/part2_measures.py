@@ -564,3 +564,40 @@ def only_outcome(groups: Sequence[Values], variant: str) -> Values:
     mine = [g for g in groups if g["variant"] == variant]
     claim(len(mine) == 1, f"{variant}: one configuration in every repeat, got {mine}")
     return mine[0]
+
+
+def fusion_outcomes(
+    runs: dict[str, list[Trace]], eager: Sequence[Trace], liger: Sequence[Trace]
+) -> Values:
+    """The fused kernel's configurations over every repeat, and what each saved.
+
+    ``runs`` maps each variant of :data:`HOW` to its repeats' traces; ``eager`` and ``liger``
+    are the repeats of those variants, paired with the compiled ones by repeat number.
+    """
+    numel = SMALL["rows"] * SMALL["hidden"]
+    groups = group_outcomes(config_outcomes(runs, numel))
+    warm, cold = only_outcome(groups, "compile"), only_outcome(groups, "compile_cold")
+    claim((warm["block"], warm["per_thread"], cold["block"], cold["per_thread"]) == (128, 8, 256, 2),
+          f"warm and cold configurations: {warm}, {cold}")  # fmt: skip
+    claim(
+        only_outcome(groups, "reduce_overhead")["block"] == 128, "reduce-overhead kept the warm one"
+    )
+    claim(cold["us"] > 1.3 * warm["us"], "the cold configuration ran slower")
+    claim(len([g for g in groups if g["variant"] == "autotune_cold"]) > 1, "max-autotune varied")
+    pair = [sum(us for n, us in kernels(t).items() if not n.startswith("nvjet")) for t in eager]
+    lig = [pick(kernels(t), lambda n: "geglu" in n) for t in liger]
+    lig_us = [kernels(t)[n] for t, n in zip(liger, lig, strict=True)]
+    out: Values = {"outcome_table": outcome_table(groups), "a100_fused_us": A100["fused_us"],
+                   "bw_x": SPEC_TBS / A100["hbm_tbs"]}  # fmt: skip
+    for key, g, variant in (("warm", warm, "compile"), ("cold", cold, "compile_cold")):
+        fused = [fused_launch(t, numel)["us"] for t in runs[variant]]
+        claim(
+            all(f < 0.95 * p for f, p in zip(fused, pair, strict=True)),
+            "fusion saves, every repeat",
+        )
+        out |= {f"{key}_n": g["n"], f"{key}_of": g["of"], f"{key}_us": g["us"],
+                f"{key}_saving": median(saving(p, f) for p, f in zip(pair, fused, strict=True)),
+                f"{key}_a100_x": A100["fused_us"] / g["us"], f"{key}_bw_word": bw_word(g["us"]),
+                f"liger_vs_{key}": verdict_ratio([lg / f for lg, f in zip(lig_us, fused, strict=True)],
+                                                 "slower than", "faster than", "not told apart from")}  # fmt: skip
+    return out
