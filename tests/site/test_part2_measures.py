@@ -111,3 +111,13 @@ def test_autotune_warm():
         [(mlp("autotune", k), mlp("compile", k)) for k in REPEATS]
     )
     assert len(ratios) == len(REPEATS) and (templates or kept)
+
+
+def test_fusion_outcomes():
+    runs = {v: [mlp(v, k) for k in REPEATS] for v in m.HOW}
+    out = m.fusion_outcomes(
+        runs, [mlp("eager", k) for k in REPEATS], [mlp("liger", k) for k in REPEATS]
+    )
+    assert out["warm_saving"] > out["cold_saving"] > 0
+    assert out["liger_vs_warm"] == "slower than" and out["liger_vs_cold"] == "faster than"
+    assert out["warm_bw_word"] == "near" and out["cold_bw_word"] == "short of"
