@@ -41,7 +41,8 @@ def test_a_recording_without_timings_says_so(tmp_path):
 
 def test_a_repeats_cell_glues_its_last_line_from_every_repeat(monkeypatch):
     """A ``num(...)`` on a %%repeats cell's last line runs on every repeat (its median is
-    glued); any other last expression is the cell's output, shown once."""
+    glued); any other last expression runs on every repeat as well, and is the cell's
+    output, shown once, from the drawn repeat."""
     pytest.importorskip("IPython")
     import tracesite.notebook as nb
     from IPython.core.interactiveshell import InteractiveShell
@@ -54,7 +55,12 @@ def test_a_repeats_cell_glues_its_last_line_from_every_repeat(monkeypatch):
     nb._repeats("", "x = [10, 20, 30][nb._state['repeat']]\nnum('last', x)")
     assert (glued["last"], glued["last_lo"], glued["last_hi"]) == (20, 10, 30)
     shown = nb._repeats("", "y = nb._state['repeat']\ny * 2")
-    assert shown == 0  # the drawn repeat's value, evaluated once
+    assert shown == 0  # the drawn repeat's value is the output
+    # A helper on the last line (here one that glues and checks) runs on every repeat too.
+    shell.user_ns["seen"] = []
+    shell.user_ns["glue_all"] = lambda d: [shell.user_ns["seen"].append(v) or nb.num(k, v) for k, v in d.items()]
+    nb._repeats("", "glue_all({'z': [1, 5, 9][nb._state['repeat']]})")
+    assert sorted(shell.user_ns["seen"]) == [1, 5, 9] and glued["z"] == 5
 
 
 def test_reader_files_lays_out_every_repeat_under_its_download_name(monkeypatch):

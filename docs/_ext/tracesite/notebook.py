@@ -306,9 +306,9 @@ def _n_repeats() -> int:
 
 
 def _glues(expr: ast.expr) -> bool:
-    """Whether a cell's last expression is a call of num, put or md, which must run on every
-    repeat like any other statement (other last expressions are the cell's output, shown
-    once, from the drawn repeat)."""
+    """Whether a cell's last expression is a call of num, put or md: a statement whose value
+    is not the cell's output. Any other last expression is the cell's output, shown once,
+    from the drawn repeat, but it too runs on every repeat."""
     return isinstance(expr, ast.Call) and isinstance(expr.func, ast.Name) and expr.func.id in {"num", "put", "md"}
 
 
@@ -332,8 +332,9 @@ def _repeats(line: str, cell: str) -> Any:
             _state["repeat"] = k
             try:
                 exec(code, ns)
-                if last is not None and k == 0:  # the cell's output: the drawn repeat's
-                    shown = eval(last, ns)
+                if last is not None:  # runs on every repeat like any statement (it may
+                    value = eval(last, ns)  # glue or check); shown: the drawn repeat's
+                    shown = value if k == 0 else shown
             except AssertionError as exc:
                 raise AssertionError(f"a claim fails on repeat {k + 1} of {n}: {exc}") from exc
     finally:
