@@ -28,6 +28,8 @@ SPEC_TBS = 4.8  # H200 SXM datasheet: HBM3e bandwidth, TB/s
 SPEC_FP32_TFLOPS = 67.0  # H200 SXM datasheet: fp32 on the FMA units
 SPEC_TF32_TFLOPS = 494.7  # H200 SXM datasheet: dense TF32 on the Tensor Cores
 N_SMS = 132
+# Variants whose recordings must share one machine and software stamp.
+STAMPED = ("64_bf16", "4096_bf16", "64_bf16_nowait", "4096_bf16_compile", "interleaved_64")
 # The Hugging Face Part 1 post's A100 figures, as it reports them.
 A100 = {
     "cpu64": 2314.0,
@@ -109,6 +111,7 @@ def table_facts(
         "mm_self": ops["aten::mm"]["self_cpu_us"],
         "matmul_self": ops["aten::matmul"]["self_cpu_us"],
         "matmul_total": ops["aten::matmul"]["total_cpu_us"],
+        "flops_ratio": 4096**3 / 64**3,
     }
 
 
@@ -427,6 +430,7 @@ def distribution_facts(t20: Trace) -> Facts:
         "k20_mean": float(d.mean()),
         "k20_spread": 100 * float(d[-1] - d[0]) / med,
         "gemm_speedup": A100["gemm_typical"] / med,
+        "a100_gemm": A100["gemm_typical"],
     }
 
 
