@@ -1,0 +1,652 @@
+"""The computations behind Part 1 (``part1.md`` and its lab notes ``part1-notes.md``).
+
+Each ``*_facts`` function takes the traces of one recorded repeat (and, where it needs
+them, the profiler's own table totals or timings), asserts every claim the pages make
+about them, and returns the numbers (floats) and Markdown snippets (str) the pages glue,
+keyed by the names the prose uses. The pages call them in ``%%repeats`` cells, so every
+assertion holds on every repeat; ``tests/site/test_part1_measures.py`` runs them on every
+recorded repeat too.
+
+Only :mod:`tracereader` and numpy here: no drawing, no site glue.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+import numpy as np
+
+from tracereader import Kind, Trace, gpu_busy_us, link, op_table, step_times, summary
+
+Facts = dict[str, float | str]
+Get = Callable[[str], Trace]
+
+SPEC_TFLOPS = 989.0  # H200 SXM datasheet: dense bf16 on the Tensor Cores
+SPEC_TBS = 4.8  # H200 SXM datasheet: HBM3e bandwidth, TB/s
+SPEC_FP32_TFLOPS = 67.0  # H200 SXM datasheet: fp32 on the FMA units
+SPEC_TF32_TFLOPS = 494.7  # H200 SXM datasheet: dense TF32 on the Tensor Cores
+N_SMS = 132
+# Variants whose recordings must share one machine and software stamp.
+STAMPED = ("64_bf16", "4096_bf16", "64_bf16_nowait", "4096_bf16_compile", "interleaved_64")
+# The Hugging Face Part 1 post's A100 figures, as it reports them.
+A100 = {
+    "cpu64": 2314.0,
+    "gpu64": 23.104,
+    "gemm_typical": 580.0,
+    "copy_mb": 32.0,
+    "copy_us": 33.0,
+    "sync_us": 1780.0,
+}
+
+
+def first(tr: Trace, **filters: Any) -> int:
+    """The first row that matches ``filters`` (``Trace.where``); asserts there is one."""
+    rows = tr.where(**filters)
+    assert len(rows), filters
+    return int(rows[0])
+
+
+def dur_us(tr: Trace, row: int) -> float:
+    return float(tr.dur_ns[row]) / 1e3
+
+
+def median_us(tr: Trace, **filters: Any) -> float:
+    """Median duration of the events that match, in µs."""
+    return float(np.median(tr.dur_ns[tr.where(**filters)])) / 1e3
+
+
+def in_step(tr: Trace, step: int = -1, slack_ns: int = 0) -> tuple[int, int]:
+    s = tr.steps[step]
+    return s.start_ns, s.end_ns + slack_ns
+
+
+def gemm_tflops(tr: Trace, n: int) -> float:
+    """Achieved rate of the ``nvjet`` GEMM of two n x n matrices: 2 n^3 / time."""
+    return 2 * n**3 / (median_us(tr, kind=Kind.KERNEL, prefix="nvjet") * 1e-6) / 1e12
+
+
+def chain_md(names: Iterable[str]) -> str:
+    return " → ".join(f"`{n}`" for n in names)
+
+
+def export_facts(ready: Trace, after: Trace) -> Facts:
+    """One schedule cycle: exporting after the ``with`` block kept what on_trace_ready did."""
+    assert [s.name for s in ready.steps] == [s.name for s in after.steps]
+    assert len(ready) == len(after)
+    return {"n_ready": len(ready), "n_after": len(after)}
+
+
+def table_facts(
+    t64: Trace, t4k: Trace, totals64: dict[str, float], totals4k: dict[str, float]
+) -> Facts:
+    """64x64 against 4096x4096: the table totals, the steps' CPU time, self against total."""
+    gpu64, gpu4k = totals64["self_cuda_us"], totals4k["self_cuda_us"]
+    steps64 = sum(s.dur_us for s in t64.steps)
+    steps4k = sum(s.dur_us for s in t4k.steps)
+    sync4k = float(t4k.dur_ns[t4k.where(name="cudaDeviceSynchronize")].sum()) / 1e3
+    assert gpu64 / steps64 < 0.05  # overhead-bound: the GPU works a few % of the CPU's time
+    assert gpu4k > 0.7 * steps4k  # the GPU now has as much to do as the CPU, or more
+    assert 0.4 < steps4k / steps64 < 2.5  # the CPU's work per step barely changed
+    assert gpu4k / gpu64 > 20 * (steps4k / steps64)
+    ops = {row["name"]: row for row in op_table(t64).to_records()}
+    assert ops["aten::matmul"]["self_cpu_us"] < 0.2 * ops["aten::matmul"]["total_cpu_us"]
+    assert ops["aten::mm"]["calls"] == ops["aten::add"]["calls"] == len(t64.steps)
+    assert all(s.verdict == "overhead-bound" for s in step_times(t64))
+    assert all(s.verdict == "compute-bound" for s in step_times(t4k)[1:])
+    return {
+        "cpu64": totals64["self_cpu_us"],
+        "gpu64": gpu64,
+        "cpu4k": totals4k["self_cpu_us"],
+        "gpu4k": gpu4k,
+        "steps64": steps64,
+        "steps4k": steps4k,
+        "pct64": 100 * gpu64 / steps64,
+        "pct4k": 100 * gpu4k / steps4k,
+        "gpu_growth": gpu4k / gpu64,
+        "steps_growth": steps4k / steps64,
+        "sync4k": sync4k,
+        "sync4k_pct": 100 * sync4k / totals4k["self_cpu_us"],
+        "mm_self": ops["aten::mm"]["self_cpu_us"],
+        "matmul_self": ops["aten::matmul"]["self_cpu_us"],
+        "matmul_total": ops["aten::matmul"]["total_cpu_us"],
+        "flops_ratio": 4096**3 / 64**3,
+    }
+
+
+def check_op_table(t64: Trace, profiler_rows: Sequence[dict[str, Any]]) -> None:
+    """tracereader's op table, computed from the trace, agrees with the profiler's own."""
+    ops = {row["name"]: row for row in op_table(t64).to_records()}
+    theirs = {
+        str(r["name"]): float(r["self_cpu_us"])
+        for r in profiler_rows
+        if str(r["name"]).startswith("aten::")
+        or r["name"] in ("cudaLaunchKernel", "cuLaunchKernelEx")
+    }
+    assert len(theirs) >= 4
+    for name, self_us in theirs.items():
+        assert abs(ops[name]["self_cpu_us"] - self_us) < 0.01, name
+
+
+def blocks(tr: Trace) -> int:
+    """The launch grid (thread blocks) of the trace's first ``nvjet`` GEMM."""
+    return int(tr.extra["grid"][tr.where(kind=Kind.KERNEL, prefix="nvjet")[0]])
+
+
+def speed_facts(peaks: Trace, small: Trace, big: Trace, t4k: Trace) -> Facts:
+    """Each kernel's achieved rate against the H200's datasheet and our own peaks."""
+    peak = gemm_tflops(peaks, 8192)
+    peak_tbs = 2 * 2048 * 2**20 / (median_us(peaks, kind=Kind.MEMCPY) * 1e-6) / 1e12
+    g64 = median_us(small, kind=Kind.KERNEL, prefix="nvjet")
+    g4k = median_us(big, kind=Kind.KERNEL, prefix="nvjet")
+    r64, r4k = gemm_tflops(small, 64), gemm_tflops(big, 4096)
+    assert g4k / g64 < 1000  # far from 262,144x: the small GEMM wastes the GPU
+    assert blocks(small) < 20 and blocks(big) >= N_SMS  # a few of the 132 SMs, against all
+    assert r64 / SPEC_TFLOPS < 0.001  # under 0.1 % of the spec
+    assert r4k / SPEC_TFLOPS > 0.7  # the big one runs near the hardware's limit
+    assert 0.9 < r4k / peak < 1.1  # as fast as our largest GEMM went
+    # The add at 4096 is memory-bound: 2 tensors read, 1 written, 32 MiB each.
+    add = [i for i in t4k.where(kind=Kind.KERNEL) if "elementwise" in t4k.name(int(i))]
+    add_us = float(np.median(t4k.dur_ns[add])) / 1e3
+    add_tbs = 3 * 4096 * 4096 * 2 / (add_us * 1e-6) / 1e12
+    assert 0.7 < add_tbs / SPEC_TBS < 1.0
+    return {
+        "peak_tflops": peak,
+        "peak_tbs": peak_tbs,
+        "peak_pct": 100 * peak / SPEC_TFLOPS,
+        "g64_us": g64,
+        "g4k_us": g4k,
+        "gemm_time_ratio": g4k / g64,
+        "r64_tflops": r64,
+        "r4k_tflops": r4k,
+        "r64_pct": 100 * r64 / SPEC_TFLOPS,
+        "r4k_pct": 100 * r4k / SPEC_TFLOPS,
+        "r4k_vs_peak": 100 * r4k / peak,
+        "per_flop_gain": r4k / r64,
+        "blocks64": blocks(small),
+        "blocks4k": blocks(big),
+        "add_us": add_us,
+        "add_tbs": add_tbs,
+        "add_pct": 100 * add_tbs / SPEC_TBS,
+    }
+
+
+def last_gemm(tr: Trace) -> int:
+    """The GEMM kernel launched in the last step (it may run just after the step ends)."""
+    return first(tr, kind=Kind.KERNEL, prefix="nvjet", within=in_step(tr, -1, 100_000))
+
+
+def lane_facts(t64: Trace) -> Facts:
+    """The last 64x64 step: CPU busy, GPU busy, the GEMM's launch-to-start latency."""
+    st = step_times(t64)[-1]
+    gemm = last_gemm(t64)
+    launch = int(link(t64).launch[gemm])
+    assert t64.name(launch) == "cuLaunchKernelEx"
+    assert st.gpu_busy_us < 0.1 * st.cpu_us  # the GPU is busy a few per cent of the step
+    return {
+        "step_cpu": st.cpu_us,
+        "step_gpu": st.gpu_busy_us,
+        "step_pct": 100 * st.gpu_busy_us / st.cpu_us,
+        "l2s": float(t64.ts_ns[gemm] - t64.ts_ns[launch]) / 1e3,
+    }
+
+
+def chain_facts(t64: Trace, batch: Trace) -> Facts:
+    """Python call -> aten op -> launch call -> kernel, for the GEMM and the add."""
+    lk = link(t64)
+    gemm = last_gemm(t64)
+    chain = [t64.name(i) for i in lk.stack(gemm)] + [t64.name(gemm)]
+    assert chain[:5] == [
+        t64.steps[-1].name,
+        "matmul_add",
+        "aten::matmul",
+        "aten::mm",
+        "cuLaunchKernelEx",
+    ]
+    add_k = first(t64, kind=Kind.KERNEL, contains="elementwise", within=in_step(t64, -1, 100_000))
+    add_chain = [t64.name(i) for i in lk.stack(add_k)]
+    assert add_chain[-2:] == ["aten::add", "cudaLaunchKernel"]
+    b_ops = [batch.name(int(i)) for i in batch.where(kind=Kind.CPU_OP, within=in_step(batch))]
+    assert "aten::bmm" not in b_ops and "aten::mm" in b_ops and "aten::reshape" in b_ops
+    return {
+        "chain": chain_md(chain),
+        "add_chain": chain_md(add_chain),
+        "batch_ops": ", ".join(f"`{o}`" for o in dict.fromkeys(b_ops)),
+        "batch_kernels": len(link(batch).gpu_ops) // len(batch.steps),
+    }
+
+
+def first_step_facts(cold20: Trace, warm20: Trace, cold3: Trace) -> Facts:
+    """The first active step is slow, in a cold process and after warm-up alike."""
+    cold = [s.dur_us for s in cold20.steps]
+    warm = [s.dur_us for s in warm20.steps]
+    assert cold[0] > 2 * statistics.median(cold[1:])
+    assert warm[0] > 1.2 * statistics.median(warm[1:])  # warm-up before profiling: still slow
+
+    def label_gap(step: int) -> float:
+        lo_hi = in_step(cold3, step)
+        a = first(cold3, name="matmul_add", kind=Kind.USER_ANNOTATION, within=lo_hi)
+        b = first(cold3, name="aten::matmul", within=lo_hi)
+        return float(cold3.ts_ns[b] - cold3.ts_ns[a]) / 1e3
+
+    gaps = [label_gap(k) for k in range(len(cold3.steps))]
+    assert gaps[0] > max(gaps[1:])
+    return {
+        "cold_first": cold[0],
+        "cold_rest": statistics.median(cold[1:]),
+        "warm_first": warm[0],
+        "warm_rest": statistics.median(warm[1:]),
+        "cold_ratio": cold[0] / statistics.median(cold[1:]),
+        "warm_ratio": warm[0] / statistics.median(warm[1:]),
+        "gap2": gaps[0],
+        "gap3": gaps[1],
+        "gap4": gaps[2],
+    }
+
+
+def _covered_ns(spans: list[tuple[int, int]]) -> int:
+    """Total length of the union of ``spans``."""
+    busy, cur_s, cur_e = 0, -1, -1
+    for a, b in sorted(spans):
+        if a > cur_e:
+            busy += cur_e - cur_s
+            cur_s, cur_e = a, b
+        else:
+            cur_e = max(cur_e, b)
+    return busy + cur_e - cur_s
+
+
+def unscheduled_facts(nw: Trace) -> Facts:
+    """wait=0, warmup=0 in a fresh process: the cold first aten::mm, up close."""
+    s0 = nw.steps[0]
+    mm0 = first(nw, name="aten::mm", within=in_step(nw, 0))
+    window = (int(nw.ts_ns[mm0]), int(nw.ts_ns[mm0] + nw.dur_ns[mm0]))
+    inside = [int(i) for i in nw.where(within=window)]
+    names = [nw.name(i) for i in inside]
+
+    def count(prefix: str) -> int:
+        return sum(n.startswith(prefix) for n in names)
+
+    assert s0.dur_us > 100 * nw.steps[2].dur_us
+    assert (
+        min(
+            count("cudaOccupancyMaxActiveClusters"),
+            count("cudaMalloc"),
+            count("cudaFuncSetAttribute"),
+        )
+        > 0
+    )
+    calls = [
+        i for i in inside if i != mm0 and nw.kind[i] in (Kind.RUNTIME, Kind.DRIVER, Kind.CPU_OP)
+    ]
+    silent_ms = (
+        nw.dur_ns[mm0]
+        - _covered_ns([(int(nw.ts_ns[i]), int(nw.ts_ns[i] + nw.dur_ns[i])) for i in calls])
+    ) / 1e6
+    assert silent_ms > 0.5 * dur_us(nw, mm0) / 1e3
+    for st in nw.steps[1:]:  # occupancy queries only in the cold first step
+        assert not len(nw.where(contains="Occupancy", within=(st.start_ns, st.end_ns)))
+    add0 = first(nw, name="aten::add", within=in_step(nw, 0))
+    return {
+        "s0_ms": s0.dur_us / 1e3,
+        "mm0_ms": dur_us(nw, mm0) / 1e3,
+        "s2_us": nw.steps[2].dur_us,
+        "n_attr": count("cudaDeviceGetAttribute"),
+        "n_clusters": count("cudaOccupancyMaxActiveClusters"),
+        "n_occ": count("cudaOccupancyMaxActiveBlocksPerMultiprocessor"),
+        "n_malloc": count("cudaMalloc"),
+        "n_modload": count("Runtime Triggered Module Loading") + count("Lazy Function Loading"),
+        "silent_ms": float(silent_ms),
+        "add0_ms": dur_us(nw, add0) / 1e3,
+    }
+
+
+def warm_step_facts(t64: Trace, warm_traces: Sequence[Trace]) -> Facts:
+    """After warm-up no one-time setup is left, yet the first active step is slower op by op."""
+    for t in warm_traces:  # no occupancy query, no cudaMalloc in any warm trace
+        assert not len(t.where(contains="Occupancy")) and not len(t.where(name="cudaMalloc"))
+
+    def op_us(step: int, name: str) -> float:
+        return dur_us(t64, first(t64, name=name, within=in_step(t64, step)))
+
+    slow = {
+        n: op_us(0, n) / op_us(-1, n)
+        for n in ("aten::mm", "aten::add", "cuLaunchKernelEx", "cudaLaunchKernel")
+    }
+    assert slow["aten::mm"] > 1.5  # the GEMM's op is always slower; the others vary
+    mm_growth = op_us(0, "aten::mm") - op_us(-1, "aten::mm")
+    launch_growth = op_us(0, "cuLaunchKernelEx") - op_us(-1, "cuLaunchKernelEx")
+    assert launch_growth < 0.5 * mm_growth  # most of the growth is unrecorded time in aten::mm
+    return {
+        "slow_min": min(slow.values()),
+        "slow_max": max(slow.values()),
+        "mm_growth": mm_growth,
+        "mm_launch_growth": launch_growth,
+    }
+
+
+def first_launch(tr: Trace) -> tuple[int, int]:
+    """The trace's first GPU op and the launch call that queued it (rows)."""
+    lk = link(tr)
+    g = int(lk.gpu_ops[0])
+    return g, int(lk.launch[g])
+
+
+def offset_facts(warm: Trace, cold: Trace, nw: Trace, cold20: Trace) -> Facts:
+    """The GPU lane starts late because the first launch is late, not the GPU."""
+    out: Facts = {}
+    for key, tr in (("warm", warm), ("cold", cold), ("nw", nw)):
+        g, launch = first_launch(tr)
+        off = float(tr.ts_ns[g] - tr.steps[0].start_ns) / 1e3
+        l2s = float(tr.ts_ns[g] - tr.ts_ns[launch]) / 1e3
+        assert l2s < off / 3, key  # the kernel started soon after its launch: the CPU was late
+        out |= {f"off_{key}": off, f"l2s_{key}": l2s, f"l2s_share_{key}": 100 * l2s / off}
+    assert 50 < float(out["off_warm"]) < 1000  # tens to hundreds of microseconds when warm
+    mm0 = first(nw, name="aten::mm", within=in_step(nw, 0))
+    assert float(out["off_nw"]) > 0.8 * dur_us(nw, mm0)  # unscheduled: the cold aten::mm
+    abr = nw.where(kind=Kind.OVERHEAD, name="Activity Buffer Request")
+    assert len(abr) == 1
+    g, launch = first_launch(nw)  # the buffer request ended long before the first launch
+    assert nw.ts_ns[abr[0]] + nw.dur_ns[abr[0]] < nw.ts_ns[launch]
+    n_abr_20 = len(cold20.where(name="Activity Buffer Request"))
+    assert n_abr_20 == 0
+    assert all(len(t.where(name="Activity Buffer Request")) == 0 for t in (warm, cold))
+    return out | {"n_abr": len(abr), "abr_ms": dur_us(nw, int(abr[0])) / 1e3, "n_abr_20": n_abr_20}
+
+
+def calls_under_mm(tr: Trace) -> list[str]:
+    """The runtime and driver calls inside the last step's ``aten::mm``."""
+    mm = first(tr, name="aten::mm", within=in_step(tr))
+    rows = tr.where(
+        kind=(Kind.RUNTIME, Kind.DRIVER),
+        within=(int(tr.ts_ns[mm]), int(tr.ts_ns[mm] + tr.dur_ns[mm])),
+    )
+    return [tr.name(int(i)) for i in rows]
+
+
+def launch_call_facts(
+    t64: Trace, t4k: Trace, t32: Trace, ttf: Trace, others: Sequence[Trace]
+) -> Facts:
+    """No occupancy query before a warm GEMM launch on the H200; a memset at 4096."""
+    c64, c4k, c32, ctf = (calls_under_mm(t) for t in (t64, t4k, t32, ttf))
+    assert c64 == ["cuLaunchKernelEx"]
+    assert c4k == ["cudaMemsetAsync", "cuLaunchKernelEx"]
+    assert c32 == ["cudaFuncGetAttributes", "cudaLaunchKernelExC"]
+    assert not any("Occupancy" in c for c in c64 + c4k + c32 + ctf)
+    memset = first(t4k, kind=Kind.MEMSET)
+    assert 0 < t4k.extra["bytes"][memset] <= 16  # a few bytes
+    for other in others:  # other GEMMs, other names, the same small memset
+        ms = other.where(kind=Kind.MEMSET)
+        assert len(ms) and max(other.extra["bytes"][ms]) <= 16
+    return {
+        "c64": chain_md(c64),
+        "c4k": chain_md(c4k),
+        "c32": chain_md(c32),
+        "memset_us": dur_us(t4k, memset),
+    }
+
+
+def sync_window(tr: Trace) -> tuple[int, tuple[int, int]]:
+    """The profiler's closing cudaDeviceSynchronize (asserted to be the profiler's) and its span."""
+    s = first(tr, name="cudaDeviceSynchronize")
+    assert tr.external_id[s] < 0  # issued by no operator
+    assert tr.ts_ns[s] >= tr.steps[-1].end_ns  # after the last step
+    assert len(tr.where(name="cudaDeviceSynchronize")) == 1
+    return s, (int(tr.ts_ns[s]), int(tr.ts_ns[s] + tr.dur_ns[s]))
+
+
+def sync_facts(t64: Trace, t4k: Trace, t32: Trace, cold: Trace) -> Facts:
+    """The closing synchronize lasts as long as the GPU work still queued."""
+    out: Facts = {}
+    for key, tr in (("s64", t64), ("s4k", t4k), ("s32", t32), ("s64c", cold)):
+        s, window = sync_window(tr)
+        busy = gpu_busy_us(tr, window=window)
+        out |= {
+            f"{key}_us": dur_us(tr, s),
+            f"{key}_busy": busy,
+            f"{key}_pct": 100 * busy / dur_us(tr, s),
+        }
+    assert out["s64_busy"] == 0
+    # fp32: the first GPU op in the trace was launched before the window (no launch call in
+    # the trace) and starts long after the first step: earlier queued work ran unrecorded.
+    lk = link(t32)
+    g = lk.gpu_ops[np.argsort(t32.ts_ns[lk.gpu_ops])[0]]
+    assert lk.launch[g] < 0 and t32.ts_ns[g] - t32.steps[0].start_ns > 1_000_000
+    return out | {"a100_sync_pct": 100 * A100["sync_us"] / A100["cpu64"]}
+
+
+def distribution_facts(t20: Trace) -> Facts:
+    """The 4096 GEMM over 20 steps: a distribution without an outlier."""
+    d = np.sort(t20.dur_ns[t20.where(kind=Kind.KERNEL, prefix="nvjet")] / 1e3)
+    assert len(d) == 20 and d[-1] / np.median(d) < 1.2
+    med = float(np.median(d))
+    assert 2.5 < A100["gemm_typical"] / med < 5
+    return {
+        "k20_n": len(d),
+        "k20_min": float(d[0]),
+        "k20_med": med,
+        "k20_max": float(d[-1]),
+        "k20_mean": float(d.mean()),
+        "k20_spread": 100 * float(d[-1] - d[0]) / med,
+        "gemm_speedup": A100["gemm_typical"] / med,
+        "a100_gemm": A100["gemm_typical"],
+    }
+
+
+def dtype_facts(t16: Trace, t32: Trace, ttf: Trace) -> Facts:
+    """bf16, fp32 and TF32 GEMMs at 4096: the kernel's name says which units ran."""
+
+    def gemm(tr: Trace) -> tuple[str, float]:
+        k = [int(i) for i in tr.where(kind=Kind.KERNEL) if "elementwise" not in tr.name(int(i))]
+        names = {tr.name(i) for i in k}
+        assert len(names) == 1, names
+        return names.pop(), float(np.median(tr.dur_ns[k] / 1e3))
+
+    (g16, u16), (g32, u32), (gtf, utf) = gemm(t16), gemm(t32), gemm(ttf)
+    assert "ffma" in g32 and "tf32" not in g32
+    assert "tf32" in gtf
+    assert g16.startswith("nvjet")
+    assert u32 > 5 * utf > 5 * u16
+
+    def tflops(us: float) -> float:
+        return 2 * 4096**3 / (us * 1e-6) / 1e12
+
+    assert 0.5 < tflops(u32) / SPEC_FP32_TFLOPS < 1  # each near its own limit
+    assert 0.5 < tflops(utf) / SPEC_TF32_TFLOPS < 1
+    return {
+        "g16": f"`{g16}`",
+        "g32": f"`{g32}`",
+        "gtf": f"`{gtf}`",
+        "g16_us": u16,
+        "g32_us": u32,
+        "gtf_us": utf,
+        "fp32_x": u32 / u16,
+        "tf32_x": utf / u16,
+        "r32_tflops": tflops(u32),
+        "r32_pct": 100 * tflops(u32) / SPEC_FP32_TFLOPS,
+        "rtf_tflops": tflops(utf),
+        "rtf_pct": 100 * tflops(utf) / SPEC_TF32_TFLOPS,
+    }
+
+
+def _per_step(tr: Trace) -> tuple[float, list[str], set[str]]:
+    ops = [tr.name(int(i)) for i in tr.where(kind=Kind.CPU_OP, within=in_step(tr))]
+    return len(link(tr).gpu_ops) / len(tr.steps), ops, set(summary(tr)["launch_apis"])
+
+
+def compile_facts(eager: Trace, comp: Trace, addmm: Trace, ro: Trace, comp4k: Trace) -> Facts:
+    """torch.compile on one matmul + add: the same two GPU ops, one aten::addmm, new frames."""
+    (e_ops, _, _), (c_ops, c_names, c_apis) = _per_step(eager), _per_step(comp)
+    a_ops, _, a_apis = _per_step(addmm)
+    r_ops, r_names, r_apis = _per_step(ro)
+    assert c_ops == e_ops == a_ops == 2  # still two GPU ops
+    assert "aten::addmm" in c_names and "aten::mm" not in c_names and "aten::add" not in c_names
+    assert c_apis == {"cudaMemcpyAsync", "cuLaunchKernelEx"} and a_apis == c_apis
+    frames = [n for n in dict.fromkeys(c_names) if not n.startswith("aten::")]
+    assert {
+        "TorchDynamo Cache Lookup",
+        "Torch-Compiled Region: 0/0",
+        "AOTDispatcher Runtime Wrapper Prologue",
+    } <= set(frames)
+    assert any(f.startswith("## Call CompiledFxGraph") for f in frames)
+    cp = comp4k.where(kind=Kind.MEMCPY)
+    assert comp4k.extra["bytes"][cp[0]] == 4096 * 4096 * 2
+    kc = {comp4k.name(int(i)) for i in comp4k.where(kind=Kind.KERNEL)}
+    assert len(kc) == 1 and "badd" in kc.pop()
+    cp_us = float(np.median(comp4k.dur_ns[cp] / 1e3))
+    assert cp_us < A100["copy_us"]
+    # reduce-overhead: per step, one input-copy kernel outside the graph, then one graph
+    # launch that releases the DtoD copy and the GEMM.
+    lro = link(ro)
+    graphs = ro.where(name="cudaGraphLaunch")
+    per_graph = [len(lro.gpu_ops_of_call(int(c))) for c in graphs]
+    assert len(graphs) == len(ro.steps) and set(per_graph) == {2}
+    assert r_ops == 3 and "aten::_foreach_copy_" in r_names
+    assert r_apis == {"cudaGraphLaunch", "cudaLaunchKernel"}
+    return {
+        "e_ops": e_ops,
+        "c_ops": c_ops,
+        "a_ops": a_ops,
+        "r_ops": r_ops,
+        "frames": ", ".join(f"`{f}`" for f in frames),
+        "cp_mb": float(comp4k.extra["bytes"][cp[0]]) / 2**20,
+        "cp_us": cp_us,
+        "copy_tbs": 2 * 4096 * 4096 * 2 / (cp_us * 1e-6) / 1e12,
+        "a100_copy_tbs": 2 * A100["copy_mb"] * 1e6 / (A100["copy_us"] * 1e-6) / 1e12,
+        "n_graph": len(graphs),
+        "per_graph": per_graph[0],
+    }
+
+
+def _gpu_us_per_step(tr: Trace) -> float:
+    ops = np.concatenate([tr.where(kind=Kind.KERNEL), tr.where(kind=Kind.MEMCPY)])
+    return float(tr.dur_ns[ops].sum()) / 1e3 / len(tr.steps)
+
+
+def picked_triton(tr: Trace) -> bool:
+    """Whether max-autotune kept Inductor's fused Triton GEMM (else cuBLAS and the copy)."""
+    triton = any(tr.name(int(i)).startswith("triton_tem") for i in tr.where(kind=Kind.KERNEL))
+    assert triton != bool(len(tr.where(kind=Kind.MEMCPY)))  # Triton: no copy; cuBLAS: copy
+    return triton
+
+
+def fused_facts(eager4k: Trace, comp4k: Trace, triton: Trace, autotune: Trace) -> Facts:
+    """A fused Triton GEMM drops the bias copy but is no faster than cuBLAS plus the copy."""
+    fused = {triton.name(int(i)) for i in triton.where(kind=Kind.KERNEL)}
+    assert len(fused) == 1 and next(iter(fused)).startswith("triton_tem_fused_addmm")
+    assert not len(triton.where(kind=Kind.MEMCPY))  # the fused kernel needs no copy
+    cublas_us = median_us(comp4k, kind=Kind.KERNEL, prefix="nvjet")
+    copy_us = median_us(comp4k, kind=Kind.MEMCPY)
+    fused_us = median_us(triton, kind=Kind.KERNEL)
+    assert 0.97 < fused_us / (cublas_us + copy_us) < 1.1  # about the GEMM plus the copy
+    assert fused_us > 1.03 * cublas_us  # slower than cuBLAS's GEMM alone
+    per_step = {
+        k: _gpu_us_per_step(t)
+        for k, t in (("eager", eager4k), ("cublas", comp4k), ("fused", triton))
+    }
+    assert max(per_step.values()) < 1.10 * min(per_step.values())  # no version wins by much
+    picked_triton(autotune)
+    return {
+        "fused_name": f"`{next(iter(fused))}`",
+        "fused_us": fused_us,
+        "cublas_us": cublas_us,
+        "copy_us4k": copy_us,
+        "fused_vs_pair": fused_us / (cublas_us + copy_us),
+        "fused_vs_gemm": fused_us / cublas_us,
+        "tie_pct": 100 * (max(per_step.values()) / min(per_step.values()) - 1),
+        **{f"step_gpu_{k}": v for k, v in per_step.items()},
+    }
+
+
+def autotune_text(picks: Sequence[bool]) -> str:
+    """How often max-autotune picked the fused Triton GEMM, over the recorded processes."""
+    n, k = len(picks), sum(picks)
+    if k == n:
+        return f"picked the fused Triton kernel in all {n} repeats"
+    if k == 0:
+        return f"kept cuBLAS and the copy in all {n} repeats"
+    return f"picked the fused Triton kernel in {k} of {n} repeats and cuBLAS with the copy in the others"
+
+
+VERSIONS = ("eager", "addmm", "compiled", "reduce-overhead")
+
+
+def calls_of(tr: Trace, versions: Sequence[str] = VERSIONS) -> list[tuple[str, float]]:
+    """The interleaved calls in run order, as (version, µs): each a record_function span."""
+    rows = sorted(
+        (int(i) for v in versions for i in tr.where(name=v, kind=Kind.USER_ANNOTATION)),
+        key=lambda i: int(tr.ts_ns[i]),
+    )
+    return [(tr.name(i), float(tr.dur_ns[i]) / 1e3) for i in rows]
+
+
+def medians(calls: Iterable[tuple[str, float]]) -> dict[str, float]:
+    """The median duration of each version's calls."""
+    by: dict[str, list[float]] = {}
+    for name, us in calls:
+        by.setdefault(name, []).append(us)
+    return {name: statistics.median(v) for name, v in by.items()}
+
+
+def interleaved_facts(tr: Trace, bare: Sequence[tuple[str, float]]) -> Facts:
+    """Four versions interleaved in one process, timed under the profiler and without it."""
+    calls = calls_of(tr)
+    rounds = sum(1 for name, _ in calls if name == "eager")
+    assert rounds >= 20 and all(sum(1 for n, _ in calls if n == v) == rounds for v in VERSIONS)
+    n_unprof = sum(1 for name, _ in bare if name == "eager")
+    assert n_unprof >= rounds and all(
+        sum(1 for n, _ in bare if n == v) == n_unprof for v in VERSIONS
+    )
+    med, umed = medians(calls), medians(bare)
+    out: Facts = {"rounds": rounds, "n_unprof": n_unprof, "prof_cost": med["eager"] / umed["eager"]}
+    for key, version in (
+        ("ie", "eager"),
+        ("ia", "addmm"),
+        ("ic", "compiled"),
+        ("ir", "reduce-overhead"),
+    ):
+        out |= {f"{key}_us": med[version], f"u{key}_us": umed[version]}
+    for prefix, m in (("", med), ("u_", umed)):
+        assert m["compiled"] > 1.5 * m["eager"]  # compile's frames cost CPU
+        assert m["reduce-overhead"] > 1.5 * m["eager"]  # graphs did not make this step cheaper
+        out |= {
+            f"{prefix}c_over_e": m["compiled"] / m["eager"],
+            f"{prefix}a_over_e": m["addmm"] / m["eager"],
+            f"{prefix}r_over_c": m["reduce-overhead"] / m["compiled"],
+            f"{prefix}r_over_e": m["reduce-overhead"] / m["eager"],
+        }
+    assert med["eager"] > umed["eager"]  # the profiler's own cost
+    return out
+
+
+def verdict(ratios: Sequence[float], more: str, less: str, same: str, margin: float = 0.05) -> str:
+    """Word a ratio measured once per process, claiming a difference only beyond ``margin``
+    on the same side in every process."""
+    if min(ratios) > 1 + margin:
+        return more
+    if max(ratios) < 1 - margin:
+        return less
+    return same
+
+
+def cpu_verdict(
+    bare_by_process: Sequence[Sequence[tuple[str, float]]], version: str, base: str
+) -> str:
+    """``version`` against ``base`` in CPU time per call, timed without the profiler."""
+    ratios = [(m := medians(b))[version] / m[base] for b in bare_by_process]
+    return verdict(
+        ratios, "cost more CPU time than", "cost less CPU time than", "could not be told apart from"
+    )
+
+
+def cold_table_facts(totals_cold: dict[str, float]) -> Facts:
+    """The cold 64x64 run's table totals, beside the A100's: overhead-bound on both."""
+    cpu, gpu = totals_cold["self_cpu_us"], totals_cold["self_cuda_us"]
+    assert gpu / cpu < 0.05 and A100["gpu64"] / A100["cpu64"] < 0.05
+    return {
+        "cold_cpu64": cpu,
+        "cold_gpu64": gpu,
+        "cold_pct": 100 * gpu / cpu,
+        "a100_pct": 100 * A100["gpu64"] / A100["cpu64"],
+    }

@@ -1,0 +1,133 @@
+"""Part 1's measures module (docs/chapters/part1_measures.py) against every recorded repeat."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+from tracesite.recordings import load
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "docs" / "chapters"))
+import part1_measures as m  # noqa: E402
+
+EXAMPLE = "01_matmul_add"
+N = len(load(EXAMPLE, "64_bf16").repeats)
+
+
+def getter(k: int):
+    """The traces of repeat ``k``, by variant name."""
+    return lambda name: load(EXAMPLE, name).repeats[k].trace()
+
+
+def totals(name: str, k: int) -> dict[str, float]:
+    return load(EXAMPLE, name).repeats[k].table_totals_us()
+
+
+@pytest.fixture(params=range(N), ids=lambda k: f"r{k}")
+def k(request):
+    return request.param
+
+
+def test_three_repeats():
+    assert N >= 3
+
+
+def test_export(k):
+    t = getter(k)
+    assert m.export_facts(t("64_bf16"), t("64_bf16_export_after"))["n_ready"] > 0
+
+
+def test_table(k):
+    t = getter(k)
+    f = m.table_facts(t("64_bf16"), t("4096_bf16"), totals("64_bf16", k), totals("4096_bf16", k))
+    assert f["pct64"] < 5 < f["gpu_growth"]
+    m.check_op_table(t("64_bf16"), load(EXAMPLE, "64_bf16").repeats[k].table_rows())
+
+
+def test_speed(k):
+    t = getter(k)
+    f = m.speed_facts(t("peaks"), t("64_bf16"), t("4096_bf16_20steps"), t("4096_bf16"))
+    assert f["r4k_pct"] > 70 and f["r64_pct"] < 0.1
+
+
+def test_lanes_and_chain(k):
+    t = getter(k)
+    assert m.lane_facts(t("64_bf16"))["step_pct"] < 10
+    f = m.chain_facts(t("64_bf16"), t("64_bf16_batch8"))
+    assert "`aten::mm`" in f["chain"] and f["batch_kernels"] == 2
+
+
+def test_first_step(k):
+    t = getter(k)
+    f = m.first_step_facts(t("64_bf16_20steps_cold"), t("64_bf16_20steps"), t("64_bf16_cold"))
+    assert f["cold_ratio"] > 2 and f["warm_ratio"] > 1.2
+    assert m.unscheduled_facts(t("64_bf16_nowait"))["n_clusters"] > 0
+    warm = [t(n) for n in ("64_bf16", "64_bf16_20steps", "4096_bf16")]
+    assert m.warm_step_facts(t("64_bf16"), warm)["slow_max"] > 1.5
+
+
+def test_offset(k):
+    t = getter(k)
+    f = m.offset_facts(
+        t("64_bf16"), t("64_bf16_cold"), t("64_bf16_nowait"), t("64_bf16_20steps_cold")
+    )
+    assert f["n_abr"] == 1 and f["n_abr_20"] == 0
+
+
+def test_launch_calls_and_sync(k):
+    t = getter(k)
+    others = [t(n) for n in ("4096_fp32_tf32", "4096_bf16_compile", "peaks")]
+    f = m.launch_call_facts(
+        t("64_bf16"), t("4096_bf16"), t("4096_fp32"), t("4096_fp32_tf32"), others
+    )
+    assert f["c64"] == "`cuLaunchKernelEx`"
+    s = m.sync_facts(t("64_bf16"), t("4096_bf16"), t("4096_fp32"), t("64_bf16_cold"))
+    assert s["s64_busy"] == 0 and s["s32_pct"] > s["s64_pct"]
+
+
+def test_kernels(k):
+    t = getter(k)
+    assert m.distribution_facts(t("4096_bf16_20steps"))["k20_n"] == 20
+    assert m.dtype_facts(t("4096_bf16"), t("4096_fp32"), t("4096_fp32_tf32"))["fp32_x"] > 5
+
+
+def test_compile(k):
+    t = getter(k)
+    f = m.compile_facts(
+        t("64_bf16"),
+        t("64_bf16_compile"),
+        t("64_bf16_addmm"),
+        t("64_bf16_reduce_overhead"),
+        t("4096_bf16_compile"),
+    )
+    assert f["c_ops"] == f["e_ops"] == 2 and f["r_ops"] == 3
+    g = m.fused_facts(
+        t("4096_bf16"), t("4096_bf16_compile"), t("4096_bf16_triton_gemm"), t("4096_bf16_autotune")
+    )
+    assert g["fused_vs_gemm"] > 1.03
+
+
+def test_interleaved(k):
+    r = load(EXAMPLE, "interleaved_64").repeats[k]
+    bare = [(str(n), float(us)) for n, us in r.timings()["calls"]]
+    f = m.interleaved_facts(r.trace(), bare)
+    assert f["u_c_over_e"] > 1.5 and f["prof_cost"] > 1
+
+
+def test_cold_table(k):
+    assert m.cold_table_facts(totals("64_bf16_cold", k))["cold_pct"] < 5
+
+
+def test_verdicts():
+    assert m.verdict([1.2, 1.3], "more", "less", "same") == "more"
+    assert m.verdict([0.8, 0.9], "more", "less", "same") == "less"
+    assert m.verdict([0.98, 1.2], "more", "less", "same") == "same"
+    assert m.autotune_text([True, True]) == "picked the fused Triton kernel in all 2 repeats"
+    assert m.autotune_text([False]) == "kept cuBLAS and the copy in all 1 repeats"
+    assert "1 of 3" in m.autotune_text([True, False, False])
+
+
+def test_covered_ns():
+    assert m._covered_ns([(0, 10), (5, 20), (30, 40)]) == 30
+    assert m._covered_ns([]) == 0
