@@ -140,7 +140,12 @@ def _bound_names(node: ast.stmt) -> set[str]:
         return {(a.asname or a.name).split(".")[0] for a in node.names}
     if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
         return {node.name}
-    targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+    if isinstance(node, ast.Assign):
+        targets = node.targets
+    elif isinstance(node, (ast.AnnAssign, ast.AugAssign)):
+        targets = [node.target]
+    else:
+        return set()
     return {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
 
 
@@ -153,7 +158,8 @@ def load_definitions(source_path: str | os.PathLike[str]) -> dict[str, Any]:
     """
     path = Path(source_path)
     tree = ast.parse(path.read_text(encoding="utf-8"))
-    body, bound = [], set()
+    body: list[ast.stmt] = []
+    bound: set[str] = set()
     for node in tree.body:
         if _is_definition(node, bound):
             body.append(node)

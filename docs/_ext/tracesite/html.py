@@ -18,6 +18,7 @@ from __future__ import annotations
 import html
 import math
 import posixpath
+from typing import Any
 from urllib.parse import urlsplit
 
 __all__ = [
@@ -114,7 +115,7 @@ class FigureHTML:
 
     def __init__(
         self,
-        fig,
+        fig: Any,
         alt: str | None = None,
         caption: str = "",
         dpi: int = 96,

@@ -44,7 +44,7 @@ class Fmt:
         self.value, self.write = float(value), write
 
     def __str__(self) -> str:
-        return self.write(self.value)
+        return str(self.write(self.value))
 
     def __format__(self, spec: str) -> str:
         return format(str(self), spec)
@@ -54,7 +54,8 @@ class ByRepeat:
     """``mapping[name]``: ``make(name)`` for the current repeat, made once per repeat."""
 
     def __init__(self, make: Any) -> None:
-        self.make, self.cache = make, {}
+        self.make = make
+        self.cache: dict[Any, Any] = {}
 
     def __getitem__(self, name: str) -> Any:
         key = (name, _state["repeat"])
@@ -85,13 +86,15 @@ def variant(name: str, example: str | None = None) -> Variant:
     cache, key = _state["cache"], (example, name)
     if key not in cache:
         cache[key] = load(example, name)
-    return cache[key]
+    found: Variant = cache[key]
+    return found
 
 
 def rec(name: str, example: str | None = None) -> Recording:
     """The current repeat of ``name`` (the first, outside ``%%repeats``), of the page's
     example or of ``example``."""
-    return variant(name, example).repeats[_state["repeat"]]
+    repeat: int = _state["repeat"]
+    return variant(name, example).repeats[repeat]
 
 
 def recs(name: str) -> list[Recording]:
@@ -320,8 +323,10 @@ def _repeats(line: str, cell: str) -> Any:
     n = _n_repeats()
     tree = ast.parse(cell)
     last = None
-    if tree.body and isinstance(tree.body[-1], ast.Expr) and not _glues(tree.body[-1].value):
-        last = compile(ast.Expression(tree.body.pop().value), "<%%repeats cell>", "eval")
+    tail = tree.body[-1] if tree.body else None
+    if isinstance(tail, ast.Expr) and not _glues(tail.value):
+        tree.body.pop()
+        last = compile(ast.Expression(tail.value), "<%%repeats cell>", "eval")
     code = compile(tree, "<%%repeats cell>", "exec")
     collected: dict[str, list[Any]] = {}
     collected_md: dict[str, list[Any]] = {}

@@ -93,7 +93,7 @@ def environment_stamp() -> dict[str, Any]:
         "driver": _driver_version() if cuda else "none",
         "torch": torch.__version__,
         "cuda": torch.version.cuda or "none",
-        "cudnn": torch.backends.cudnn.version() if cuda else None,
+        "cudnn": torch.backends.cudnn.version() if cuda else None,  # type: ignore[no-untyped-call]
         "python": platform.python_version(),
         "recorded_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
     }
@@ -299,7 +299,7 @@ def record_examples(
                 log(f"  {name} process {i + 1}/{len(ex.processes)}{where}: "
                     f"{', '.join(j[0] for j in jobs)} (r{jobs[0][1]})", flush=True)
 
-    lanes = gpus or [None]
+    lanes: list[str | None] = list(gpus) if gpus else [None]
     threads = [threading.Thread(target=worker, args=(gpu,)) for gpu in lanes]
     start = time.perf_counter()
     for thread in threads:

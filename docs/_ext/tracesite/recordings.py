@@ -77,12 +77,14 @@ class Recording:
     @property
     def env(self) -> dict[str, Any]:
         """Where it ran: gpu (and, from late 2026, gpu_uuid), driver, torch, cuda, python, recorded_at."""
-        return self.meta.get("env", {})
+        env: dict[str, Any] = self.meta.get("env", {})
+        return env
 
     @property
     def params(self) -> dict[str, Any]:
         """The settings the harness ran with."""
-        return self.meta.get("params", {})
+        params: dict[str, Any] = self.meta.get("params", {})
+        return params
 
     @property
     def results(self) -> dict[str, Any] | None:

@@ -50,7 +50,8 @@ def trim_steps(data: dict[str, Any], keep: Iterable[int] | None = None,
         return any(lo <= start and end <= hi for lo, hi in spans)
 
     gone_corr: set[Any] = set()
-    kept, dropped = [], {}
+    kept: list[Any] = []
+    dropped: dict[str, int] = {}
     for e in events:
         cat = e.get("cat")
         if cat in _GPU_CATS or cat in ("ac2g", "gpu_user_annotation") or e.get("ph") != "X":
