@@ -11,7 +11,9 @@ in five steps: ``q @ k.transpose``, scale, causal ``masked_fill``, softmax,
 with one backend pinned by ``torch.nn.attention.sdpa_kernel`` (math, efficient,
 flash, cudnn); ``sdpa_default`` lets PyTorch choose. ``naive_compile`` compiles
 the five-step version. ``interleaved_backends`` times the CPU cost of one
-call of each backend, in turn in one process. Every variant is listed in ``VARIANTS`` and read in the
+call of each backend, in turn in one process; ``streams_backends`` and
+``streams_small`` time streams of calls of one backend, interleaved in one
+process, at the series' shape and at a small one. Every variant is listed in ``VARIANTS`` and read in the
 Part 3 chapter.
 
 This file needs only torch. On a machine with a CUDA GPU it profiles live; on
@@ -333,6 +335,90 @@ def profile_backends_interleaved(out_dir, *, batch=8, heads=16, seq=1024, head_d
 
 
 # %%
+# Same-backend streams, and a small workload
+# ------------------------------------------
+#
+# A call's CPU time depends on what ran just before it: switching backends
+# leaves caches cold. ``profile_backend_streams`` therefore calls each version
+# ``calls`` times in a row (a *stream*), and interleaves the streams in one
+# process over ``cycles`` cycles of the balanced order above, so every version
+# follows every other once per cycle. Each call is timed with
+# ``time.perf_counter_ns`` (its CPU time); each stream also gets its wall time,
+# from its first call until the GPU has finished (``torch.cuda.synchronize``),
+# and a pair of CUDA events around it. Nothing here runs under the profiler;
+# afterwards one stream of ``profiled_calls`` calls of each version is
+# profiled, inside a ``record_function`` named after it. At a small workload
+# (batch 1, a few heads, a short sequence) the kernels are short and the
+# call's CPU time sets the pace; at the series' shape the GPU does.
+
+
+def profile_backend_streams(out_dir, *, batch=8, heads=16, seq=1024, head_dim=64, calls=16,
+                            cycles=12, profiled_calls=4, device=None):
+    """Time same-backend streams of SDPA calls, interleaved in one process.
+
+    Writes ``timings.json`` (one entry per stream, in run order) and ``trace.json``
+    into ``out_dir`` and returns the profiler's table.
+    """
+    device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+    names = INTERLEAVED if device == "cuda" else ("math", "default")
+    torch.manual_seed(0)
+    q, k, v = (torch.randn(batch, heads, seq, head_dim, device=device, dtype=torch.bfloat16)
+               for _ in range(3))
+    sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
+    refused = {}
+    with torch.no_grad():
+        for name in names:  # warm up each version; one that refuses the shape is left out
+            try:
+                with _pin(name):
+                    for _ in range(5):
+                        sdpa_attention(q, k, v)
+            except RuntimeError as exc:
+                refused[name] = str(exc).strip().splitlines()[0][:200]
+        names = tuple(n for n in names if n not in refused)
+        order = [names[i] for i in balanced_cycle(len(names))] if len(names) > 1 else list(names)
+        sync()
+        streams, before = [], None
+        for _ in range(cycles):
+            for name in order:
+                with _pin(name):
+                    cpu_us = []
+                    if device == "cuda":
+                        start, end = (torch.cuda.Event(enable_timing=True) for _ in range(2))
+                        start.record()
+                    t_start = time.perf_counter_ns()
+                    for _ in range(calls):
+                        t0 = time.perf_counter_ns()
+                        sdpa_attention(q, k, v)
+                        cpu_us.append(round((time.perf_counter_ns() - t0) / 1e3, 2))
+                    if device == "cuda":
+                        end.record()
+                    sync()
+                    wall_us = (time.perf_counter_ns() - t_start) / 1e3
+                entry = {"version": name, "after": before, "cpu_us": cpu_us,
+                         "wall_us": round(wall_us, 1)}
+                if device == "cuda":
+                    entry["gpu_event_us"] = round(start.elapsed_time(end) * 1e3, 1)
+                streams.append(entry)
+                before = name
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / "timings.json").write_text(json.dumps({
+        "what": "same-backend streams of SDPA calls without the profiler, in run order",
+        "unit": "us", "calls_per_stream": calls, "shape": [batch, heads, seq, head_dim],
+        "refused": refused, "streams": streams}))
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device == "cuda" else [])
+    with torch.no_grad(), profile(activities=activities, record_shapes=True) as prof:
+        for name in names:
+            with _pin(name), record_function(name):
+                for _ in range(profiled_calls):
+                    sdpa_attention(q, k, v)
+            sync()
+    prof.export_chrome_trace(str(out_dir / "trace.json"))
+    sort_by = "cuda_time_total" if device == "cuda" else "cpu_time_total"
+    return prof.key_averages().table(sort_by=sort_by, row_limit=15, max_name_column_width=48)
+
+
+# %%
 # The variants
 # ------------
 
@@ -348,6 +434,8 @@ VARIANTS = {
     "sdpa_cudnn": (profile_attention, {**SHAPE, "impl": "sdpa", "backend": "cudnn"}),
     "interleaved_backends": (profile_backends_interleaved, {**SHAPE}),
     "sweep": (profile_sweep, {}),
+    "streams_backends": (profile_backend_streams, {**SHAPE}),
+    "streams_small": (profile_backend_streams, {"batch": 1, "heads": 8, "seq": 128, "head_dim": 64}),
 }
 COLD_VARIANTS = ()
 
