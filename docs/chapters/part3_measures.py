@@ -290,3 +290,178 @@ def profiled_forward_us(tr: Trace, region: str = "attention") -> list[float]:
 def first_call_ratio(timings: dict[str, Any]) -> dict[str, float]:
     """Per version: median CPU time of a stream's first call over its later calls."""
     return {v: s.first_us / s.cpu_us for v, s in stream_stats(timings).items()}
+
+
+# ------------------------------------------------------------------ the lesson's claims
+# Each *_facts function computes what a section of the lesson quotes and asserts what it
+# claims; the page runs it on every repeat (``%%repeats``) and glues the result.
+Facts = dict[str, float | str]
+
+
+def naive_facts(
+    naive: Trace, inplace: Trace, peak: float, peak_inplace: float, shape: Sequence[int]
+) -> Facts:
+    """Section 1: the five steps, the score copy, the in-place mask; peaks in MiB."""
+    b, h, s, d = shape
+    score, out_mib = b * h * s * s * 2, b * h * s * d * 2 / 2**20
+    ops = last_step_ops(naive)
+    assert [o.issuer for o in ops] == [
+        "aten::bmm",
+        "aten::bmm",
+        "aten::mul",
+        "aten::fill_",
+        "aten::triu",
+        "aten::copy_",
+        "aten::masked_fill_",
+        "aten::_softmax",
+        "aten::bmm",
+    ]
+    copy = [o for o in ops if o.issuer == "aten::copy_"]
+    assert len(copy) == 1 and naive.kind[copy[0].row] == Kind.MEMCPY
+    assert naive.extra["bytes"][copy[0].row] == score  # the whole score matrix
+    by = by_issuer(ops)
+    total = sum(by.values())
+    fill_tbs = 2 * score / (by["aten::masked_fill_"] * 1e-6) / 1e12
+    mul_tbs = 2 * score / (by["aten::mul"] * 1e-6) / 1e12
+    assert fill_tbs < 0.6 * mul_tbs  # the masked fill moves the same bytes far slower
+    assert by["aten::copy_"] + by["aten::masked_fill_"] > by["aten::_softmax"] > by["aten::bmm"] / 2
+    assert by["aten::bmm"] < 0.3 * total  # the GEMMs are the small part
+    # the peak: two score matrices, the output and the boolean mask (s x s bytes)
+    assert abs(peak - (2 * score / 2**20 + out_mib + s * s / 2**20)) < 1
+    ip = last_step_ops(inplace)
+    assert not any(o.name.startswith("Memcpy") for o in ip) and len(ip) == len(ops) - 1
+    ip_us = gpu_us(inplace)
+    assert ip_us < 0.95 * total and peak_inplace == peak  # time saved, memory not
+    return {
+        "naive_ops": len(ops),
+        "score_mib": score / 2**20,
+        "naive_us": total,
+        "naive_gemm_pct": 100 * by["aten::bmm"] / total,
+        "fill_tbs": fill_tbs,
+        "mul_tbs": mul_tbs,
+        "naive_peak_mib": peak,
+        "ip_us": ip_us,
+        "ip_saved_pct": 100 * (1 - ip_us / total),
+    }
+
+
+def backend_facts(
+    traces: dict[str, Trace], peaks: dict[str, float], out_mib: float, cudnn_version: int
+) -> Facts:
+    """Section 2: one row per pinned backend and PyTorch's own choice; keys are variants."""
+    rows: dict[str, dict[str, Any]] = {}
+    for v, tr in traces.items():
+        ops = last_step_ops(tr)
+        sdpa = dict.fromkeys(
+            tr.name(i) for i in tr.where(kind=Kind.CPU_OP, prefix="aten::_scaled_dot_product")
+        )
+        rows[v] = {
+            "kernels": [o.name for o in ops if tr.kind[o.row] == Kind.KERNEL],
+            "us": gpu_us(tr),
+            "sdpa": list(sdpa),
+        }
+    for v in ("sdpa_efficient", "sdpa_flash", "sdpa_cudnn", "sdpa_default"):
+        assert len(rows[v]["kernels"]) == 1, (v, rows[v]["kernels"])
+    assert rows["sdpa_default"]["sdpa"] == ["aten::_scaled_dot_product_cudnn_attention"]
+    assert rows["sdpa_default"]["kernels"] == rows["sdpa_cudnn"]["kernels"]
+    for v, op in (
+        ("flash", "flash_attention"),
+        ("efficient", "efficient_attention"),
+        ("math", "attention_math"),
+    ):
+        assert rows[f"sdpa_{v}"]["sdpa"] == [f"aten::_scaled_dot_product_{op}"]
+    us = {v: r["us"] for v, r in rows.items()}
+    assert us["sdpa_cudnn"] < us["sdpa_flash"] < us["sdpa_efficient"] < us["sdpa_math"]
+    assert all(abs(peaks[v] - out_mib) < 1 for v in ("sdpa_cudnn", "sdpa_flash", "sdpa_efficient"))
+    assert peaks["sdpa_math"] > peaks["naive"] and us["sdpa_math"] > us["naive"]
+    assert cudnn_version > 91500  # the version PyTorch's preference for cuDNN needs
+    out: Facts = {
+        "naive_x": us["naive"] / us["sdpa_cudnn"],
+        "cudnn_version": f"{cudnn_version // 10000}.{cudnn_version // 100 % 100}.{cudnn_version % 100}",
+    }
+    for v, key in (
+        ("sdpa_cudnn", "cudnn"),
+        ("sdpa_flash", "flash"),
+        ("sdpa_efficient", "eff"),
+        ("sdpa_math", "math"),
+    ):
+        out |= {
+            f"{key}_us": us[v],
+            f"{key}_peak": peaks[v],
+            f"{key}_x": us[v] / us["sdpa_cudnn"],
+            f"{key}_kernel": f"`{shorten(rows[v]['kernels'][0])}`"
+            if key != "math"
+            else "many, fp32",
+        }
+    return out
+
+
+def math_facts(tm: Trace) -> Facts:
+    """Section 3: where the math backend's GPU time goes."""
+    ops = last_step_ops(tm)
+    names = [o.issuer for o in ops]
+    assert names[:3] == ["aten::copy_"] * 3 and names[-1] == "aten::copy_"  # to fp32, and back
+    assert {"aten::isneginf", "aten::all", "aten::where", "aten::add_"} <= set(names)
+    gemms = [o.name for o in ops if "gemm" in o.name]
+    assert len(gemms) == 2 and all("f32f32" in n and "ffma" in n for n in gemms)
+    acc = math_account(tm)
+    total = sum(acc.values())
+    assert acc["fp32 GEMMs"] < 0.45 * total  # the GEMMs are not most of it
+    assert acc["safe softmax"] + acc["additive mask"] + acc["dtype conversions"] > acc["fp32 GEMMs"]
+    out: Facts = {}
+    for part, key in zip(acc, ("gemm", "safe", "mask", "conv", "rest"), strict=True):
+        out |= {f"math_{key}_us": acc[part], f"math_{key}_pct": 100 * acc[part] / total}
+    return out
+
+
+def compile_facts(
+    tc: Trace, naive: Trace, cudnn: Trace, peak: float, shape: Sequence[int]
+) -> Facts:
+    """Section 4: the compiled five steps."""
+    b, h, s, d = shape
+    ops = last_step_ops(tc)
+    fused = [o for o in ops if o.name.startswith("triton_")]
+    assert len(ops) == 4 and len(fused) == 1 and fused[0].name.startswith("triton_per_fused_")
+    assert sum(o.name.startswith("nvjet") for o in ops) == 2  # the GEMMs stay cuBLAS
+    assert all(w in fused[0].name for w in ("softmax", "masked_fill", "mul", "triu"))
+    total = sum(o.us for o in ops)
+    assert (
+        abs(peak - (b * h * s * s * 2 + b * h * s * d * 2) / 2**20) < 1
+    )  # one score matrix, the output
+    assert gpu_us(cudnn) < total < gpu_us(naive)
+    return {
+        "c_total_us": total,
+        "c_fused_us": fused[0].us,
+        "c_vs_naive": gpu_us(naive) / total,
+        "c_vs_cudnn": total / gpu_us(cudnn),
+        "c_peak": peak,
+    }
+
+
+def stream_facts(
+    big: dict[str, Any], small: dict[str, Any], small_trace: Trace, kernel_us: dict[str, float]
+) -> Facts:
+    """Section 6: CPU cost per call in same-backend streams, at the series' shape (``big``)
+    and a small one (timings.json of each); ``kernel_us``: GPU µs per forward, series' shape."""
+    bs, ss = stream_stats(big), stream_stats(small)
+    assert not small["refused"] and not big["refused"]
+    out: Facts = {"calls_per_stream": big["calls_per_stream"]}
+    for v in STREAM_VERSIONS:
+        assert 0.8 < bs[v].drift < 1.25, (
+            v,
+            bs[v].drift,
+        )  # no call in a stream waits on a full queue
+        k = sum(region_kernels_us(small_trace, v)) / region_calls(small_trace, v)
+        out |= {
+            f"st_{v}_cpu": bs[v].cpu_us,
+            f"sm_{v}_cpu": ss[v].cpu_us,
+            f"sm_{v}_wall": ss[v].wall_us,
+            f"sm_{v}_kernel": k,
+        }
+    for v in ("cudnn", "flash", "efficient"):
+        assert bs[v].cpu_us < kernel_us[v], v  # at the series' shape the GPU is the slower side
+        assert ss[v].wall_us > 3 * float(out[f"sm_{v}_kernel"])  # small: far longer than the kernel
+        assert ss[v].wall_us < 1.3 * ss[v].cpu_us + 10  # the call's CPU time sets the pace
+    assert bs["math"].cpu_us > 3 * max(bs[v].cpu_us for v in ("cudnn", "flash", "efficient"))
+    out["sm_fastest"] = min(("cudnn", "flash", "efficient"), key=lambda v: ss[v].wall_us)
+    return out

@@ -131,3 +131,40 @@ def test_streams_recordings():
         assert m.region_ops(tr, "cudnn", "aten::_scaled_dot_product") == {
             "aten::_scaled_dot_product_cudnn_attention"
         }
+
+
+SHAPE = (8, 16, 1024, 64)
+
+
+def peak(variant: str, k: int = 0) -> float:
+    return rep(variant, k).timings()["peak_extra_bytes"] / 2**20
+
+
+@pytest.mark.parametrize("k", [0, 1, 2])
+def test_lesson_facts_hold_on_every_repeat(k):
+    f = m.naive_facts(
+        rep("naive", k).trace(),
+        rep("naive_inplace", k).trace(),
+        peak("naive", k),
+        peak("naive_inplace", k),
+        SHAPE,
+    )
+    assert f["naive_ops"] == 9 and 0 < f["ip_saved_pct"] < 50
+    names = ("naive", "sdpa_default", "sdpa_math", "sdpa_efficient", "sdpa_flash", "sdpa_cudnn")
+    b = m.backend_facts(
+        {v: rep(v, k).trace() for v in names},
+        {v: peak(v, k) for v in names},
+        16.0,
+        rep("sdpa_default", k).env["cudnn"],
+    )
+    assert b["cudnn_x"] == 1 and str(b["cudnn_kernel"]).startswith("`cudnn")
+    mf = m.math_facts(rep("sdpa_math", k).trace())
+    assert sum(v for key, v in mf.items() if key.endswith("_pct")) == pytest.approx(100)
+    c = m.compile_facts(
+        rep("naive_compile", k).trace(),
+        rep("naive", k).trace(),
+        rep("sdpa_cudnn", k).trace(),
+        peak("naive_compile", k),
+        SHAPE,
+    )
+    assert c["c_vs_naive"] > 1 and c["c_vs_cudnn"] > 1
