@@ -168,3 +168,17 @@ def test_lesson_facts_hold_on_every_repeat(k):
         SHAPE,
     )
     assert c["c_vs_naive"] > 1 and c["c_vs_cudnn"] > 1
+
+
+@pytest.mark.skipif(not has("streams_small"), reason="streams_small not recorded yet")
+@pytest.mark.parametrize("k", [0, 1, 2])
+def test_stream_facts_hold_on_every_repeat(k):
+    kernel_us = {v: m.gpu_us(rep(f"sdpa_{v}", k).trace()) for v in ("cudnn", "flash", "efficient")}
+    f = m.stream_facts(
+        rep("streams_backends", k).timings(),
+        rep("streams_small", k).timings(),
+        rep("streams_small", k).trace(),
+        kernel_us,
+    )
+    assert f["sm_fastest"] == "efficient" and float(f["sm_cudnn_eff_x"]) > 1
+    assert f["calls_per_stream"] == 16
