@@ -180,5 +180,5 @@ def test_stream_facts_hold_on_every_repeat(k):
         rep("streams_small", k).trace(),
         kernel_us,
     )
-    assert f["sm_fastest"] == "efficient" and float(f["sm_cudnn_eff_x"]) > 1
+    assert float(f["sm_cudnn_eff_x"]) > 1 and float(f["st_eff_cudnn_x"]) > 1
     assert f["calls_per_stream"] == 16
