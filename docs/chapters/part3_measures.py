@@ -1,0 +1,474 @@
+"""The computations behind Part 3 (attention): what its pages quote, from the recordings.
+
+Every function reads a :class:`tracereader.Trace` or the ``timings.json`` a harness of
+``examples/04_attention.py`` wrote, and returns plain numbers; the pages glue them and
+assert their claims on every repeat. Nothing here draws.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from tracereader import Kind, Trace, link, shorten_kernel_name
+
+#: The versions the stream variants time, in the example's order.
+STREAM_VERSIONS = ("cudnn", "flash", "efficient", "math", "default")
+
+#: The H200 SM's resources for the occupancy arithmetic: warps, registers, shared memory.
+SM_WARPS, SM_REGS, SM_SMEM = 64, 65536, 228 * 1024
+#: The H200 SXM's dense bf16 peak, TFLOP/s (NVIDIA's datasheet).
+H200_BF16_TFLOPS = 989.0
+
+
+class GpuOp(NamedTuple):
+    """One GPU op of a forward: its trace row, name, duration and the op that issued it."""
+
+    row: int
+    name: str
+    us: float
+    issuer: str
+
+
+def last_step_ops(tr: Trace) -> list[GpuOp]:
+    """The GPU ops launched in the last profiler step, in the order they ran."""
+    lk, last = link(tr), tr.steps[-1].name
+    mine = []
+    for g in lk.gpu_ops:
+        step = lk.step_of(int(g)) if lk.launch[g] >= 0 else None
+        if step is not None and step.name == last:
+            mine.append(int(g))
+    mine.sort(key=lambda g: int(tr.ts_ns[g]))
+    return [GpuOp(g, tr.name(g), tr.dur_ns[g] / 1e3, tr.name(int(lk.issuing_op(g)))) for g in mine]
+
+
+def gpu_us(tr: Trace) -> float:
+    """GPU time of one forward: the summed durations of the last step's GPU ops."""
+    return float(sum(op.us for op in last_step_ops(tr)))
+
+
+def by_issuer(ops: Iterable[GpuOp]) -> dict[str, float]:
+    """GPU µs per issuing op name."""
+    out: dict[str, float] = {}
+    for op in ops:
+        out[op.issuer] = out.get(op.issuer, 0.0) + op.us
+    return out
+
+
+def gpu_window(tr: Trace, ops: Sequence[GpuOp], pad_us: float = 10.0) -> tuple[int, int]:
+    """``(start_ns, end_ns)`` around the GPU ops ``ops``, padded each side."""
+    pad = int(pad_us * 1e3)
+    return (int(tr.ts_ns[ops[0].row]) - pad, int(tr.end_ns[ops[-1].row]) + pad)
+
+
+def op_chain(tr: Trace, row: int) -> list[str]:
+    """The CPU ops above the launch of GPU op ``row``, innermost first."""
+    lk = link(tr)
+    p, chain = int(lk.issuer[lk.launch[row]]), []
+    while p >= 0:
+        if tr.kind[p] == Kind.CPU_OP:
+            chain.append(tr.name(p))
+        p = int(lk.parent[p])
+    return chain
+
+
+#: The math backend's GPU time, by what the work is for (checked in this order).
+MATH_PARTS: tuple[tuple[str, Callable[[list[str]], bool]], ...] = (
+    ("fp32 GEMMs", lambda c: c[0] == "aten::bmm"),
+    ("safe softmax", lambda c: "aten::_safe_softmax" in c),
+    ("additive mask", lambda c: c[0] == "aten::add_"),
+    ("dtype conversions", lambda c: "aten::to" in c),
+    ("the rest", lambda c: True),
+)
+
+
+def math_account(tr: Trace) -> dict[str, float]:
+    """The math backend's last forward, GPU µs per part of :data:`MATH_PARTS`."""
+    out = dict.fromkeys((name for name, _ in MATH_PARTS), 0.0)
+    for op in last_step_ops(tr):
+        chain = op_chain(tr, op.row)
+        out[next(name for name, test in MATH_PARTS if test(chain))] += op.us
+    return out
+
+
+# ------------------------------------------------------------------ occupancy
+def kernel_record(tr: Trace) -> dict[str, int]:
+    """Launch shape and resources of the last forward's first kernel."""
+    g = next(op.row for op in last_step_ops(tr) if tr.kind[op.row] == Kind.KERNEL)
+    keys = ("registers", "shared_mem", "occupancy_pct", "grid", "block")
+    return {k: int(tr.extra[k][g]) for k in keys}
+
+
+def block_regs(r: dict[str, int]) -> int:
+    """Registers one block reserves: given out per warp, in units of 256."""
+    return -(-r["registers"] * 32 // 256) * 256 * (r["block"] // 32)
+
+
+def blocks_per_sm(r: dict[str, int], smem_limit: int = SM_SMEM) -> int:
+    """Blocks of this kernel one H200 SM holds (each also reserves 1 KB of shared memory)."""
+    warps = r["block"] // 32
+    return min(
+        SM_REGS // block_regs(r), smem_limit // (r["shared_mem"] + 1024), SM_WARPS // warps, 32
+    )
+
+
+def theoretical_pct(r: dict[str, int]) -> float:
+    """Theoretical occupancy: the share of the SM's warp slots its blocks fill."""
+    return 100 * blocks_per_sm(r) * (r["block"] // 32) / SM_WARPS
+
+
+# ------------------------------------------------------------------ the sweep
+Sweep = dict[tuple[str, int, int], tuple[float, float, float, int, float]]
+
+
+def sweep_table(timings: dict[str, Any]) -> Sweep:
+    """``{(impl, head_dim, seq): (median ms, min ms, max ms, peak bytes, useful FLOP)}``."""
+    out: Sweep = {}
+    for row in timings["sweep"]:
+        ms = row["ms"]  # a row without "ms" (a refused shape) fails here, loudly
+        key = (row["impl"], row["head_dim"], row["seq"])
+        out[key] = (
+            float(np.median(ms)),
+            min(ms),
+            max(ms),
+            row["peak_extra_bytes"],
+            row["useful_flop"],
+        )
+    return out
+
+
+def faster(t: Sweep, a: str, b: str, d: int, s: int) -> bool:
+    """``a`` beat ``b`` at this shape beyond both spreads: a's slowest group < b's fastest."""
+    return t[a, d, s][2] < t[b, d, s][1]
+
+
+def tflops(t: Sweep, impl: str, d: int, s: int) -> float:
+    """Useful TFLOP/s of ``impl`` at one shape (median time)."""
+    return t[impl, d, s][4] / (t[impl, d, s][0] * 1e-3) / 1e12
+
+
+def crossings(t: Sweep, order: Sequence[str], seqs: Sequence[int]) -> list[tuple[str, str, int]]:
+    """Pairs whose order flips between two sequence lengths of one head_dim, beyond spread."""
+    return [
+        (a, b, d)
+        for d in (64, 128)
+        for a in order
+        for b in order
+        if a < b
+        and any(faster(t, a, b, d, s) for s in seqs)
+        and any(faster(t, b, a, d, s) for s in seqs)
+    ]
+
+
+# ------------------------------------------------------------------ the CPU side
+def forward_cpu(tr: Trace, region: str = "attention") -> tuple[list[str], list[str]]:
+    """CPU op names and runtime/driver call names inside the last ``region`` range."""
+    span = tr.where(name=region, kind=Kind.USER_ANNOTATION)[-1]
+    inside = tr.where(within=(int(tr.ts_ns[span]), int(tr.ts_ns[span] + tr.dur_ns[span])))
+    ops = [tr.name(i) for i in inside if tr.kind[i] == Kind.CPU_OP]
+    calls = [tr.name(i) for i in inside if tr.kind[i] in (Kind.RUNTIME, Kind.DRIVER)]
+    return ops, calls
+
+
+def launch_apis(tr: Trace, pick: Callable[[str], bool]) -> set[str]:
+    """The launch calls of the GPU ops whose name ``pick`` accepts."""
+    lk = link(tr)
+    return {
+        tr.name(int(lk.launch[i]))
+        for i in tr.where(kind=Kind.KERNEL)
+        if lk.launch[i] >= 0 and pick(tr.name(i))
+    }
+
+
+def after_effect(calls: Sequence[tuple[str, float]], cycle: int) -> dict[str, float]:
+    """Per version: the largest over the smallest median CPU time of its calls grouped by the
+    version that ran just before, in an interleaved run (each cycle's first call, which
+    follows a GPU synchronize, left out)."""
+    groups: dict[tuple[str, str], list[float]] = {}
+    for k in range(1, len(calls)):
+        if k % cycle:
+            groups.setdefault((calls[k][0], calls[k - 1][0]), []).append(calls[k][1])
+    out: dict[str, float] = {}
+    for name in {n for n, _ in groups}:
+        meds = [statistics.median(v) for (n, _), v in groups.items() if n == name]
+        out[name] = max(meds) / min(meds)
+    return out
+
+
+class StreamStats(NamedTuple):
+    """One version's same-backend streams in one process (µs)."""
+
+    cpu_us: float  # median CPU time per call, each stream's first call left out
+    first_us: float  # median CPU time of a stream's first call (after another version)
+    wall_us: float  # median per-call wall time of a stream, until the GPU finished
+    event_us: float  # median per-call time between the CUDA events around a stream
+    drift: float  # median CPU time of the streams' last calls over their second calls
+    streams: int
+
+
+def stream_stats(timings: dict[str, Any]) -> dict[str, StreamStats]:
+    """Per version, the medians of its streams in one recorded process."""
+    n = timings["calls_per_stream"]
+    out = {}
+    for v in dict.fromkeys(s["version"] for s in timings["streams"]):
+        mine = [s for s in timings["streams"] if s["version"] == v]
+        steady = [us for s in mine for us in s["cpu_us"][1:]]
+        out[v] = StreamStats(
+            statistics.median(steady),
+            statistics.median(s["cpu_us"][0] for s in mine),
+            statistics.median(s["wall_us"] / n for s in mine),
+            statistics.median(s["gpu_event_us"] / n for s in mine),
+            statistics.median(s["cpu_us"][-1] / s["cpu_us"][1] for s in mine),
+            len(mine),
+        )
+    return out
+
+
+def region_kernels_us(tr: Trace, region: str) -> list[float]:
+    """Durations of the kernels launched inside each ``region`` range (one list, in order)."""
+    lk = link(tr)
+    out = []
+    for reg in tr.regions(region):
+        for k in tr.where(kind=Kind.KERNEL):
+            launch = int(lk.launch[k])
+            if launch >= 0 and reg.start_ns <= tr.ts_ns[launch] < reg.end_ns:
+                out.append(float(tr.dur_ns[k]) / 1e3)
+    return out
+
+
+def region_calls(tr: Trace, region: str) -> int:
+    """How many SDPA calls the ``region`` ranges hold."""
+    return len(region_ops_rows(tr, reg_name=region, name="aten::scaled_dot_product_attention"))
+
+
+def region_ops_rows(tr: Trace, reg_name: str, name: str) -> list[int]:
+    """Rows of the CPU ops called ``name`` inside the ``reg_name`` ranges."""
+    return [
+        int(i)
+        for reg in tr.regions(reg_name)
+        for i in tr.where(within=(reg.start_ns, reg.end_ns))
+        if tr.kind[i] == Kind.CPU_OP and tr.name(i) == name
+    ]
+
+
+def shorten(name: str) -> str:
+    """A kernel name short enough for a table cell."""
+    return shorten_kernel_name(name)
+
+
+def region_ops(tr: Trace, region: str, prefix: str) -> set[str]:
+    """Names of the CPU ops starting with ``prefix`` inside the ``region`` ranges."""
+    out = set()
+    for reg in tr.regions(region):
+        for i in tr.where(within=(reg.start_ns, reg.end_ns)):
+            if tr.kind[i] == Kind.CPU_OP and tr.name(i).startswith(prefix):
+                out.add(tr.name(i))
+    return out
+
+
+# ------------------------------------------------------------------ lab-notes summaries
+def sweep_memory_rows(t: Sweep, d: int = 64) -> str:
+    """A Markdown table of extra memory (MiB) per sequence length at head_dim ``d``."""
+    seqs = sorted({s for (_, dd, s) in t if dd == d})
+    rows = ["| sequence | naive | math | cuDNN | flash |", "|---|---|---|---|---|"]
+    for s in seqs:
+        cells = " | ".join(
+            f"{t[impl, d, s][3] / 2**20:,.0f} MiB" for impl in ("naive", "math", "cudnn", "flash")
+        )
+        rows.append(f"| {s} | {cells} |")
+    return "\n".join(rows)
+
+
+def profiled_forward_us(tr: Trace, region: str = "attention") -> list[float]:
+    """CPU µs of each ``region`` range (one forward per profiled step)."""
+    return [float(tr.dur_ns[i]) / 1e3 for i in tr.where(name=region, kind=Kind.USER_ANNOTATION)]
+
+
+def first_call_ratio(timings: dict[str, Any]) -> dict[str, float]:
+    """Per version: median CPU time of a stream's first call over its later calls."""
+    return {v: s.first_us / s.cpu_us for v, s in stream_stats(timings).items()}
+
+
+# ------------------------------------------------------------------ the lesson's claims
+# Each *_facts function computes what a section of the lesson quotes and asserts what it
+# claims; the page runs it on every repeat (``%%repeats``) and glues the result.
+Facts = dict[str, float | str]
+
+
+def naive_facts(
+    naive: Trace, inplace: Trace, peak: float, peak_inplace: float, shape: Sequence[int]
+) -> Facts:
+    """Section 1: the five steps, the score copy, the in-place mask; peaks in MiB."""
+    b, h, s, d = shape
+    score, out_mib = b * h * s * s * 2, b * h * s * d * 2 / 2**20
+    ops = last_step_ops(naive)
+    assert [o.issuer for o in ops] == [
+        "aten::bmm",
+        "aten::bmm",
+        "aten::mul",
+        "aten::fill_",
+        "aten::triu",
+        "aten::copy_",
+        "aten::masked_fill_",
+        "aten::_softmax",
+        "aten::bmm",
+    ]
+    copy = [o for o in ops if o.issuer == "aten::copy_"]
+    assert len(copy) == 1 and naive.kind[copy[0].row] == Kind.MEMCPY
+    assert naive.extra["bytes"][copy[0].row] == score  # the whole score matrix
+    by = by_issuer(ops)
+    total = sum(by.values())
+    fill_tbs = 2 * score / (by["aten::masked_fill_"] * 1e-6) / 1e12
+    mul_tbs = 2 * score / (by["aten::mul"] * 1e-6) / 1e12
+    assert fill_tbs < 0.6 * mul_tbs  # the masked fill moves the same bytes far slower
+    assert by["aten::copy_"] + by["aten::masked_fill_"] > by["aten::_softmax"] > by["aten::bmm"] / 2
+    assert by["aten::bmm"] < 0.3 * total  # the GEMMs are the small part
+    # the peak: two score matrices, the output and the boolean mask (s x s bytes)
+    assert abs(peak - (2 * score / 2**20 + out_mib + s * s / 2**20)) < 1
+    ip = last_step_ops(inplace)
+    assert not any(o.name.startswith("Memcpy") for o in ip) and len(ip) == len(ops) - 1
+    ip_us = gpu_us(inplace)
+    assert ip_us < 0.95 * total and peak_inplace == peak  # time saved, memory not
+    return {
+        "naive_ops": len(ops),
+        "score_mib": score / 2**20,
+        "naive_us": total,
+        "naive_gemm_pct": 100 * by["aten::bmm"] / total,
+        "fill_tbs": fill_tbs,
+        "mul_tbs": mul_tbs,
+        "naive_peak_mib": peak,
+        "ip_us": ip_us,
+        "ip_saved_pct": 100 * (1 - ip_us / total),
+    }
+
+
+def backend_facts(
+    traces: dict[str, Trace], peaks: dict[str, float], out_mib: float, cudnn_version: int
+) -> Facts:
+    """Section 2: one row per pinned backend and PyTorch's own choice; keys are variants."""
+    rows: dict[str, dict[str, Any]] = {}
+    for v, tr in traces.items():
+        ops = last_step_ops(tr)
+        sdpa = dict.fromkeys(
+            tr.name(i) for i in tr.where(kind=Kind.CPU_OP, prefix="aten::_scaled_dot_product")
+        )
+        rows[v] = {
+            "kernels": [o.name for o in ops if tr.kind[o.row] == Kind.KERNEL],
+            "us": gpu_us(tr),
+            "sdpa": list(sdpa),
+        }
+    for v in ("sdpa_efficient", "sdpa_flash", "sdpa_cudnn", "sdpa_default"):
+        assert len(rows[v]["kernels"]) == 1, (v, rows[v]["kernels"])
+    assert rows["sdpa_default"]["sdpa"] == ["aten::_scaled_dot_product_cudnn_attention"]
+    assert rows["sdpa_default"]["kernels"] == rows["sdpa_cudnn"]["kernels"]
+    for v, op in (
+        ("flash", "flash_attention"),
+        ("efficient", "efficient_attention"),
+        ("math", "attention_math"),
+    ):
+        assert rows[f"sdpa_{v}"]["sdpa"] == [f"aten::_scaled_dot_product_{op}"]
+    us = {v: r["us"] for v, r in rows.items()}
+    assert us["sdpa_cudnn"] < us["sdpa_flash"] < us["sdpa_efficient"] < us["sdpa_math"]
+    assert all(abs(peaks[v] - out_mib) < 1 for v in ("sdpa_cudnn", "sdpa_flash", "sdpa_efficient"))
+    assert peaks["sdpa_math"] > peaks["naive"] and us["sdpa_math"] > us["naive"]
+    assert cudnn_version > 91500  # the version PyTorch's preference for cuDNN needs
+    out: Facts = {
+        "naive_x": us["naive"] / us["sdpa_cudnn"],
+        "cudnn_version": f"{cudnn_version // 10000}.{cudnn_version // 100 % 100}.{cudnn_version % 100}",
+    }
+    for v, key in (
+        ("sdpa_cudnn", "cudnn"),
+        ("sdpa_flash", "flash"),
+        ("sdpa_efficient", "eff"),
+        ("sdpa_math", "math"),
+    ):
+        out |= {
+            f"{key}_us": us[v],
+            f"{key}_peak": peaks[v],
+            f"{key}_x": us[v] / us["sdpa_cudnn"],
+            f"{key}_kernel": f"`{shorten(rows[v]['kernels'][0])}`"
+            if key != "math"
+            else "many, fp32",
+        }
+    return out
+
+
+def math_facts(tm: Trace) -> Facts:
+    """Section 3: where the math backend's GPU time goes."""
+    ops = last_step_ops(tm)
+    names = [o.issuer for o in ops]
+    assert names[:3] == ["aten::copy_"] * 3 and names[-1] == "aten::copy_"  # to fp32, and back
+    assert {"aten::isneginf", "aten::all", "aten::where", "aten::add_"} <= set(names)
+    gemms = [o.name for o in ops if "gemm" in o.name]
+    assert len(gemms) == 2 and all("f32f32" in n and "ffma" in n for n in gemms)
+    acc = math_account(tm)
+    total = sum(acc.values())
+    assert acc["fp32 GEMMs"] < 0.45 * total  # the GEMMs are not most of it
+    assert acc["safe softmax"] + acc["additive mask"] + acc["dtype conversions"] > acc["fp32 GEMMs"]
+    out: Facts = {}
+    for part, key in zip(acc, ("gemm", "safe", "mask", "conv", "rest"), strict=True):
+        out |= {f"math_{key}_us": acc[part], f"math_{key}_pct": 100 * acc[part] / total}
+    return out
+
+
+def compile_facts(
+    tc: Trace, naive: Trace, cudnn: Trace, peak: float, shape: Sequence[int]
+) -> Facts:
+    """Section 4: the compiled five steps."""
+    b, h, s, d = shape
+    ops = last_step_ops(tc)
+    fused = [o for o in ops if o.name.startswith("triton_")]
+    assert len(ops) == 4 and len(fused) == 1 and fused[0].name.startswith("triton_per_fused_")
+    assert sum(o.name.startswith("nvjet") for o in ops) == 2  # the GEMMs stay cuBLAS
+    assert all(w in fused[0].name for w in ("softmax", "masked_fill", "mul", "triu"))
+    total = sum(o.us for o in ops)
+    assert (
+        abs(peak - (b * h * s * s * 2 + b * h * s * d * 2) / 2**20) < 1
+    )  # one score matrix, the output
+    assert gpu_us(cudnn) < total < gpu_us(naive)
+    return {
+        "c_total_us": total,
+        "c_fused_us": fused[0].us,
+        "c_vs_naive": gpu_us(naive) / total,
+        "c_vs_cudnn": total / gpu_us(cudnn),
+        "c_peak": peak,
+    }
+
+
+def stream_facts(
+    big: dict[str, Any], small: dict[str, Any], small_trace: Trace, kernel_us: dict[str, float]
+) -> Facts:
+    """Section 6: CPU cost per call in same-backend streams, at the series' shape (``big``)
+    and a small one (timings.json of each); ``kernel_us``: GPU µs per forward, series' shape."""
+    bs, ss = stream_stats(big), stream_stats(small)
+    assert not small["refused"] and not big["refused"]
+    out: Facts = {"calls_per_stream": big["calls_per_stream"]}
+    for v in STREAM_VERSIONS:
+        # no call waits on a full launch queue: the stream's last call is not slower than its second
+        assert bs[v].drift < 1.25 and ss[v].drift < 1.25, (v, bs[v].drift, ss[v].drift)
+        k = sum(region_kernels_us(small_trace, v)) / region_calls(small_trace, v)
+        out |= {
+            f"st_{v}_cpu": bs[v].cpu_us,
+            f"st_{v}_wall": bs[v].wall_us,
+            f"sm_{v}_cpu": ss[v].cpu_us,
+            f"sm_{v}_wall": ss[v].wall_us,
+            f"sm_{v}_kernel": k,
+        }
+    fused = ("cudnn", "flash", "efficient")
+    for v in fused:
+        assert bs[v].cpu_us < kernel_us[v], v  # at the series' shape the GPU is the slower side
+        assert bs[v].wall_us < 1.2 * kernel_us[v], v  # so a call takes about its kernel's time
+        assert ss[v].wall_us > 3 * float(out[f"sm_{v}_kernel"])  # small: far longer than the kernel
+        assert ss[v].wall_us < 1.3 * ss[v].cpu_us + 10  # the call's CPU time sets the pace
+    assert bs["math"].cpu_us > 3 * max(bs[v].cpu_us for v in fused)
+    # at the small shape the kernel ranking and the per-call ranking are reversed
+    small_k = [float(out[f"sm_{v}_kernel"]) for v in fused]
+    assert small_k == sorted(small_k)  # cuDNN's kernel the shortest, efficient's the longest
+    assert ss["efficient"].wall_us < 0.95 * min(ss["cudnn"].wall_us, ss["flash"].wall_us)
+    assert bs["cudnn"].wall_us < 0.95 * min(bs["flash"].wall_us, bs["efficient"].wall_us)
+    out["sm_cudnn_eff_x"] = ss["cudnn"].wall_us / ss["efficient"].wall_us
+    out["st_eff_cudnn_x"] = bs["efficient"].wall_us / bs["cudnn"].wall_us
+    return out
