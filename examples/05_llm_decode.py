@@ -753,6 +753,130 @@ def profile_loop_untuned(out_dir, **loop):
 
 
 # %%
+# Checking the final loop: its logits, and what a host read costs
+# ---------------------------------------------------------------
+#
+# The final loop computes in bf16 through kernels of our own. ``check_loop_logits``
+# builds that loop (the settings ``loop_untuned_8b`` runs with) around a step that also
+# returns the logits it picks each token from, keeps the logits of every decoded
+# position, and compares them with an fp32 copy of the same random weights fed the same
+# tokens (teacher-forced: one forward over the prompt and the loop's tokens), and with
+# transformers' own bf16 forward over those tokens for scale. It also times the loop with
+# and without reading each new token on the host (``token.item()``), the two interleaved,
+# and profiles a few tokens of the loop that reads them.
+
+
+def decode_step_logits(model, token, position, cache):
+    """``decode_step``, also returning the logits of the position it decoded."""
+    out = model(input_ids=token, position_ids=position.view(1, 1), cache_position=position,
+                past_key_values=cache, use_cache=True)
+    logits = out.logits[:, -1]
+    return logits.argmax(dim=-1, keepdim=True), position + 1, logits
+
+
+def use_kernel_attention(model):
+    """What ``profile_loop_kernels(attention="kernel")`` sets up: ``sdpa_kernel_attention``
+    registered under the packed attention's name."""
+    from transformers import AttentionInterface
+
+    use_packed_gqa(model)
+    AttentionInterface.register("sdpa_packed_gqa", sdpa_kernel_attention)
+    if torch.cuda.is_available():
+        attention_op()  # defined before torch.compile traces a call to it
+
+
+def compare_logits(logits, reference, tokens):
+    """Per row: the largest absolute difference from ``reference``, the relative error
+    (the difference's norm over the reference's), whether ``tokens`` is the reference's
+    argmax, and the reference's margin of its argmax over ``tokens`` (0 where they agree)."""
+    diff = (logits - reference).float()
+    picked = reference.gather(1, tokens.view(-1, 1)).squeeze(1)
+
+    def four(t):  # four significant digits
+        return [float(f"{x:.4g}") for x in t.tolist()]
+
+    return {"max_abs_diff": four(diff.abs().amax(dim=1)), "rel_err": four(diff.norm(dim=1) / reference.norm(dim=1)),
+            "argmax_agrees": (reference.argmax(dim=1) == tokens).tolist(),
+            "ref_gap": four(reference.amax(dim=1) - picked)}
+
+
+def check_loop_logits(out_dir, *, shape="8b", new_tokens=NEW_TOKENS, profiled_tokens=4, runs=5, device=None):
+    """The final loop with ``decode_step_logits``: time it with and without a per-token
+    ``.item()`` (``runs`` interleaved rounds of ``time_decode``), profile
+    ``profiled_tokens`` tokens that read their token on the host, and check its logits at
+    every decoded position against an fp32 reference (``results.json``)."""
+    tf = _transformers()
+    device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+    model = build_model(shape, device)
+    ids = torch.randint(0, model.config.vocab_size, (1, PROMPT), device=device)
+    fuse_projections(model)
+    use_gemv_kernels(model)
+    use_kernel_attention(model)
+    cache = tf.StaticCache(config=model.config, max_cache_len=SHORT_CACHE)
+    tuning_off = {"coordinate_descent_tuning": False, "triton.autotune_pointwise": False}
+    with torch._inductor.config.patch(tuning_off), torch.no_grad():
+        step = decode_step_logits
+        if device == "cuda":
+            step = torch.compile(decode_step_logits, mode="reduce-overhead", fullgraph=True)
+
+        def gen(n, mark_token=None, read=False, kept=None):
+            cache.reset()
+            token = prefill(model, ids, cache)
+            position = torch.full((1,), PROMPT, device=device)
+            out = [token]
+            for _ in range(n - 1):
+                if mark_token:
+                    mark_token()
+                token, position, logits = step(model, token, position, cache)
+                token, position = token.clone(), position.clone()  # a CUDA graph reuses its outputs
+                if kept is not None:
+                    kept.append(logits.float())  # a copy, for the same reason
+                if read:
+                    token.item()  # the host reads the token: it waits for the GPU
+                out.append(token)
+            return torch.cat(out, dim=1)
+
+        start = time.perf_counter()
+        gen(new_tokens)  # warm up: compile, record the CUDA graph
+        gen(new_tokens, read=True)
+        _sync(device)
+        compile_s = round(time.perf_counter() - start, 2)
+        graphs = _compiled_graphs()
+        plain, read = [], []
+        for _ in range(runs):  # interleaved: one run without the host read, one with it
+            plain += time_decode(gen, new_tokens, 1, device)[0]
+            read += time_decode(lambda n: gen(n, read=True), new_tokens, 1, device)[0]
+        recompiles = _compiled_graphs() - graphs
+        kept = []
+        tokens = gen(new_tokens, kept=kept)[0]
+        loop_logits = torch.cat(kept)
+        out_dir = Path(out_dir)
+        out_dir.mkdir(parents=True, exist_ok=True)
+        table = _profile(out_dir, lambda n, mark_token=None: gen(n, mark_token, read=True), profiled_tokens,
+                         device)
+        ref = build_model(shape, device).float()
+        weights_match = torch.equal(ref.lm_head.weight, model.lm_head.weight.float())
+        seq = torch.cat([ids[0], tokens[:-1]]).view(1, -1)
+        fp32 = ref(seq).logits[0, PROMPT - 1:].float()  # row i predicts tokens[i]
+        bf16 = ref.to(torch.bfloat16)(seq).logits[0, PROMPT - 1:].float()
+    assert bool((loop_logits.argmax(dim=1) == tokens[1:]).all())  # the loop picked its argmax
+    ms, ms_read = _median(plain), _median(read)
+    results = {"positions": [PROMPT + i for i in range(new_tokens - 1)],
+               **compare_logits(loop_logits, fp32[1:], tokens[1:]),
+               **{f"bf16_{k}": v for k, v in compare_logits(bf16[1:], fp32[1:], tokens[1:]).items()},
+               "prefill_agrees": bool(fp32[0].argmax() == tokens[0]), "weights_match": weights_match,
+               "ms_per_token": round(ms, 4), "tokens_per_s": round(1e3 / ms, 2),
+               "ms_per_token_item": round(ms_read, 4), "item_us_per_token": round((ms_read - ms) * 1e3, 2),
+               "graphs_compiled_while_timed": recompiles}
+    (out_dir / "results.json").write_text(json.dumps(results))
+    (out_dir / "timings.json").write_text(json.dumps({
+        "what": "ms per decoded token per run, unprofiled, interleaved: without and with a per-token .item()",
+        "ms_per_token": plain, "ms_per_token_item": read, "new_tokens": new_tokens, "compile_s": compile_s,
+        "tokens": tokens.tolist()}))
+    return table
+
+
+# %%
 # The variants
 # ------------
 
@@ -779,6 +903,7 @@ VARIANTS = {  # the 8B shape first: the recorder starts the longest processes fi
                                                  "cache_len": SHORT_CACHE, "packed_gqa": True}),
     "loop_untuned_8b": (profile_loop_untuned, {"attention": "kernel", "shape": "8b", "tune_gemv": False,
                                                "cache_len": SHORT_CACHE, "packed_gqa": True}),
+    "logits_check_8b": (check_loop_logits, {"shape": "8b"}),
     "generate_static_compiled_8b": (profile_generate, {"shape": "8b", "cache": "static", "compile": True}),
     "generate_dynamic_1b": (profile_generate, {"shape": "1b", "with_stack": True, "profiled_tokens": 4}),
     "generate_static_1b": (profile_generate, {"shape": "1b", "cache": "static"}),
@@ -790,6 +915,7 @@ VARIANTS = {  # the 8B shape first: the recorder starts the longest processes fi
 #: Each in a fresh process: compile settings are global to a process.
 COLD_VARIANTS = (
     "loop_untuned_8b",
+    "logits_check_8b",
     "loop_attention_8b",
     "loop_norms_8b",
     "loop_kernels_8b",
@@ -834,6 +960,7 @@ KEEP_STEPS = {
     "loop_norms_8b": [1, 2, 3],
     "loop_attention_8b": [1, 2, 3],
     "loop_untuned_8b": [1, 2, 3],
+    "logits_check_8b": [1, 2],
 }
 KEEP_PYTHON_STEPS = {"generate_dynamic_1b": [2]}  # the Python frames of one decoded token
 
