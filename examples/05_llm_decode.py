@@ -867,7 +867,8 @@ def check_loop_logits(out_dir, *, shape="8b", new_tokens=NEW_TOKENS, profiled_to
                "prefill_agrees": bool(fp32[0].argmax() == tokens[0]), "weights_match": weights_match,
                "ms_per_token": round(ms, 4), "tokens_per_s": round(1e3 / ms, 2),
                "ms_per_token_item": round(ms_read, 4), "item_us_per_token": round((ms_read - ms) * 1e3, 2),
-               "graphs_compiled_while_timed": recompiles}
+               "graphs_compiled_while_timed": recompiles,
+               "l2_cache_bytes": torch.cuda.get_device_properties(0).L2_cache_size if device == "cuda" else None}
     (out_dir / "results.json").write_text(json.dumps(results))
     (out_dir / "timings.json").write_text(json.dumps({
         "what": "ms per decoded token per run, unprofiled, interleaved: without and with a per-token .item()",
