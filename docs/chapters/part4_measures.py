@@ -417,6 +417,19 @@ class Chapter:
         return ("| change | shape | tokens/s | ms/token | kernels per token | launch calls per token "
                 "| GPU busy | of 4.8 TB/s |\n|---|---|---:|---:|---:|---:|---:|---:|\n" + "\n".join(rows))
 
+    def lesson_table(self) -> str:
+        """The lesson's short path: medians over the repeats (the ranges are in the notes)."""
+        rows = []
+        for name, what, shape in PATH:
+            if name in LESSON_PATH:
+                p = self.per[name]
+                rows.append(f"| {what} | {shape} | {statistics.median(p['tps']):.0f} | "
+                            f"{statistics.median(p['launches']):.0f} | "
+                            f"{100 * min(1, statistics.median(p['busy'])):.0f} % | "
+                            f"{100 * statistics.median(p['frac']):.0f} % |")
+        return ("| change | shape | tokens/s | launch calls per token | GPU busy | of 4.8 TB/s |\n"
+                "|---|---|---:|---:|---:|---:|\n" + "\n".join(rows))
+
     def path_facts(self) -> Facts:
         per, beats = self.per, self.beats
         assert beats("generate_static_compiled_1b", "generate_dynamic_1b")
@@ -430,7 +443,7 @@ class Chapter:
         section2 = ["loop_tuned_8b", "loop_short_8b", "loop_packed_8b", "loop_fused_8b"]
         overlapping = [b for a, b in built if b[0] in section2 and not beats(b[0], a[0]) and not beats(a[0], b[0])]
         assert len(overlapping) >= 2
-        f: Facts = {"path_table": self.path_table(), "lesson_path_table": self.path_table(LESSON_PATH),
+        f: Facts = {"path_table": self.path_table(), "lesson_path_table": self.lesson_table(),
                     "overlap_steps": ", ".join(f"*{w}*" for _, w, _ in overlapping)}
         for name in ("generate_static_compiled_1b", "generate_static_compiled_8b"):
             for r in self.recs(name):
@@ -968,6 +981,12 @@ class Chapter:
                  item_us=statistics.median(item), item_us_lo=min(item), item_us_hi=max(item),
                  item_tps=statistics.median(1e3 / x["ms_per_token_item"] for x in per),
                  check_tps=statistics.median(x["tokens_per_s"] for x in per))
+        rows = [f"| {k + 1} | {max(x['rel_err']):.4f} | {max(x['bf16_rel_err']):.4f} | {max(x['max_abs_diff']):.3f} | "
+                f"{max(x['bf16_max_abs_diff']):.3f} | {sum(x['argmax_agrees'])} | {sum(x['bf16_argmax_agrees'])} | "
+                f"{x['item_us_per_token']:.0f} |" for k, x in enumerate(per)]
+        f["lg_table"] = ("| repeat | relative error, loop | relative error, bf16 forward | largest difference, loop | "
+                         "largest difference, bf16 forward | top token agrees, loop | top token agrees, bf16 forward "
+                         "| `.item()` µs per token |\n|---:|---:|---:|---:|---:|---:|---:|---:|\n" + "\n".join(rows))
         return f
 
     def l2_bytes(self) -> int | None:
