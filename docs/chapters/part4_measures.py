@@ -1107,3 +1107,9 @@ def layer_window(tr: Trace, layers: int = 32, layer: int = 5) -> tuple[tuple[int
     for c, _, g in rows[a:b]:
         first.setdefault(c, g)
     return (int(tr.ts_ns[rows[a][2]]) - 2000, int(tr.ts_ns[rows[b][2]]) + 1000), first
+
+
+def sync_window(tr: Trace, after_us: float = 400) -> tuple[int, int]:
+    """From step 2's start to a little after its last synchronize call."""
+    step = tr.step("ProfilerStep#2")
+    return step.start_ns, int(tr.end_ns[syncs(tr)[-1]]) + int(after_us * 1e3)
