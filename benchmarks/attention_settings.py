@@ -8,7 +8,7 @@ the Llama-3-8B shape (32 query heads on 8 key/value heads of 128 dimensions) wit
 static cache of 256 keys, with the keys up to position 128 (the first Part 4 decodes) or
 191 (one past its last) shown: 128 launches back to back on 128 different caches,
 captured in one CUDA graph (68 MB or more of keys and values per pass, against the
-H200's 50 MB of L2), so that little of a cache is still in L2 when its kernel starts.
+H200's 60 MiB of L2 as the device reports it, ``torch.cuda.get_device_properties(0).L2_cache_size``), so that little of a cache is still in L2 when its kernel starts.
 The peers, timed the same way, are PyTorch's ``scaled_dot_product_attention`` on the
 same packed query (the backend it picks for a boolean mask) and the example's
 ``sdpa_reduce_attention`` compiled by Inductor (default settings, no coordinate-descent

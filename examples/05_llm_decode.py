@@ -21,7 +21,10 @@ Llama-3.2-1B, ``8b`` that of Llama-3-8B. Greedy decoding, batch 1, a prompt of
   the same with SDPA's cuDNN attention again (``kernels_sdpa``), and with the RMSNorms
   and residual adds moved into those kernels too (``norms``); a Triton attention kernel of
   our own beside the GEMV kernels (``attention``), and that loop with Inductor's own tuning
-  turned off (``untuned``).
+  turned off (``untuned``);
+* ``logits_check_8b``: that last loop's logits at every decoded position checked against an
+  fp32 copy of the same weights, and the loop timed with and without reading each token on
+  the host (``.item()``).
 
 Each variant first times decoding without the profiler (``timings.json``: ms per
 token over several runs, the prefill taken out) and then profiles a few tokens,

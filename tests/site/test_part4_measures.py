@@ -1,0 +1,99 @@
+"""Part 4's measures module (docs/chapters/part4_measures.py) against every recorded repeat."""
+
+from __future__ import annotations
+
+import sys
+from functools import cache
+from pathlib import Path
+
+import pytest
+from tracesite import load_definitions
+from tracesite.recordings import load
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "docs" / "chapters"))
+import part4_measures as m  # noqa: E402
+
+EXAMPLE = "05_llm_decode"
+SOURCE = ROOT / "examples" / f"{EXAMPLE}.py"
+N = len(load(EXAMPLE, m.FINAL).repeats)
+
+
+@cache
+def recs(name: str):
+    return load(EXAMPLE, name).repeats
+
+
+@cache
+def chapter() -> m.Chapter:
+    return m.Chapter(recs, load_definitions(SOURCE)["SHAPES"])
+
+
+def has_check() -> bool:
+    try:
+        recs(m.CHECK)
+    except RuntimeError:
+        return False
+    return True
+
+
+@pytest.fixture(params=range(N), ids=lambda k: f"r{k}")
+def k(request):
+    return request.param
+
+
+def test_three_repeats():
+    assert N >= 3
+
+
+def test_generate_per_repeat(k):
+    f = m.generate_facts(recs("generate_dynamic_1b")[k], recs("generate_static_1b")[k])
+    assert f["dyn_dtoh"] == 2 and f["dyn_busy_pct"] < 30
+    assert "8" in f["dec_tiles"]
+
+
+def test_packed_per_repeat(k):
+    f = m.packed_facts(recs("loop_short_8b")[k], recs("loop_packed_8b")[k])
+    assert f["att_us_after"] < f["att_us_before"]
+
+
+def test_path_and_bound():
+    f = chapter().path_facts()
+    assert f["lu8_tps"] > f["lf8_tps"] > f["lc8_tps"] > f["gsc8_tps"]
+    assert f["path_table"].count("\n") == len(m.PATH) + 1
+    b = chapter().bound_facts()
+    assert b["floor_spec_ms"] * b["max_tps"] == pytest.approx(1e3)
+
+
+def test_classes_add_up():
+    t = chapter().table("loop_fused_8b")
+    for x in t.runs:
+        assert sum(x.n.values()) == sum(len(m.token_ops(r.trace())) for r in recs("loop_fused_8b")[:1])
+        assert x.rest > 0
+
+
+def test_kernel_pages_facts():
+    c, source = chapter(), SOURCE.read_text(encoding="utf-8")
+    facts = {**c.fused_facts(), **c.attempt_facts(), **c.gemv_kernel_facts(source), **c.attention_facts(source),
+             **c.session_facts(), **c.final_facts(), **c.small_model_facts()}
+    assert facts["final_frac_lo"] >= 100 * m.GOAL
+    assert facts["f_small_us"] > facts["f_gemv_over_us"] > facts["f_rest_us"] > 0
+    assert facts["s1_frac"] < facts["s8_frac"]
+
+
+def test_picture_windows():
+    tr = recs("generate_dynamic_1b")[0].trace()
+    (a, b), gemm, launch = m.decode_zoom(tr)
+    assert a < tr.ts_ns[gemm] < b and tr.ts_ns[launch] < tr.ts_ns[gemm]
+    assert len(m.syncs(tr)) == 2
+    final = recs(m.FINAL)[0].trace()
+    window, first = m.layer_window(final)
+    assert set(first) >= {"qkv", "o", "gate_up", "down", "attention"}
+    assert final.name(first["attention"]) == "attention_kernel"
+    assert len(m.graph_launches(final)) == len(m.decode_steps(final))
+
+
+@pytest.mark.skipif(not has_check(), reason="logits_check_8b not recorded yet")
+def test_logits_check():
+    f = chapter().logits_facts()
+    assert f["lg_positions"] == 63 and f["l2_mib"] == 60 and f["lg_rel_max"] < 0.1
