@@ -21,6 +21,7 @@ pytestmark = pytest.mark.browser
 #: Pages photographed for reviewers at desktop and phone width.
 SCREENSHOTS = {
     "home": "index.html",
+    "quickstart": "quickstart.html",
     "part1": "chapters/part1.html",
     "example01": "auto_examples/01_matmul_add.html",
 }
@@ -110,3 +111,36 @@ def test_screenshot_dark(name, dark_page, site_root, base_url, artifacts):
     assert dark_page.evaluate("document.documentElement.dataset.theme") == "dark"
     dark_page.screenshot(path=str(out), full_page=True)
     assert out.stat().st_size > 1000
+
+
+#: Pages that must offer the wheel and the source archive (what a reader leaves with).
+OFFER_DOWNLOADS = ("index.html", "quickstart.html", "read-your-own-trace.html")
+
+
+@pytest.mark.parametrize("rel", OFFER_DOWNLOADS)
+def test_offers_wheel_and_source(rel, page, site_root, base_url, fetched):
+    """The page links the tracereader wheel and the source archive, and both download."""
+    page.goto(base_url + rel, wait_until="load")
+    hrefs = page.eval_on_selector_all("article a[href]", "els => els.map(a => a.href)")
+    wheels = [h for h in hrefs if "/downloads/" in h and h.endswith(".whl")]
+    archives = [h for h in hrefs if "/downloads/" in h and h.endswith(".tar.gz")]
+    problems = [f"{rel}: no link to the {what}" for what, found in
+                (("tracereader wheel", wheels), ("source archive", archives)) if not found]
+    for url in wheels + archives:
+        if url not in fetched:
+            fetched[url] = sitecheck._fetch_problem(page, url)
+        if fetched[url]:
+            problems.append(f"{rel}: download {url}: {fetched[url]}")
+    _fail(problems)
+
+
+def test_archives_within_their_budget(site_root):
+    """The source archives, which pages link but whose weight they leave out, stay within
+    their own total budget."""
+    archives = sorted((site_root / "downloads").glob("*.tar.gz"))
+    assert archives, f"no source archive under {site_root / 'downloads'}"
+    total = sum(p.stat().st_size for p in archives)
+    assert total <= sitecheck.ARCHIVE_BUDGET_BYTES, (
+        f"source archives weigh {sitecheck.fmt_bytes(total)}, over their "
+        f"{sitecheck.fmt_bytes(sitecheck.ARCHIVE_BUDGET_BYTES)} budget"
+    )
