@@ -28,8 +28,13 @@ def test_the_wheel_installs_and_its_command_runs(downloads, tmp_path):
     subprocess.run([bin_ / "python", "-m", "pip", "install", "-q", str(wheel)], check=True)
     done = subprocess.run([bin_ / "tracereader", "--help"], capture_output=True, text=True)
     assert done.returncode == 0 and "summary" in done.stdout, done.stderr
-    trace = Path(__file__).resolve().parents[2] / "docs/recordings/01_matmul_add/64_bf16/r0/trace.json.gz"
-    done = subprocess.run([bin_ / "tracereader", "summary", str(trace)], capture_output=True, text=True)
+    trace = (
+        Path(__file__).resolve().parents[2]
+        / "docs/recordings/01_matmul_add/64_bf16/r0/trace.json.gz"
+    )
+    done = subprocess.run(
+        [bin_ / "tracereader", "summary", str(trace)], capture_output=True, text=True
+    )
     assert done.returncode == 0 and "overhead-bound" in done.stdout, done.stderr
 
 
@@ -45,5 +50,7 @@ def test_the_source_archive_holds_what_nox_docs_reads(downloads, tmp_path):
                  "src/tracereader/cli.py", "examples/01_matmul_add.py"):  # fmt: skip
         assert (root / name).is_file(), name
     recorded = list((root / "docs" / "recordings").rglob("trace.json.gz"))
-    here = list((Path(__file__).resolve().parents[2] / "docs" / "recordings").rglob("trace.json.gz"))
+    here = list(
+        (Path(__file__).resolve().parents[2] / "docs" / "recordings").rglob("trace.json.gz")
+    )
     assert len(recorded) == len(here) > 0
