@@ -144,3 +144,49 @@ def test_archives_within_their_budget(site_root):
         f"source archives weigh {sitecheck.fmt_bytes(total)}, over their "
         f"{sitecheck.fmt_bytes(sitecheck.ARCHIVE_BUDGET_BYTES)} budget"
     )
+
+
+def _article(site_root, rel: str) -> str:
+    import re
+
+    text = (site_root / rel).read_text(encoding="utf-8")
+    found = re.search(r'<article class="bd-article"[^>]*>(.*)</article>', text, re.S)
+    assert found, f"{rel}: no article"
+    return found.group(1)
+
+
+def _visible_words(article: str) -> int:
+    """Words of prose a reader sees: no code, tables, collapsed blocks or scripts."""
+    import html
+    import re
+
+    for tag in ("details", "script", "style", "pre", "table"):
+        article = re.sub(rf"<{tag}\b[^>]*>.*?</{tag}>", " ", article, flags=re.S)
+    return len(re.findall(r"[A-Za-z][A-Za-z'\-]*", html.unescape(re.sub(r"<[^>]+>", " ", article))))
+
+
+def test_quickstart_is_short_and_shows_traces(site_root):
+    """The quick start: at most 800 words of prose, at least two annotated trace pictures,
+    and it comes first: before Part 1 in the home page's path and in the chapters' list."""
+    import re
+
+    article = _article(site_root, "quickstart.html")
+    assert _visible_words(article) <= 800, _visible_words(article)
+    alts = re.findall(r'<figure class="tr-figure">\s*<img [^>]*alt="([^"]+)"', article)
+    assert len(alts) >= 2 and all(len(a) > 40 for a in alts), alts
+    home = (site_root / "index.html").read_text(encoding="utf-8")
+    links = re.findall(r'href="(quickstart|chapters/part\d)\.html"', _article(site_root, "index.html"))
+    assert links and links[0] == "quickstart", links
+    nav = re.findall(r'href="(quickstart|chapters/part\d)\.html"', home.split('class="bd-article"')[0])
+    assert nav and nav[0] == "quickstart", nav
+
+
+def test_cheatsheet_opens_with_its_table(site_root):
+    """The cheatsheet's table (>= 20 rows, each linking its entry) comes before any picture."""
+    import re
+
+    article = _article(site_root, "cheatsheet.html")
+    table = re.search(r"<table\b.*?</table>", article, re.S)
+    assert table and table.start() < article.find("<img"), "no table before the first picture"
+    rows = re.findall(r"<tr\b.*?</tr>", table.group(0), re.S)[1:]  # less the header
+    assert len(rows) >= 20 and all(re.search(r'href="#[^"]+"', r) for r in rows), len(rows)
