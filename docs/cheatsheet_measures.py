@@ -22,19 +22,6 @@ from typing import Any
 import numpy as np
 from matplotlib.patches import Patch
 from PIL import Image
-from tracereader import (
-    Callout,
-    Kind,
-    compare_timelines,
-    gaps,
-    gpu_busy_us,
-    kernel_table,
-    launches,
-    link,
-    op_table,
-    step_times,
-    timeline,
-)
 from tracesite.html import FigureHTML
 from tracesite.notebook import (
     ByRepeat,
@@ -49,6 +36,20 @@ from tracesite.notebook import (
     verdict,
 )
 from tracesite.notebook import put as _put
+
+from tracereader import (
+    Callout,
+    Kind,
+    compare_timelines,
+    gaps,
+    gpu_busy_us,
+    kernel_table,
+    launches,
+    link,
+    op_table,
+    step_times,
+    timeline,
+)
 
 HERE = Path(__file__).resolve().parent
 EXAMPLE = "01_matmul_add"
