@@ -82,7 +82,8 @@ def install_torch(session: nox.Session) -> None:
 def lint(session: nox.Session) -> None:
     """ruff over the code, mypy --strict over the library; actionlint and zizmor over the workflows."""
     session.install(*groups("lint"))
-    session.run("ruff", "check", "src", "tests", "examples", "scripts", "benchmarks", "noxfile.py", "docs/conf.py", "docs/_ext")
+    session.run("ruff", "check", "src", "tests", "examples", "scripts", "benchmarks", "noxfile.py", "docs/conf.py", "docs/_ext",
+                "docs/cheatsheet_measures.py", "docs/snippets")
     session.install("-e", ".[draw]")  # mypy reads numpy's, msgspec's and matplotlib's types
     session.run("mypy", "--strict", "src/tracereader")
     workflows = sorted(str(p) for p in (ROOT / ".github" / "workflows").glob("*.yml"))

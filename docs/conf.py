@@ -23,6 +23,7 @@ extensions = [
     "sphinx_gallery.gen_gallery",
     "myst_nb",
     "site_hooks",
+    "site_downloads",  # the tracereader wheel and the source archive, as site downloads
     "sphinx.ext.autodoc",
     "sphinx.ext.napoleon",
 ]

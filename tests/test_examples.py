@@ -117,4 +117,7 @@ def test_a_snippet_a_page_shows_runs_with_only_torch(snippet, tmp_path):
                           text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     assert "Self CPU time total" in done.stdout
-    assert (tmp_path / "trace.json").stat().st_size > 0
+    written = [p for p in tmp_path.iterdir() if p.name in ("trace.json", "trace.json.gz")]
+    assert len(written) == 1 and written[0].stat().st_size > 0, sorted(tmp_path.iterdir())
+    if written[0].suffix == ".gz":  # the name asks for gzip: the profiler must write it
+        assert written[0].read_bytes()[:2] == b"\x1f\x8b"

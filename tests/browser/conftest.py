@@ -136,14 +136,16 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     width = max(len(w.page) for w in rows)
     tr = terminalreporter
     tr.section(f"page weight (HTML + images + linked downloads; budget {fmt(budget)} a page; "
-               "linked recorded traces listed apart, budgeted in total by the recordings test)")
+               "linked recorded traces and source archives listed apart, budgeted in total by "
+               "the recordings test and test_site.py)")
     tr.write_line(f"{'page':<{width}}  {'html':>9}  {'images':>9}  {'downloads':>9}  {'total':>9}"
-                  f"  {'traces':>9}")
+                  f"  {'traces':>9}  {'archives':>9}")
     for w in rows:
         flag = "  OVER BUDGET" if w.total > budget else ""
         tr.write_line(
             f"{w.page:<{width}}  {fmt(w.by_kind('html')):>9}  {fmt(w.by_kind('image')):>9}  "
-            f"{fmt(w.by_kind('download')):>9}  {fmt(w.total):>9}  {fmt(w.by_kind('trace')):>9}{flag}"
+            f"{fmt(w.by_kind('download')):>9}  {fmt(w.total):>9}  {fmt(w.by_kind('trace')):>9}"
+            f"  {fmt(w.by_kind('archive')):>9}{flag}"
         )
     heaviest = rows[0]
     tr.write_line(f"{len(rows)} pages checked in {elapsed:.1f} s; heaviest: {heaviest.page} "

@@ -28,6 +28,7 @@ from pathlib import Path
 from urllib.parse import unquote, urljoin, urlsplit
 
 __all__ = [
+    "ARCHIVE_BUDGET_BYTES",
     "BUDGET_BYTES",
     "CHROMIUM",
     "CHROMIUM_ARGS",
@@ -60,10 +61,15 @@ CHROMIUM_ARGS = [
     "--no-first-run",
     "--disable-quic",
 ]
-DOWNLOAD_SUFFIXES = (".py", ".ipynb", ".zip", ".json.gz")
+DOWNLOAD_SUFFIXES = (".py", ".ipynb", ".zip", ".json.gz", ".whl", ".tar.gz")
 #: Per page: its HTML, images and the downloads its content links, except the recorded
-#: traces (``traces/...``), whose total the recordings test budgets (tests/site).
+#: traces (``traces/...``), whose total the recordings test budgets (tests/site), and the
+#: source archive (``downloads/*.tar.gz``), budgeted on its own (:data:`ARCHIVE_BUDGET_BYTES`).
 BUDGET_BYTES = 1_500_000
+#: The site's source archives together (test_site.py checks it): the recordings are most of it.
+ARCHIVE_BUDGET_BYTES = 15_000_000
+#: Kinds of download that a page links but its weight leaves out (budgeted apart).
+APART = ("trace", "archive")
 PHONE_WIDTH = 390
 DESKTOP = {"width": 1366, "height": 900}
 LAPTOP = {"width": 1280, "height": 900}  # figures, contents and search are checked here
@@ -318,14 +324,15 @@ class Weight:
 
     @property
     def total(self) -> int:
-        """What the page budget counts: everything but the recorded traces it links."""
-        return sum(n for _, k, n in self.items if k != "trace")
+        """What the page budget counts: everything but the recorded traces and source
+        archives it links."""
+        return sum(n for _, k, n in self.items if k not in APART)
 
     def by_kind(self, kind: str) -> int:
         return sum(n for _, k, n in self.items if k == kind)
 
     def biggest(self, k: int = 3) -> list[tuple[str, str, int]]:
-        return sorted((i for i in self.items if i[1] != "trace"), key=lambda item: -item[2])[:k]
+        return sorted((i for i in self.items if i[1] not in APART), key=lambda item: -item[2])[:k]
 
     def as_dict(self) -> dict:
         return {
@@ -335,6 +342,7 @@ class Weight:
             "image_bytes": self.by_kind("image"),
             "download_bytes": self.by_kind("download"),
             "trace_bytes": self.by_kind("trace"),
+            "archive_bytes": self.by_kind("archive"),
             "items": [{"path": p, "kind": k, "bytes": n} for p, k, n in self.items],
         }
 
@@ -375,10 +383,10 @@ def check_page(page, url: str, site_root: str | Path, *, budget: int = BUDGET_BY
     * it loads with no console error, no failed request and nothing from the network;
     * every ``<img>`` loads (``naturalWidth > 0``) and has non-empty alt text;
     * every same-site link resolves: the file exists, and so does its ``#fragment``;
-    * every download link (``.py``, ``.ipynb``, ``.zip``, ``.json.gz``) answers HTTP 200
-      with a non-empty body;
-    * the page's weight (its HTML, images, and downloads its content links) is within
-      ``budget`` bytes.
+    * every download link (``.py``, ``.ipynb``, ``.zip``, ``.json.gz``, ``.whl``,
+      ``.tar.gz``) answers HTTP 200 with a non-empty body;
+    * the page's weight (its HTML, images, and downloads its content links, except recorded
+      traces and source archives, budgeted apart) is within ``budget`` bytes.
 
     ``fetched`` caches download checks across pages (url -> problem or None).
     """
@@ -480,7 +488,9 @@ def _weight(label: str, site_root: Path, base_url: str, found: dict) -> Weight:
         path = urlsplit(link["abs"]).path.lower()
         if link["inContent"] and (path.endswith(DOWNLOAD_SUFFIXES) or "/_downloads/" in path):
             recorded = "/traces/" in path and path.endswith(".json.gz")
-            add(link["abs"].split("#")[0], "trace" if recorded else "download")
+            archive = "/downloads/" in path and path.endswith(".tar.gz")
+            kind = "trace" if recorded else "archive" if archive else "download"
+            add(link["abs"].split("#")[0], kind)
     return Weight(label, [(p, k, n) for p, (k, n) in items.items()])
 
 

@@ -21,6 +21,7 @@ pytestmark = pytest.mark.browser
 #: Pages photographed for reviewers at desktop and phone width.
 SCREENSHOTS = {
     "home": "index.html",
+    "quickstart": "quickstart.html",
     "part1": "chapters/part1.html",
     "example01": "auto_examples/01_matmul_add.html",
 }
@@ -110,3 +111,82 @@ def test_screenshot_dark(name, dark_page, site_root, base_url, artifacts):
     assert dark_page.evaluate("document.documentElement.dataset.theme") == "dark"
     dark_page.screenshot(path=str(out), full_page=True)
     assert out.stat().st_size > 1000
+
+
+#: Pages that must offer the wheel and the source archive (what a reader leaves with).
+OFFER_DOWNLOADS = ("index.html", "quickstart.html", "read-your-own-trace.html")
+
+
+@pytest.mark.parametrize("rel", OFFER_DOWNLOADS)
+def test_offers_wheel_and_source(rel, page, site_root, base_url, fetched):
+    """The page links the tracereader wheel and the source archive, and both download."""
+    page.goto(base_url + rel, wait_until="load")
+    hrefs = page.eval_on_selector_all("article a[href]", "els => els.map(a => a.href)")
+    wheels = [h for h in hrefs if "/downloads/" in h and h.endswith(".whl")]
+    archives = [h for h in hrefs if "/downloads/" in h and h.endswith(".tar.gz")]
+    problems = [f"{rel}: no link to the {what}" for what, found in
+                (("tracereader wheel", wheels), ("source archive", archives)) if not found]
+    for url in wheels + archives:
+        if url not in fetched:
+            fetched[url] = sitecheck._fetch_problem(page, url)
+        if fetched[url]:
+            problems.append(f"{rel}: download {url}: {fetched[url]}")
+    _fail(problems)
+
+
+def test_archives_within_their_budget(site_root):
+    """The source archives, which pages link but whose weight they leave out, stay within
+    their own total budget."""
+    archives = sorted((site_root / "downloads").glob("*.tar.gz"))
+    assert archives, f"no source archive under {site_root / 'downloads'}"
+    total = sum(p.stat().st_size for p in archives)
+    assert total <= sitecheck.ARCHIVE_BUDGET_BYTES, (
+        f"source archives weigh {sitecheck.fmt_bytes(total)}, over their "
+        f"{sitecheck.fmt_bytes(sitecheck.ARCHIVE_BUDGET_BYTES)} budget"
+    )
+
+
+def _article(site_root, rel: str) -> str:
+    import re
+
+    text = (site_root / rel).read_text(encoding="utf-8")
+    found = re.search(r'<article class="bd-article"[^>]*>(.*)</article>', text, re.S)
+    assert found, f"{rel}: no article"
+    return found.group(1)
+
+
+def _visible_words(article: str) -> int:
+    """Words of prose a reader sees: no code, tables, collapsed blocks or scripts."""
+    import html
+    import re
+
+    for tag in ("details", "script", "style", "pre", "table"):
+        article = re.sub(rf"<{tag}\b[^>]*>.*?</{tag}>", " ", article, flags=re.S)
+    return len(re.findall(r"[A-Za-z][A-Za-z'\-]*", html.unescape(re.sub(r"<[^>]+>", " ", article))))
+
+
+def test_quickstart_is_short_and_shows_traces(site_root):
+    """The quick start: at most 800 words of prose, at least two annotated trace pictures,
+    and it comes first: before Part 1 in the home page's path and in the chapters' list."""
+    import re
+
+    article = _article(site_root, "quickstart.html")
+    assert _visible_words(article) <= 800, _visible_words(article)
+    alts = re.findall(r'<figure class="tr-figure">\s*<img [^>]*alt="([^"]+)"', article)
+    assert len(alts) >= 2 and all(len(a) > 40 for a in alts), alts
+    home = (site_root / "index.html").read_text(encoding="utf-8")
+    links = re.findall(r'href="(quickstart|chapters/part\d)\.html"', _article(site_root, "index.html"))
+    assert links and links[0] == "quickstart", links
+    nav = re.findall(r'href="(quickstart|chapters/part\d)\.html"', home.split('class="bd-article"')[0])
+    assert nav and nav[0] == "quickstart", nav
+
+
+def test_cheatsheet_opens_with_its_table(site_root):
+    """The cheatsheet's table (>= 20 rows, each linking its entry) comes before any picture."""
+    import re
+
+    article = _article(site_root, "cheatsheet.html")
+    table = re.search(r"<table\b.*?</table>", article, re.S)
+    assert table and table.start() < article.find("<img"), "no table before the first picture"
+    rows = re.findall(r"<tr\b.*?</tr>", table.group(0), re.S)[1:]  # less the header
+    assert len(rows) >= 20 and all(re.search(r'href="#[^"]+"', r) for r in rows), len(rows)
