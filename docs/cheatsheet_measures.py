@@ -142,8 +142,8 @@ class SmallFigure(FigureHTML):
 def picture(key: str, fig: Any, caption: str, extra_alt: str = "") -> SmallFigure:
     """Show a figure as a small PNG, with its generated alt text (plus ``extra_alt``)."""
     alt = " ".join((fig.tracereader_alt + " " + extra_alt).split())
-    assert alt and key not in ALTS, key
-    ALTS[key] = alt
+    assert alt, key
+    ALTS[key] = alt  # a %%repeats cell shows its picture on every repeat; the last one is drawn
     return SmallFigure(fig, alt=alt, caption=caption, dpi=DPI)
 
 
