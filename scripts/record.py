@@ -18,6 +18,7 @@ recordings stamped::
     python scripts/record.py --stale           # only variants whose code or settings changed
     python scripts/record.py --shard 2/4       # the 2nd of 4 balanced parts of the queue
     python scripts/record.py --plan --shard 1/4   # what would run, and how long, without a GPU
+    python scripts/record.py --plan --readme   # the full plan, written into README.md
 
 ``--stale`` re-records the variants with missing repeats or whose code hash (entry
 function, all it reaches, and the settings ``VARIANTS`` gives it now) differs from their
@@ -78,26 +79,41 @@ def queue(scripts: list[Path], only: dict[str, list[str]] | None, repeats: int) 
     return out
 
 
-def print_plan(todo: list[tuple[float, str, list]], shard: tuple[int, int] | None) -> None:
+def plan_lines(todo: list[tuple[float, str, list]], shard: tuple[int, int] | None) -> list[str]:
     """The queue with its estimates: per example, and the whole on 1, 2, 4 and 8 GPUs."""
+    lines = []
     if shard is not None:
         keep = set(shard_of([t[0] for t in todo], shard))
         todo = [t for i, t in enumerate(todo) if i in keep]
-        print(f"== shard {shard[0]}/{shard[1]}: {len(todo)} processes")
+        lines.append(f"== shard {shard[0]}/{shard[1]}: {len(todo)} processes")
     per: dict[str, list[float]] = {}
     for est, name, _ in todo:
         per.setdefault(name, []).append(est)
     for name, ests in per.items():
-        print(f"{name:>16}  {len(ests):3d} processes  {sum(ests) / 60:6.1f} min  "
-              f"(longest {max(ests):.0f} s)")
+        lines.append(f"{name:>16}  {len(ests):3d} processes  {sum(ests) / 60:6.1f} min  "
+                     f"(longest {max(ests):.0f} s)")
     ests = [t[0] for t in todo]
     if shard is not None:
-        print(f"{'this shard':>16}  {sum(ests) / 60:6.1f} min on one GPU")
-        return
+        lines.append(f"{'this shard':>16}  {sum(ests) / 60:6.1f} min on one GPU")
+        return lines
     for n in (1, 2, 4, 8):
         span = max(sum(ests[i] for i in shard_of(ests, (k, n))) for k in range(1, n + 1)) if ests else 0
-        print(f"{'on ' + str(n) + ' GPU' + ('s' if n > 1 else ''):>16}  {span / 60:6.1f} min "
-              f"(the longest of {n} shard{'s' if n > 1 else ''})")
+        lines.append(f"{'on ' + str(n) + ' GPU' + ('s' if n > 1 else ''):>16}  {span / 60:6.1f} min "
+                     f"(the longest of {n} shard{'s' if n > 1 else ''})")
+    return lines
+
+
+#: The README quotes the full plan between these lines (``--plan --readme`` rewrites it).
+README_BEGIN, README_END = "<!-- record --plan: begin -->", "<!-- record --plan: end -->"
+
+
+def write_readme(lines: list[str], readme: Path = ROOT / "README.md") -> None:
+    """Put the plan into the README between its markers."""
+    text = readme.read_text(encoding="utf-8")
+    head, rest = text.split(README_BEGIN, 1)
+    _, tail = rest.split(README_END, 1)
+    block = "\n```\n" + "\n".join(lines) + "\n```\n"
+    readme.write_text(head + README_BEGIN + block + README_END + tail, encoding="utf-8")
 
 
 def visible_gpus(count: int) -> list[str]:
@@ -121,6 +137,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="only variants with missing repeats or whose code or settings changed")
     parser.add_argument("--shard", type=parse_shard, help="K/N: the K-th of N balanced parts of the queue")
     parser.add_argument("--plan", action="store_true", help="print the queue and its estimated time; record nothing")
+    parser.add_argument("--readme", action="store_true", help="with --plan: also write it into README.md")
     args = parser.parse_args(argv)
     try:
         import torch
@@ -152,7 +169,10 @@ def main(argv: list[str] | None = None) -> int:
         for name, variants in only.items():
             print(f"== {name}: {len(variants)} stale variant(s){': ' if variants else ''}{', '.join(variants)}")
     if args.plan:
-        print_plan(queue(scripts, only, args.repeats), args.shard)
+        lines = plan_lines(queue(scripts, only, args.repeats), args.shard)
+        print("\n".join(lines))
+        if args.readme:
+            write_readme(lines)
         return 0
     if not torch.cuda.is_available():
         print("record: no CUDA device here; recordings left unchanged", file=sys.stderr)

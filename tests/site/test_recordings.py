@@ -412,3 +412,17 @@ def test_stale_only_and_shards_record_just_their_part_and_merge(tmp_path, monkey
         shutil.copytree(copy, merged, dirs_exist_ok=True)
     stamps = {(r.variant, r.repeat): r.env["recorded_at"] for r in record.iter_recordings(merged)}
     assert len(stamps) == 6 and record.check_examples(tmp_path, root=merged) == []
+
+
+def test_the_readme_quotes_the_recording_plan_of_the_current_recordings():
+    """The README's recording times come from the recordings' stamps, not typed by hand:
+    after a re-record, `python scripts/record.py --plan --readme` brings it up to date."""
+    pytest.importorskip("torch")
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run([sys.executable, str(root / "scripts" / "record.py"), "--plan"],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    readme = (root / "README.md").read_text(encoding="utf-8")
+    quoted = readme.split("<!-- record --plan: begin -->")[1].split("<!-- record --plan: end -->")[0]
+    assert quoted.strip().strip("`").strip() == done.stdout.strip(), (
+        "README's recording plan is out of date: run python scripts/record.py --plan --readme")
