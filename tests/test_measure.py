@@ -316,3 +316,14 @@ def test_real_train_stack_kernels_sit_under_module_frames():
     assert any(t.kind[j] == Kind.PYTHON for s in stacks for j in s)
     assert any(t.name(j).startswith("nn.Module:") for s in stacks for j in s)
     assert np.all(ln.launch[ln.gpu_ops] >= 0)
+
+
+def test_a_step_without_gpu_work_has_no_bound_verdict():
+    """A CPU-only trace (the quick start's snippet on a machine without a GPU): its steps
+    launched nothing, so neither overhead- nor compute-bound applies."""
+    from tracereader._measure import StepTime
+
+    cpu_only = StepTime("ProfilerStep#1", 0, 1000, 1.0, 0.0, 0, 0, 0)
+    assert cpu_only.verdict == "no GPU work"
+    assert StepTime("s", 0, 1000, 1.0, 0.0, 0, 0, 3).verdict == "overhead-bound"  # launched, nothing seen
+    assert StepTime("s", 0, 1000, 1.0, 0.8, 2, 2, 2).verdict == "compute-bound"

@@ -195,7 +195,8 @@ class StepTime:
     (union of intervals) of the GPU ops *launched* during the step, wherever
     they ran. ``verdict`` is ``"overhead-bound"`` when the GPU was busy for
     less than half the step's CPU time (the GPU mostly waited for the CPU),
-    else ``"compute-bound"``.
+    ``"compute-bound"`` when it was busy for at least half, and ``"no GPU work"``
+    when the step launched nothing and nothing ran on a GPU (a CPU-only trace).
     """
 
     name: str
@@ -213,6 +214,8 @@ class StepTime:
 
     @property
     def verdict(self) -> str:
+        if not self.gpu_ops and not self.launches:
+            return "no GPU work"
         return "overhead-bound" if self.gpu_fraction < 0.5 else "compute-bound"
 
     def to_dict(self) -> dict[str, Any]:

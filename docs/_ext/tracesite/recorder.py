@@ -93,7 +93,7 @@ def environment_stamp() -> dict[str, Any]:
         "driver": _driver_version() if cuda else "none",
         "torch": torch.__version__,
         "cuda": torch.version.cuda or "none",
-        "cudnn": torch.backends.cudnn.version() if cuda else None,  # type: ignore[no-untyped-call]
+        "cudnn": torch.backends.cudnn.version() if cuda else None,  # type: ignore[no-untyped-call,unused-ignore]
         "python": platform.python_version(),
         "recorded_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
     }
