@@ -162,8 +162,8 @@ class RankSummary:
         One row per rank: ``rank``, ``source`` (file name), ``rank_from``,
         ``steps``, ``gpu_ops``, ``comm_kernels``, ``span_us``, ``busy_us``,
         ``idle_us``, ``comp_us``, ``comm_us``, ``overlap_us``, ``overlap_pct``,
-        ``exposed_comm_us`` and ``step_us_median`` (see
-        :mod:`tracereader._comm` for each definition).
+        ``exposed_comm_us`` and ``step_us_median`` (each defined in
+        :func:`rank_summary`).
     steps : Table
         One row per profiler step found on any rank: the fastest and slowest
         rank by the step's CPU span, ``behind_us`` (slowest minus fastest) and
@@ -248,6 +248,20 @@ def rank_summary(
     traces: Mapping[int, Trace] | Sequence[Trace], *, drop_last_step: bool = False
 ) -> RankSummary:
     """Per rank: steps, GPU busy and idle, communication, computation, their overlap.
+
+    Each GPU op is *communication* (a kernel whose name contains ``nccl`` or
+    ``rccl``, any case), *memory* (a memcpy or memset) or *computation* (any
+    other kernel). Times are lengths of unions of intervals per device (two
+    kernels at once on two streams count once), summed over the rank's devices:
+
+    * ``span_us``: first GPU op's start to the last one's end;
+    * ``busy_us``: all GPU ops; ``idle_us = span_us - busy_us``;
+    * ``comp_us``, ``comm_us``: computation and communication kernels;
+    * ``overlap_us``: when a communication kernel runs while a computation
+      kernel runs, on any stream; ``overlap_pct`` is its share of ``comm_us``
+      and ``exposed_comm_us = comm_us - overlap_us``;
+    * per stream, ``idle_us`` is the stream's span minus its busy time (the
+      gaps between its GPU ops).
 
     Parameters
     ----------
