@@ -280,7 +280,7 @@ def rank_summary(
         annotation.
     """
     items = sorted(traces.items()) if isinstance(traces, Mapping) else list(enumerate(traces))
-    rank_rows, stream_rows, note_rows, marks = [], [], [], []
+    rank_rows, stream_rows, worlds, marks = [], [], [], []
     steps: dict[str, dict[int, tuple[float, float]]] = {}
     for rank, trace in items:
         rows, window = _rows(trace, drop_last_step)
@@ -297,13 +297,13 @@ def rank_summary(
         marks += _annotations(trace, rank, window)
         info = trace.meta.get("distributedInfo")
         if isinstance(info, dict) and isinstance(info.get("world_size"), int):
-            note_rows.append(int(info["world_size"]))
+            worlds.append(int(info["world_size"]))
     rcols = ["rank", "source", "rank_from", "steps", "gpu_ops", "comm_kernels", "span_us",
              "busy_us", "idle_us", "comp_us", "comm_us", "overlap_us", "overlap_pct",
              "exposed_comm_us", "step_us_median"]  # fmt: skip
     notes = []
-    if note_rows and max(note_rows) > len(items):
-        notes.append(f"{len(items)} of {max(note_rows)} ranks (distributedInfo.world_size)")
+    if worlds and max(worlds) > len(items):
+        notes.append(f"{len(items)} of {max(worlds)} ranks (distributedInfo.world_size)")
     if drop_last_step:
         notes.append("last profiler step dropped, and the GPU ops launched in it")
     step_names = sorted(steps, key=lambda s: int(s.rsplit("#", 1)[1]))
