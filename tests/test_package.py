@@ -54,6 +54,8 @@ PUBLIC = {
     # link, measure, gaps
     "link", "Links", "summary", "gpu_busy_us", "launches", "LaunchTable", "step_times",
     "StepTime", "gaps", "Gap", "CAUSES",
+    # several ranks
+    "load_ranks", "rank_summary", "RankSummary",
     # tables
     "kernel_table", "op_table", "Table", "compare", "Comparison", "shorten_kernel_name",
     # validate

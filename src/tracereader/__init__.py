@@ -14,6 +14,7 @@ from ._link import Links, link
 from ._load import TraceError, load
 from ._measure import LaunchTable, StepTime, gpu_busy_us, launches, step_times, summary
 from ._names import shorten_kernel_name
+from ._ranks import RankSummary, load_ranks, rank_summary
 from ._tables import Comparison, Table, compare, kernel_table, op_table
 from ._validate import Finding, validate
 
@@ -27,6 +28,7 @@ __all__ = [
     "Lane",
     "LaunchTable",
     "Links",
+    "RankSummary",
     "Region",
     "StepTime",
     "Table",
@@ -41,7 +43,9 @@ __all__ = [
     "launches",
     "link",
     "load",
+    "load_ranks",
     "op_table",
+    "rank_summary",
     "shorten_kernel_name",
     "step_times",
     "summary",

@@ -3,6 +3,7 @@
 ::
 
     tracereader summary trace.json.gz            # what is in it, GPU busy, steps
+    tracereader summary traces/                  # several ranks: communication, stragglers
     tracereader summary decode.json.gz --bytes-per-step 15.03e9 --peak-tbs 4.8
     tracereader kernels trace.json.gz --step 2   # per-kernel times
     tracereader ops trace.json.gz --top 20       # self/total CPU and GPU time per op
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -60,6 +62,11 @@ def _summary(args: argparse.Namespace) -> int:
     from ._measure import summary
     from ._tables import Table
 
+    if len(args.file) > 1 or os.path.isdir(args.file[0]):
+        return _summary_ranks(args)
+    if args.drop_last_step:
+        raise UserError("--drop-last-step applies to several ranks (a directory or several files)")
+    args.file = args.file[0]
     per_step = args.bytes_per_step
     if per_step is not None and per_step <= 0:
         raise UserError("--bytes-per-step must be a positive number of bytes")
@@ -116,6 +123,15 @@ def _summary(args: argparse.Namespace) -> int:
     if len(steps):
         print()
         print(steps.to_markdown() if args.format == "markdown" else steps.to_text())
+    return 0
+
+
+def _summary_ranks(args: argparse.Namespace) -> int:
+    from ._ranks import load_ranks, rank_summary
+
+    if args.bytes_per_step is not None or args.peak_tbs is not None:
+        raise UserError("--bytes-per-step and --peak-tbs take one trace, not several ranks")
+    _emit(rank_summary(load_ranks(args.file), drop_last_step=args.drop_last_step), args.format)
     return 0
 
 
@@ -236,7 +252,10 @@ def _parser() -> argparse.ArgumentParser:
         top: bool = True,
     ) -> argparse.ArgumentParser:
         p = sub.add_parser(name, help=help, description=help)
-        if name == "compare":
+        if name == "summary":
+            p.add_argument("file", nargs="+", help="trace file, or several ranks: a directory "
+                           "or several files")  # fmt: skip
+        elif name == "compare":
             p.add_argument("a", help="first trace (.json or .json.gz)")
             p.add_argument("b", help="second trace")
         else:
@@ -256,6 +275,8 @@ def _parser() -> argparse.ArgumentParser:
                         " adds the rate they were read at while the step's GPU ops ran (TB/s)")  # fmt: skip
     p.add_argument("--peak-tbs", type=float, default=None, metavar="TBS",
                    help="the GPU's memory bandwidth (TB/s); adds that rate as a fraction of it")
+    p.add_argument("--drop-last-step", action="store_true",
+                   help="several ranks: leave out the last step and what it launched (as HTA)")
     add("kernels", _kernels, "Per-kernel calls and durations (us)")
     p = add("ops", _ops, "Per-op self/total CPU and GPU time (us), from the trace")
     p.add_argument("--sort", default="total_gpu_us",
