@@ -42,13 +42,16 @@ def test_table(k):
     t = getter(k)
     f = m.table_facts(t("64_bf16"), t("4096_bf16"), totals("64_bf16", k), totals("4096_bf16", k))
     assert f["pct64"] < 5 < f["gpu_growth"]
-    m.check_op_table(t("64_bf16"), load(EXAMPLE, "64_bf16").repeats[k].table_rows())
+    m.check_op_table(
+        t("64_bf16"), load(EXAMPLE, "64_bf16").repeats[k].table_rows(), totals("64_bf16", k)
+    )
 
 
 def test_speed(k):
     t = getter(k)
     f = m.speed_facts(t("peaks"), t("64_bf16"), t("4096_bf16_20steps"), t("4096_bf16"))
     assert f["r4k_pct"] > 70 and f["r64_pct"] < 0.1
+    assert f["add_tbs"] > f["peak_tbs"] and f["sm_bound"] > 1
 
 
 def test_lanes_and_chain(k):
@@ -62,6 +65,7 @@ def test_first_step(k):
     t = getter(k)
     f = m.first_step_facts(t("64_bf16_20steps_cold"), t("64_bf16_20steps"), t("64_bf16_cold"))
     assert f["cold_ratio"] > 2 and f["warm_ratio"] > 1.2
+    assert f["warm_extra"] < f["cold_extra"]
     assert m.unscheduled_facts(t("64_bf16_nowait"))["n_clusters"] > 0
     warm = [t(n) for n in ("64_bf16", "64_bf16_20steps", "4096_bf16")]
     assert m.warm_step_facts(t("64_bf16"), warm)["slow_max"] > 1.5
@@ -84,6 +88,7 @@ def test_launch_calls_and_sync(k):
     assert f["c64"] == "`cuLaunchKernelEx`"
     s = m.sync_facts(t("64_bf16"), t("4096_bf16"), t("4096_fp32"), t("64_bf16_cold"))
     assert s["s64_busy"] == 0 and s["s32_pct"] > s["s64_pct"]
+    assert s["l2s32_ms"] > 1
 
 
 def test_kernels(k):
@@ -102,6 +107,8 @@ def test_compile(k):
         t("4096_bf16_compile"),
     )
     assert f["c_ops"] == f["e_ops"] == 2 and f["r_ops"] == 3
+    metas = [load(EXAMPLE, n).repeats[k].meta for n in ("64_bf16", "64_bf16_compile")]
+    m.same_process(metas, "64_bf16", "64_bf16_compile")
     g = m.fused_facts(
         t("4096_bf16"), t("4096_bf16_compile"), t("4096_bf16_triton_gemm"), t("4096_bf16_autotune")
     )
@@ -116,7 +123,8 @@ def test_interleaved(k):
 
 
 def test_cold_table(k):
-    assert m.cold_table_facts(totals("64_bf16_cold", k))["cold_pct"] < 5
+    f = m.cold_table_facts(getter(k)("64_bf16_cold"), totals("64_bf16_cold", k))
+    assert f["cold_pct"] < 5 and f["cold_pct_work"] < f["a100_pct_work"]
 
 
 def test_verdicts():
