@@ -85,6 +85,24 @@ MATH_PARTS: tuple[tuple[str, Callable[[list[str]], bool]], ...] = (
 )
 
 
+#: The naive version's GPU time in the same parts (by issuing op).
+NAIVE_PARTS: dict[str, str] = {
+    "aten::bmm": "fp32 GEMMs",
+    "aten::_softmax": "safe softmax",
+    "aten::copy_": "additive mask",
+    "aten::masked_fill_": "additive mask",
+}
+
+
+def naive_account(tr: Trace) -> dict[str, float]:
+    """The naive version's last forward in the parts of :data:`MATH_PARTS`: its GEMMs, its
+    softmax, its mask (copy and fill), no conversions, the rest (scaling, building the mask)."""
+    out = dict.fromkeys((name for name, _ in MATH_PARTS), 0.0)
+    for op in last_step_ops(tr):
+        out[NAIVE_PARTS.get(op.issuer, "the rest")] += op.us
+    return out
+
+
 def math_account(tr: Trace) -> dict[str, float]:
     """The math backend's last forward, GPU µs per part of :data:`MATH_PARTS`."""
     out = dict.fromkeys((name for name, _ in MATH_PARTS), 0.0)
@@ -318,6 +336,12 @@ def naive_facts(
     ]
     copy = [o for o in ops if o.issuer == "aten::copy_"]
     assert len(copy) == 1 and naive.kind[copy[0].row] == Kind.MEMCPY
+    # out of place: masked_fill clones the scores (clone -> copy_), then fills the clone
+    assert op_chain(naive, copy[0].row)[:3] == ["aten::copy_", "aten::clone", "aten::masked_fill"]
+    kname = {o.issuer: o.name for o in ops}
+    # the scaling runs the vectorized elementwise kernel, the fill the general one
+    assert kname["aten::mul"].startswith("void at::native::vectorized_elementwise_kernel")
+    assert kname["aten::masked_fill_"].startswith("void at::native::elementwise_kernel")
     assert naive.extra["bytes"][copy[0].row] == score  # the whole score matrix
     by = by_issuer(ops)
     total = sum(by.values())
@@ -375,6 +399,9 @@ def backend_facts(
     assert all(abs(peaks[v] - out_mib) < 1 for v in ("sdpa_cudnn", "sdpa_flash", "sdpa_efficient"))
     assert peaks["sdpa_math"] > peaks["naive"] and us["sdpa_math"] > us["naive"]
     assert cudnn_version > 91500  # the version PyTorch's preference for cuDNN needs
+    flash = traces["sdpa_flash"]  # its launcher's cudaFuncSetAttribute, for exactly 48 KiB
+    assert kernel_record(flash)["shared_mem"] == 48 * 1024
+    assert "cudaFuncSetAttribute" in forward_cpu(flash)[1]
     out: Facts = {
         "naive_x": us["naive"] / us["sdpa_cudnn"],
         "cudnn_version": f"{cudnn_version // 10000}.{cudnn_version // 100 % 100}.{cudnn_version % 100}",
@@ -396,8 +423,9 @@ def backend_facts(
     return out
 
 
-def math_facts(tm: Trace) -> Facts:
-    """Section 3: where the math backend's GPU time goes."""
+def math_facts(tm: Trace, naive: Trace) -> Facts:
+    """Section 3: where the math backend's GPU time goes, part by part beside the naive
+    version's, and which parts make the gap between them."""
     ops = last_step_ops(tm)
     names = [o.issuer for o in ops]
     assert names[:3] == ["aten::copy_"] * 3 and names[-1] == "aten::copy_"  # to fp32, and back
@@ -408,9 +436,22 @@ def math_facts(tm: Trace) -> Facts:
     total = sum(acc.values())
     assert acc["fp32 GEMMs"] < 0.45 * total  # the GEMMs are not most of it
     assert acc["safe softmax"] + acc["additive mask"] + acc["dtype conversions"] > acc["fp32 GEMMs"]
-    out: Facts = {}
+    by_hand = naive_account(naive)
+    gap = total - sum(by_hand.values())
+    diff = {part: acc[part] - by_hand[part] for part in acc}
+    # the fp32 GEMMs make about half the gap, the safe softmax most of the rest
+    assert 0.4 < diff["fp32 GEMMs"] / gap < 0.6
+    assert diff["fp32 GEMMs"] > diff["safe softmax"] > diff["dtype conversions"] > 0
+    assert diff["additive mask"] < 0 and diff["the rest"] < 0  # cheaper than by hand
+    assert diff["safe softmax"] > 0.5 * (gap - diff["fp32 GEMMs"])  # most of the rest
+    out: Facts = {"math_gap_us": gap, "math_gemm_gap_pct": 100 * diff["fp32 GEMMs"] / gap}
     for part, key in zip(acc, ("gemm", "safe", "mask", "conv", "rest"), strict=True):
-        out |= {f"math_{key}_us": acc[part], f"math_{key}_pct": 100 * acc[part] / total}
+        out |= {
+            f"math_{key}_us": acc[part],
+            f"math_{key}_pct": 100 * acc[part] / total,
+            f"math_{key}_naive_us": by_hand[part],
+            f"math_{key}_diff_us": diff[part],
+        }
     return out
 
 
@@ -423,6 +464,9 @@ def compile_facts(
     fused = [o for o in ops if o.name.startswith("triton_")]
     assert len(ops) == 4 and len(fused) == 1 and fused[0].name.startswith("triton_per_fused_")
     assert sum(o.name.startswith("nvjet") for o in ops) == 2  # the GEMMs stay cuBLAS
+    # Inductor did not rewrite these five steps into SDPA: no SDPA op, no attention kernel
+    assert not len(tc.where(kind=Kind.CPU_OP, prefix="aten::_scaled_dot_product"))
+    assert not len(tc.where(kind=Kind.CPU_OP, name="aten::scaled_dot_product_attention"))
     assert all(w in fused[0].name for w in ("softmax", "masked_fill", "mul", "triu"))
     total = sum(o.us for o in ops)
     assert (
@@ -445,7 +489,9 @@ def stream_facts(
     and a small one (timings.json of each); ``kernel_us``: GPU µs per forward, series' shape."""
     bs, ss = stream_stats(big), stream_stats(small)
     assert not small["refused"] and not big["refused"]
-    out: Facts = {"calls_per_stream": big["calls_per_stream"]}
+    profiled = {region_calls(small_trace, v) for v in STREAM_VERSIONS}
+    assert len(profiled) == 1  # every backend's profiled burst holds the same number of calls
+    out: Facts = {"calls_per_stream": big["calls_per_stream"], "profiled_calls": profiled.pop()}
     for v in STREAM_VERSIONS:
         # no call waits on a full launch queue: the stream's last call is not slower than its second
         assert bs[v].drift < 1.25 and ss[v].drift < 1.25, (v, bs[v].drift, ss[v].drift)
@@ -472,3 +518,26 @@ def stream_facts(
     out["sm_cudnn_eff_x"] = ss["cudnn"].wall_us / ss["efficient"].wall_us
     out["st_eff_cudnn_x"] = bs["efficient"].wall_us / bs["cudnn"].wall_us
     return out
+
+
+def occupancy_facts(cudnn: Trace, flash: Trace) -> Facts:
+    """Section 5: cuDNN's kernel reads 0 % for its shared memory, flash's a value."""
+    rc, rf = kernel_record(cudnn), kernel_record(flash)
+    assert rc["occupancy_pct"] == 0 and rc["grid"] == 132  # one block per SM, and "0 %"
+    assert rc["shared_mem"] > 49152 >= rf["shared_mem"] and rf["occupancy_pct"] > 0
+    return {"c_smem_kib": rc["shared_mem"] / 1024, "f_occ": rf["occupancy_pct"]}
+
+
+def sweep_facts(t: Sweep) -> Facts:
+    """Section 6: the same ranking at every shape of the sweep, each step beyond the spread."""
+    shapes = sorted({(d, s) for (_, d, s) in t})
+    seqs = sorted({s for _, s in shapes})
+    assert len(shapes) == 10 and seqs == [512, 1024, 2048, 4096, 8192]
+    order = ("cudnn", "flash", "efficient", "naive", "math")
+    for d, s in shapes:
+        assert all(faster(t, a, b, d, s) for a, b in zip(order, order[1:], strict=False)), (d, s)
+    assert not crossings(t, order, seqs)
+    return {
+        "n_shapes": len(shapes),
+        "sw_flash_lo": min(t["flash", d, s][0] / t["cudnn", d, s][0] for d, s in shapes),
+    }

@@ -52,6 +52,14 @@ def test_math_account_adds_up_and_names_every_part():
     ]
 
 
+def test_naive_account_uses_the_math_parts():
+    tr = rep("naive").trace()
+    acc = m.naive_account(tr)
+    assert list(acc) == [name for name, _ in m.MATH_PARTS]
+    assert sum(acc.values()) == pytest.approx(m.gpu_us(tr))
+    assert acc["dtype conversions"] == 0 and acc["additive mask"] > acc["fp32 GEMMs"]
+
+
 def test_occupancy_arithmetic_matches_the_trace_below_48_kb():
     for v in ("sdpa_flash", "sdpa_efficient"):
         r = m.kernel_record(rep(v).trace())
@@ -158,8 +166,12 @@ def test_lesson_facts_hold_on_every_repeat(k):
         rep("sdpa_default", k).env["cudnn"],
     )
     assert b["cudnn_x"] == 1 and str(b["cudnn_kernel"]).startswith("`cudnn")
-    mf = m.math_facts(rep("sdpa_math", k).trace())
-    assert sum(v for key, v in mf.items() if key.endswith("_pct")) == pytest.approx(100)
+    mf = m.math_facts(rep("sdpa_math", k).trace(), rep("naive", k).trace())
+    parts = ("gemm", "safe", "mask", "conv", "rest")
+    assert sum(float(mf[f"math_{p}_pct"]) for p in parts) == pytest.approx(100)
+    assert sum(float(mf[f"math_{p}_diff_us"]) for p in parts) == pytest.approx(
+        float(mf["math_gap_us"])
+    )
     c = m.compile_facts(
         rep("naive_compile", k).trace(),
         rep("naive", k).trace(),
