@@ -10,6 +10,7 @@ This module never imports msgspec.
 
 from __future__ import annotations
 
+import decimal
 import json
 import mmap
 import re
@@ -32,9 +33,13 @@ __all__ = [
     "Columns",
     "PlainArgs",
     "PlainEvent",
+    "NumOrText",
     "TraceError",
     "base_ns",
+    "exact_ns",
+    "needs_exact_ts",
     "skip_space",
+    "to_record",
 ]
 
 Buffer = bytes | bytearray | mmap.mmap  # the JSON text: read, gunzipped or memory-mapped
@@ -68,6 +73,9 @@ EXTRA_ARGS = {
 _ID_ARGS = {"correlation": "correlation", "External id": "external_id"}
 INT_ARGS = {**_ID_ARGS, **EXTRA_ARGS}  # JSON key -> attribute of an args record
 Num = int | float | None  # None: JSON null; an absent key reads as -1
+#: What a numeric arg may hold as decoded: a string is read as the integer it
+#: spells (``"1"``), any other string as absent (ROCm's ``"stream": "0x0"``).
+NumOrText = int | float | str | None
 
 
 @dataclass(slots=True)
@@ -77,16 +85,16 @@ class PlainArgs:
     The stdlib stand-in for ``_fast.ArgsRecord``: same fields, same defaults.
     """
 
-    correlation: Num = -1
-    external_id: Num = -1
-    bytes: Num = -1
-    registers: Num = -1
-    shared_mem: Num = -1
-    occupancy_pct: Num = -1
-    python_id: Num = -1
-    python_parent_id: Num = -1
-    seq: Num = -1
-    stream: Num = -1
+    correlation: NumOrText = -1
+    external_id: NumOrText = -1
+    bytes: NumOrText = -1
+    registers: NumOrText = -1
+    shared_mem: NumOrText = -1
+    occupancy_pct: NumOrText = -1
+    python_id: NumOrText = -1
+    python_parent_id: NumOrText = -1
+    seq: NumOrText = -1
+    stream: NumOrText = -1
     grid: Any = None  # kernels: [x, y, z] blocks
     block: Any = None  # kernels: [x, y, z] threads per block
     name: Any = None  # thread_name metadata
@@ -131,6 +139,12 @@ _GPU_LANE = np.zeros(len(Kind), dtype=bool)  # Kind -> lives on a (device, strea
 _GPU_LANE[[int(k) for k in (*GPU_OP_KINDS, Kind.GPU_ANNOTATION, Kind.SYNC)]] = True
 #: |ts| above this many µs would overflow int64 nanoseconds.
 _MAX_US = 9.0e15
+#: |ts| from this many µs on, a float64 holds µs to less than 1 ns (2**53 ns).
+_EXACT_US = 2**53 / 1000
+#: A GPU event's pid is its device number: an int in this range.
+_MAX_DEVICE = 2**31
+_BIG_FRACTION = re.compile(rb'"ts"[ \t\r\n]*:[ \t\r\n]*-?[0-9]{13,}\.[0-9]*[1-9]')
+_SURROGATE = re.compile("[\ud800-\udfff]")  # lone surrogates: "\\ud800" in the JSON
 
 
 class _Interner(dict[Any, int]):
@@ -267,10 +281,32 @@ class Columns:
                 )
             elif isinstance(v, float) and abs(v) < 2**63:
                 out[i] = int(v)
+            elif isinstance(v, str):  # as numpy reads it: int(v), else absent
+                try:
+                    number = int(v)
+                except ValueError:
+                    number = None
+                if number is not None and -(2**63) <= number < 2**63:
+                    out[i] = number
+                else:
+                    self.note(
+                        f"treated {{n}} non-numeric value{{s}} in args.{_RAW_KEY[attr]} as absent"
+                    )
         return out
 
-    def finish(self, meta: dict[str, Any], parser: str, repairs: list[str]) -> Trace:
-        """Concatenate, drop unusable rows, convert to ns, sort and build the Trace."""
+    def finish(
+        self,
+        meta: dict[str, Any],
+        parser: str,
+        repairs: list[str],
+        ts_ns: npt.NDArray[np.int64] | None = None,
+    ) -> Trace:
+        """Concatenate, drop unusable rows, convert to ns, sort and build the Trace.
+
+        ``ts_ns``: the start of every complete event in file order, read
+        exactly from the text (see :func:`needs_exact_ts`); by default the
+        float ``ts`` are converted.
+        """
         if not self.chunks:
             raise TraceError(f"{self.label}: a trace with no complete events")
         col = {key: np.concatenate(self.chunks.pop(key)) for key in list(self.chunks)}
@@ -278,21 +314,38 @@ class Columns:
         dur_us[np.isnan(dur_us)] = 0.0  # "dur" missing: an instant-like complete event
         ok = np.isfinite(ts_us) & np.isfinite(dur_us) & (np.abs(ts_us) < _MAX_US)
         ok &= np.abs(dur_us) < _MAX_US
-        kept: npt.NDArray[np.int64] | None = None  # file rows left, when some are dropped
         if not ok.all():
             self.note("skipped {n} complete event{s} without a usable ts/dur", int((~ok).sum()))
+        keys = list(self.lanes)
+        no_device = np.array([is_gpu and not _is_device(pid) for pid, _, is_gpu in keys], bool)
+        if no_device.any():
+            bad = ok & no_device[col["lane"]]
+            if bad.any():
+                self.note(
+                    "skipped {n} GPU event{s} whose pid is not a device number", int(bad.sum())
+                )
+                ok &= ~bad
+        kept: npt.NDArray[np.int64] | None = None  # file rows left, when some are dropped
+        if not ok.all():
             kept = np.flatnonzero(ok)
             ts_us, dur_us = ts_us[kept], dur_us[kept]
             col = {key: values[kept] for key, values in col.items()}
+            if ts_ns is not None:
+                ts_ns = ts_ns[kept]
         if not len(ts_us):
             raise TraceError(f"{self.label}: a trace with no complete events")
-        ts_ns = _us_to_ns(ts_us) + self.base_ns
+        if ts_ns is None:
+            ts_ns = _us_to_ns(ts_us)
+        if self.base_ns and int(ts_ns.max()) > 2**63 - 1 - self.base_ns:
+            self.note("ignored baseTimeNanoseconds: added to these ts (absolute already) "
+                      "it would pass the int64 range")  # fmt: skip
+        else:
+            ts_ns = ts_ns + self.base_ns
         dur_ns = _us_to_ns(dur_us)
         if (dur_ns < 0).any():
             self.note("clamped {n} negative duration{s} to 0", int((dur_ns < 0).sum()))
             np.maximum(dur_ns, 0, out=dur_ns)
         del ts_us, dur_us
-        keys = list(self.lanes)
         used = np.zeros(len(keys), dtype=bool)
         used[col["lane"]] = True
         new_id = np.cumsum(used, dtype=np.int32) - 1  # hide lanes whose events were all dropped
@@ -302,6 +355,7 @@ class Columns:
             for i, (pid, tid, is_gpu) in enumerate(keys)
             if used[i]
         ]
+        names, cats, lanes = self._printable(list(self.names), list(self.cats), lanes)
         order = _time_order(ts_ns, dur_ns)
         col = {key: values[order] for key, values in col.items()}
         (correlation, external_id), extra = self._args_columns(
@@ -316,8 +370,8 @@ class Columns:
             lane=col.pop("lane"),
             correlation=correlation,
             external_id=external_id,
-            names=list(self.names),
-            cats=list(self.cats),
+            names=names,
+            cats=cats,
             lanes=lanes,
             extra=extra,
             meta=meta,
@@ -327,6 +381,27 @@ class Columns:
             n_flows=self.n_flows,
             n_instants=self.n_instants,
         )
+
+    def _printable(
+        self, names: list[str], cats: list[str], lanes: list[Lane]
+    ) -> tuple[list[str], list[str], list[Lane]]:
+        """Names, categories and lane labels with every lone surrogate made U+FFFD.
+
+        JSON may escape half of a surrogate pair alone (``"op"`` followed by the
+        escape of U+D800); Python then holds a string that cannot be encoded as
+        UTF-8, and printing it would fail.
+        """
+        texts = [*names, *cats, *(str(v) for ln in lanes for v in (ln.pid, ln.tid, ln.name))]
+        if "".join(texts).isascii() or not _SURROGATE.search("".join(texts)):
+            return names, cats, lanes
+        n_bad = len(_SURROGATE.findall("".join(texts)))
+        self.note("replaced {n} lone surrogate escape{s} in names with U+FFFD", n_bad)
+
+        def fix(v: Any) -> Any:
+            return _SURROGATE.sub("\ufffd", v) if isinstance(v, str) else v
+
+        lanes = [Lane(ln.index, fix(ln.pid), fix(ln.tid), ln.is_gpu, fix(ln.name)) for ln in lanes]
+        return [fix(n) for n in names], [fix(c) for c in cats], lanes
 
     def _args_columns(self, rows: npt.NDArray[np.int64]) -> tuple[_IdColumns, ArgColumns]:
         """The two id columns and ``Trace.extra``; trace row ``i`` is file row ``rows[i]``."""
@@ -348,6 +423,114 @@ class Columns:
         return (ids["correlation"], ids["external_id"]), ArgColumns(
             _EXTRA_COLUMNS, groups, len(rows)
         )
+
+
+_ENVELOPE_STR = ("ph", "name", "cat")
+
+
+def to_record(ev: Any, columns: Columns, args_type: type, event_type: type) -> Any:
+    """One decoded JSON event -> the record the fast path would have made.
+
+    Values of the wrong type are replaced by what the fast path treats as
+    absent, and counted in ``columns.notes`` so that the repair is reported.
+    A string in a numeric arg is kept: :class:`Columns` reads it as the
+    integer it spells, or as absent (and notes it), on both paths. The fast
+    path also uses this for a piece of the file msgspec's types refused.
+    """
+    if not isinstance(ev, dict):
+        columns.note("skipped {n} trace event{s} that are not JSON objects")
+        return None
+    fields: dict[str, Any] = {}
+    for key in _ENVELOPE_STR:
+        value = ev.get(key, "")
+        if not isinstance(value, str):
+            value = "" if value is None else json.dumps(value)
+            if key != "name":
+                columns.note(f"read {{n}} non-string '{key}' value{{s}} as text")
+        fields[key] = value
+    for key in ("pid", "tid"):
+        value = ev.get(key, "")
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)
+        elif isinstance(value, bool) or not isinstance(value, (int, str)):
+            value = json.dumps(value)
+        fields[key] = value
+    for key in ("ts", "dur"):
+        value = ev.get(key)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
+            columns.note(f"treated {{n}} non-numeric '{key}' value{{s}} as missing")
+            value = None
+        fields[key] = value
+    args = ev.get("args")
+    if isinstance(args, dict):
+        kept = {}
+        for raw, attr in INT_ARGS.items():
+            value = args.get(raw)
+            if value is None:
+                continue
+            if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+                columns.note(f"treated {{n}} non-numeric value{{s}} in args.{raw} as absent")
+                continue
+            kept[attr] = value
+        for key in ("grid", "block", "name"):
+            if key in args:
+                kept[key] = args[key]
+        fields["args"] = args_type(**kept)
+    return event_type(**fields)
+
+
+def needs_exact_ts(columns: Columns, text: Buffer | str) -> bool:
+    """Whether the float ``ts`` lost precision: absolute µs with a fraction.
+
+    True for traces without ``baseTimeNanoseconds`` whose ``ts`` are epoch
+    µs (about 1.7e15) written with a ns fraction (torch about 2.2-2.3): a
+    float64 holds those only to 0.25 µs, so the loader reads them again
+    exactly (:func:`exact_ns`). Most such files show it at once as
+    non-integer floats; where every float is whole (integer µs, as torch 1.x
+    writes, or fractions that all rounded away), ``text``, the JSON, is
+    searched for a big ``ts`` with a fraction. Relative ``ts`` are exact as
+    floats.
+    """
+    if columns.base_ns:
+        return False
+    big_ts = False
+    for ts in columns.chunks.get("ts_us", []):
+        big = np.abs(ts) >= _EXACT_US
+        if big.any():
+            if (ts[big] != np.floor(ts[big])).any():
+                return True
+            big_ts = True
+    if not big_ts:
+        return False
+    if isinstance(text, str):
+        return re.search(_BIG_FRACTION.pattern.decode(), text) is not None
+    return _BIG_FRACTION.search(text) is not None
+
+
+def exact_ns(values: list[Any]) -> npt.NDArray[np.int64]:
+    """``ts`` as written (Decimal for JSON floats, int) -> int64 ns, rounded half to even.
+
+    Anything else (null, a string, a value out of range) gives 0: the float
+    column marks those rows unusable and they are dropped.
+    """
+    out = np.zeros(len(values), dtype=np.int64)
+    for i, v in enumerate(values):
+        if isinstance(v, decimal.Decimal) and v.is_finite():
+            ns = int((v * 1000).to_integral_value(decimal.ROUND_HALF_EVEN))
+        elif isinstance(v, int) and not isinstance(v, bool):
+            ns = v * 1000
+        elif isinstance(v, float) and abs(v) < _MAX_US:
+            ns = round(v * 1000)
+        else:
+            continue
+        if -(2**63) <= ns < 2**63:
+            out[i] = ns
+    return out
+
+
+def _is_device(pid: Any) -> bool:
+    """A GPU event's pid must be a device number (not ``"GPU 0"``, 1.5 or 2**64 - 1)."""
+    return isinstance(pid, int) and not isinstance(pid, bool) and 0 <= pid < _MAX_DEVICE
 
 
 def _kind_of(cat: str) -> Kind:

@@ -16,7 +16,16 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from ._events import GPU_OP_KINDS, LAUNCH_KINDS, Kind, Lane, Trace, kind_mask, name_mask
+from ._events import (
+    GPU_OP_KINDS,
+    LAUNCH_KINDS,
+    STEP_KINDS,
+    Kind,
+    Lane,
+    Trace,
+    kind_mask,
+    name_mask,
+)
 from ._link import LAUNCH_APIS, SYNC_APIS
 from ._names import cut, shorten_kernel_name
 
@@ -200,7 +209,7 @@ def layout_rows(trace: Trace, idx: _I64) -> tuple[list[Row], _I64]:
     # the window); GPU streams after, by device and stream.
     steps = np.array(
         [trace.names[k].startswith("ProfilerStep#") for k in trace.name_id[idx]], dtype=bool
-    ) & (trace.kind[idx] == int(Kind.USER_ANNOTATION))
+    ) & np.isin(trace.kind[idx], [int(k) for k in STEP_KINDS])
     step_lanes = {int(x) for x in lanes[steps]}
     first_ts = {int(li): int(ts[np.argmax(lanes == li)]) for li in np.unique(lanes)}
     used_lanes = sorted(

@@ -26,6 +26,8 @@ __all__ = [
     "CPU_OP_KINDS",
     "GPU_OP_KINDS",
     "LAUNCH_KINDS",
+    "MTIA_DEVICE_CATS",
+    "STEP_KINDS",
     "Kind",
     "Lane",
     "Region",
@@ -79,7 +81,15 @@ CATEGORY_KIND = {
     "Memset": Kind.MEMSET,
 }
 
+#: Categories of MTIA device work. Not read as GPU ops yet: they mix
+#: kernels, DMA transfers and event waits, on lanes whose tid is not the stream.
+MTIA_DEVICE_CATS = ("mtia_ccp_events",)
+
 _STEP = re.compile(r"^ProfilerStep#(\d+)$")
+_STREAM = re.compile(r"(?:stream )?(\d{1,18})")
+#: Kinds a ``ProfilerStep#N`` span may have: torch 1.8/1.9 wrote it as an
+#: ``Operator`` (a CPU op), later versions as a ``user_annotation``.
+STEP_KINDS = (Kind.USER_ANNOTATION, Kind.CPU_OP)
 
 
 @dataclass(frozen=True)
@@ -94,11 +104,18 @@ class Lane:
 
     @property
     def device(self) -> int:
-        return int(self.pid) if self.is_gpu else -1
+        """The GPU's number (a GPU lane's pid, an int: the loader drops others); -1 on CPU."""
+        return int(self.pid) if self.is_gpu and isinstance(self.pid, int) else -1
 
     @property
     def stream(self) -> int:
-        return int(self.tid) if self.is_gpu else -1
+        """The stream's number (its tid; torch 1.x writes ``"stream 7"``); -1 if none."""
+        if not self.is_gpu:
+            return -1
+        if isinstance(self.tid, int):
+            return self.tid
+        digits = _STREAM.fullmatch(self.tid)
+        return int(digits.group(1)) if digits else -1
 
     @property
     def label(self) -> str:
@@ -263,11 +280,15 @@ class Trace:
     # ------------------------------------------------------------------ regions
     @property
     def steps(self) -> list[Region]:
-        """``ProfilerStep#N`` spans in order (CPU side)."""
+        """``ProfilerStep#N`` spans in order (CPU side).
+
+        Found by name among user annotations and, for torch 1.8/1.9 traces
+        (category ``Operator``), CPU ops.
+        """
         return cached(self, "steps", self._steps)
 
     def _steps(self) -> list[Region]:
-        idx = self.where(kind=Kind.USER_ANNOTATION, prefix="ProfilerStep#")
+        idx = self.where(kind=STEP_KINDS, prefix="ProfilerStep#")
         end = self.end_ns
         return [
             Region(self.name(i), int(self.ts_ns[i]), int(end[i]), int(i))
@@ -289,6 +310,12 @@ class Trace:
         idx = self.where(kind=Kind.USER_ANNOTATION, name=name)
         end = self.end_ns
         return [Region(name, int(self.ts_ns[i]), int(end[i]), int(i)) for i in idx]
+
+    @property
+    def mtia_device_ops(self) -> int:
+        """How many MTIA device ops the trace holds (not read as GPU work yet)."""
+        wanted = [i for i, c in enumerate(self.cats) if c in MTIA_DEVICE_CATS]
+        return int(np.isin(self.cat_id, wanted).sum()) if wanted else 0
 
     @property
     def device_properties(self) -> list[dict[str, Any]]:

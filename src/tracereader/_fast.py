@@ -17,6 +17,7 @@ when it loads, so ``import tracereader`` works where msgspec is not installed.
 from __future__ import annotations
 
 import contextlib
+import decimal
 import os
 import pickle
 import re
@@ -28,7 +29,17 @@ from typing import Any
 import msgspec
 import numpy as np
 
-from ._columns import Buffer, Columns, Num, TraceError, base_ns, skip_space
+from ._columns import (
+    Buffer,
+    Columns,
+    NumOrText,
+    TraceError,
+    base_ns,
+    exact_ns,
+    needs_exact_ts,
+    skip_space,
+    to_record,
+)
 from ._events import Trace
 
 __all__ = ["ArgsRecord", "EventRecord", "NotFast", "load_fast"]
@@ -56,19 +67,22 @@ class NotFast(Exception):
 class ArgsRecord(msgspec.Struct, gc=False):
     """The few ``args`` the analyses need; msgspec skips every other key unseen.
 
-    Same fields and defaults as :class:`~tracereader._columns.PlainArgs`.
+    Same fields and defaults as :class:`~tracereader._columns.PlainArgs`. The
+    numeric args also accept a string (ROCm writes ``"stream": "0x0"``), so
+    that one odd value never stops msgspec: :class:`Columns` reads a string
+    that is an integer literal as that integer and any other as absent.
     """
 
-    correlation: Num = -1
-    external_id: Num = msgspec.field(default=-1, name="External id")
-    bytes: Num = -1
-    registers: Num = msgspec.field(default=-1, name="registers per thread")
-    shared_mem: Num = msgspec.field(default=-1, name="shared memory")
-    occupancy_pct: Num = msgspec.field(default=-1, name="est. achieved occupancy %")
-    python_id: Num = msgspec.field(default=-1, name="Python id")
-    python_parent_id: Num = msgspec.field(default=-1, name="Python parent id")
-    seq: Num = msgspec.field(default=-1, name="Sequence number")
-    stream: Num = -1
+    correlation: NumOrText = -1
+    external_id: NumOrText = msgspec.field(default=-1, name="External id")
+    bytes: NumOrText = -1
+    registers: NumOrText = msgspec.field(default=-1, name="registers per thread")
+    shared_mem: NumOrText = msgspec.field(default=-1, name="shared memory")
+    occupancy_pct: NumOrText = msgspec.field(default=-1, name="est. achieved occupancy %")
+    python_id: NumOrText = msgspec.field(default=-1, name="Python id")
+    python_parent_id: NumOrText = msgspec.field(default=-1, name="Python parent id")
+    seq: NumOrText = msgspec.field(default=-1, name="Sequence number")
+    stream: NumOrText = -1
     grid: Any = None  # kernels: [x, y, z] blocks
     block: Any = None  # kernels: [x, y, z] threads per block
     name: Any = None  # thread_name metadata
@@ -87,8 +101,19 @@ class EventRecord(msgspec.Struct, gc=False):
     args: ArgsRecord | None = None
 
 
+class TsRecord(msgspec.Struct, gc=False):
+    """An event's phase and its ``ts`` as written: a JSON float arrives as a Decimal."""
+
+    ph: str = ""
+    ts: Any = None
+
+
 _TOP: msgspec.json.Decoder[dict[str, msgspec.Raw]] = msgspec.json.Decoder(dict[str, msgspec.Raw])
 _EVENTS: msgspec.json.Decoder[list[EventRecord]] = msgspec.json.Decoder(list[EventRecord])
+_ANY_EVENTS: msgspec.json.Decoder[list[Any]] = msgspec.json.Decoder(list[Any])
+_TS: msgspec.json.Decoder[list[TsRecord]] = msgspec.json.Decoder(
+    list[TsRecord], float_hook=decimal.Decimal
+)
 
 
 def load_fast(holder: list[Buffer], label: str, workers: int | None) -> Trace:
@@ -101,23 +126,28 @@ def load_fast(holder: list[Buffer], label: str, workers: int | None) -> Trace:
     try:
         meta, buffer, start, stop = _locate(data, label, quick=True)
         columns = Columns(label, base_ns(meta))
+        spans = _spans(buffer, start, stop)
         try:
-            _decode_spans(buffer, _spans(buffer, start, stop), columns, workers)
+            _decode_spans(buffer, spans, columns, workers)
         except msgspec.DecodeError:
             # A cut fell inside a string, or the quick look at head and tail
             # was fooled (or the JSON is bad): scan it all, decode in one go.
             meta, buffer, start, stop = _locate(data, label, quick=False)
             columns = Columns(label, base_ns(meta))
-            columns.add(_EVENTS.decode(memoryview(buffer)[start : stop + 1]))
+            spans = [(start + 1, stop)]
+            _decode_into(buffer, spans, columns)
+        ts_ns = _exact_ts(buffer, spans) if needs_exact_ts(columns, buffer) else None
     except msgspec.DecodeError as exc:
         if "truncated" in str(exc):
             raise TraceError(f"{label}: JSON ends early (the file was cut off)") from None
         raise NotFast from None
     except msgspec.ValidationError:
         raise NotFast from None
+    except RecursionError:
+        raise TraceError(f"{label}: JSON nested too deeply to be a trace") from None
     del buffer, data
     holder.clear()  # the JSON bytes go now, before the columns are sorted
-    return columns.finish(meta, parser="fast", repairs=[])
+    return columns.finish(meta, parser="fast", repairs=[], ts_ns=ts_ns)
 
 
 def _locate(data: Buffer, label: str, quick: bool) -> tuple[dict[str, Any], Buffer, int, int]:
@@ -228,9 +258,39 @@ def _decode_spans(
 
 
 def _decode_into(buffer: Buffer, spans: list[tuple[int, int]], columns: Columns) -> None:
-    view = memoryview(buffer)
     for begin, end in spans:
-        columns.add(_EVENTS.decode(b"".join((b"[", view[begin:end], b"]"))))
+        piece = _piece(buffer, begin, end)
+        try:
+            events = _EVENTS.decode(piece)
+        except msgspec.ValidationError:
+            # A value of an unexpected type (a float pid, a non-string name):
+            # only this piece is read the tolerant way, each odd value costing
+            # its field or its event, with the repair noted.
+            events = [
+                to_record(ev, columns, ArgsRecord, EventRecord) for ev in _ANY_EVENTS.decode(piece)
+            ]
+        columns.add([ev for ev in events if ev is not None])
+
+
+def _exact_ts(buffer: Buffer, spans: list[tuple[int, int]]) -> Any:
+    """``ts`` of every complete event in ns, read exactly from the JSON text.
+
+    Needed for absolute µs with a ns fraction (``1700000000000000.123``, torch
+    about 2.2-2.3): a float64 holds them only to 0.25 µs. A second, light pass
+    decodes each ``ts`` as a Decimal; any other file never pays for it.
+    """
+    values = []
+    for begin, end in spans:
+        values += [ev.ts for ev in _TS.decode(_piece(buffer, begin, end)) if ev.ph == "X"]
+    return exact_ns(values)
+
+
+def _piece(buffer: Buffer, begin: int, end: int) -> Any:
+    """The events ``buffer[begin:end]`` as a JSON array (the whole array: a view, no copy)."""
+    view = memoryview(buffer)
+    if buffer[begin - 1] == ord("[") and buffer[end] == ord("]"):
+        return view[begin - 1 : end + 1]
+    return b"".join((b"[", view[begin:end], b"]"))
 
 
 class _Helper:
@@ -283,9 +343,11 @@ def _fork(buffer: Buffer, spans: list[tuple[int, int]], parent: Columns) -> _Hel
         try:
             columns = Columns(parent.label, parent.base_ns)
             _decode_into(buffer, spans, columns)
-            message: tuple[str, Columns | Exception] = ("ok", columns)
+            message: tuple[str, Columns | Exception | None] = ("ok", columns)
         except (msgspec.DecodeError, msgspec.ValidationError) as exc:
             message = ("error", exc)
+        except RecursionError:
+            message = ("failed", None)  # the parent meets it again and reports it
         with os.fdopen(write_fd, "wb") as pipe:
             pickle.dump(message, pipe, protocol=pickle.HIGHEST_PROTOCOL)
     finally:

@@ -31,7 +31,7 @@ import numpy.typing as npt
 
 from ._events import CPU_OP_KINDS, GPU_OP_KINDS, LAUNCH_KINDS, Region, Trace, cached, kind_mask
 
-__all__ = ["LAUNCH_APIS", "SYNC_APIS", "Links", "link"]
+__all__ = ["GRAPH_LAUNCH_APIS", "LAUNCH_APIS", "SYNC_APIS", "Links", "link"]
 
 #: Runtime/driver calls that put work on a GPU stream. Matched by prefix, so
 #: versioned names such as ``cudaLaunchKernelExC_v11060`` count too.
@@ -53,6 +53,8 @@ LAUNCH_APIS = (
     "hipMemcpy",
     "hipMemset",
 )
+#: The launch APIs above that launch a whole graph (one call, many GPU ops).
+GRAPH_LAUNCH_APIS = tuple(api for api in LAUNCH_APIS if "GraphLaunch" in api)
 #: Calls that block the CPU thread until the GPU catches up.
 SYNC_APIS = (
     "cudaDeviceSynchronize",

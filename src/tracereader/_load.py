@@ -5,17 +5,27 @@ Chrome-trace keys. Loading has three paths that produce identical columns:
 
 * **fast** (``trace.parser == "fast"``, :mod:`tracereader._fast`): msgspec
   decodes the memory-mapped ``traceEvents`` array piece by piece into small
-  gc-free structs, in forked processes for big files.
+  gc-free structs, in forked processes for big files. A numeric arg written
+  as a string (ROCm's ``"stream": "0x0"``) stays on this path; a value the
+  structs refuse (a float ``pid``, a non-string ``name``) sends only its
+  piece of about 4 MB through the tolerant per-event rules below.
 * **tolerant** (``trace.parser == "tolerant"``, :mod:`tracereader._tolerant`):
   when msgspec refuses the bytes (raw control characters in strings, invalid
-  UTF-8, ``NaN`` tokens, a field of an unexpected type) the stdlib ``json``
+  UTF-8, ``NaN`` tokens, a lone surrogate escape) the stdlib ``json``
   module, which accepts all of those, decodes the text, and every fix is
   written to ``trace.repairs``.
 * **stdlib** (``trace.parser == "stdlib"``): the tolerant path, taken at once
   where msgspec is not installed (a GPU machine that only records). msgspec is
   imported only when a trace is loaded, so ``import tracereader`` never needs it.
 
-All paths feed the same :class:`~tracereader._columns.Columns` builder.
+All paths feed the same :class:`~tracereader._columns.Columns` builder, and
+every path keeps times exact to the ns: absolute µs ``ts`` with a ns fraction
+(torch about 2.2-2.3, beyond a float64's precision) are read a second time as
+text. A GPU event whose ``pid`` is not a device number (``"GPU 0"``, ``1.5``,
+``2**64 - 1``) is skipped, a lone surrogate in a name becomes U+FFFD, and
+``baseTimeNanoseconds`` is ignored where adding it to ``ts`` that are
+absolute already would pass the int64 range; each is listed in
+``trace.repairs``.
 Anything that is not a trace raises :class:`TraceError` with one line naming
 the file and the reason.
 """
@@ -138,8 +148,9 @@ def load(source: str | os.PathLike[str] | bytes, *, workers: int | None = None) 
     ------
     TraceError
         With a one-line reason naming the input when it is not a trace: a
-        missing file, a directory, an empty or cut-off file, JSON without
-        ``traceEvents``, or a trace without a single complete event.
+        missing file, a directory, an empty or cut-off file, JSON nested too
+        deeply (100,000 levels, say), JSON without ``traceEvents``, or a
+        trace without a single complete event.
 
     Examples
     --------

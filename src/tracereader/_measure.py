@@ -26,7 +26,7 @@ import numpy.typing as npt
 
 from ._events import LAUNCH_KINDS, Kind, Trace, kind_mask, name_mask
 from ._intervals import Window, gpu_intervals, launched_in, union
-from ._link import link
+from ._link import GRAPH_LAUNCH_APIS, link
 
 __all__ = [
     "LaunchTable",
@@ -259,9 +259,11 @@ def summary(trace: Trace) -> dict[str, Any]:
     Keys: ``source``, ``parser``, ``repairs``, ``events``, ``duration_us``,
     ``cpu_threads`` (threads with CPU events), ``gpu_streams`` (streams with
     GPU ops), ``devices``, ``kernels``, ``memcpys``,
-    ``memsets``, ``gpu_ops`` (their sum), ``linked_gpu_ops`` (GPU ops whose
+    ``memsets``, ``gpu_ops`` (their sum), ``mtia_device_ops`` (MTIA device
+    ops, which are not read as GPU work yet), ``linked_gpu_ops`` (GPU ops whose
     launch call was found), ``launch_calls``, ``launch_apis`` (API name ->
-    GPU ops it launched), ``graph_launches`` (``cudaGraphLaunch`` calls),
+    GPU ops it launched), ``graph_launches`` (calls of any graph-launch API:
+    ``cudaGraphLaunch``, ``cuGraphLaunch``, ``hipGraphLaunch``),
     ``issuer_methods``, ``gpu_busy_us``, ``launch_to_start_us_median``,
     ``steps`` (names) and ``step_times`` (per step dicts, see :class:`StepTime`).
     """
@@ -276,8 +278,8 @@ def summary(trace: Trace) -> dict[str, Any]:
     apis: dict[str, int] = {
         trace.names[i]: int(n) for i, n in zip(api_ids.tolist(), counts, strict=True)
     }
-    graph_names = ("cudaGraphLaunch", "cuGraphLaunch")
-    graph = int(np.count_nonzero(kind_mask(trace, LAUNCH_KINDS) & name_mask(trace, graph_names)))
+    graph_calls = kind_mask(trace, LAUNCH_KINDS) & name_mask(trace, GRAPH_LAUNCH_APIS)
+    graph = int(np.count_nonzero(graph_calls))
     _, to_start, is_first = _latencies(trace, ln.gpu_ops)
     first = to_start[is_first]  # one launch-to-start per launch call
     end = int(trace.end_ns.max()) if len(trace) else 0
@@ -294,6 +296,7 @@ def summary(trace: Trace) -> dict[str, Any]:
         "memcpys": int(np.count_nonzero(k == Kind.MEMCPY)),
         "memsets": int(np.count_nonzero(k == Kind.MEMSET)),
         "gpu_ops": int(len(ln.gpu_ops)),
+        "mtia_device_ops": trace.mtia_device_ops,
         "linked_gpu_ops": ln.linked_gpu_ops,
         "launch_calls": int(len(ln.launch_calls)),
         "launch_apis": dict(sorted(apis.items(), key=lambda kv: (-kv[1], kv[0]))),

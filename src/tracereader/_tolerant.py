@@ -9,15 +9,28 @@ path where msgspec is not installed. Events reach the same
 
 from __future__ import annotations
 
+import contextlib
+import decimal
 import gc
 import json
 import re
+from collections.abc import Iterator
 from typing import Any
 
-from ._columns import INT_ARGS, Buffer, Columns, PlainArgs, PlainEvent, TraceError, base_ns
+from ._columns import (
+    Buffer,
+    Columns,
+    PlainArgs,
+    PlainEvent,
+    TraceError,
+    base_ns,
+    exact_ns,
+    needs_exact_ts,
+    to_record,
+)
 from ._events import Trace
 
-__all__ = ["load_tolerant"]
+__all__ = ["load_tolerant", "record_types"]
 
 #: Events per batch on the tolerant path.
 BATCH_EVENTS = 50_000
@@ -40,6 +53,7 @@ def load_tolerant(data: Buffer, label: str, parser: str = "tolerant") -> Trace:
         repairs.append(f"replaced {n_bad} invalid UTF-8 byte{'s' * (n_bad != 1)}")
     del data
     constants: dict[str, int] = {}
+    strict = True
 
     def constant(token: str) -> float:
         constants[token] = constants.get(token, 0) + 1
@@ -54,7 +68,8 @@ def load_tolerant(data: Buffer, label: str, parser: str = "tolerant") -> Trace:
             if not exc.msg.startswith("Invalid control character"):
                 raise
             constants.clear()
-            doc = json.loads(text, parse_constant=constant, strict=False)
+            strict = False
+            doc = json.loads(text, parse_constant=constant, strict=strict)
             repairs.append("accepted raw control characters in strings")
     except json.JSONDecodeError as exc:
         if exc.pos >= len(text.rstrip()):
@@ -66,7 +81,6 @@ def load_tolerant(data: Buffer, label: str, parser: str = "tolerant") -> Trace:
     finally:
         if gc_was_on:
             gc.enable()
-    del text
     if constants:
         tokens = "/".join(sorted(constants))
         repairs.append(f"accepted {sum(constants.values())} {tokens} tokens (not valid JSON)")
@@ -81,17 +95,39 @@ def load_tolerant(data: Buffer, label: str, parser: str = "tolerant") -> Trace:
     else:
         raise TraceError(f"{label}: JSON but not a trace (no traceEvents list)")
     columns = Columns(label, base_ns(meta))
-    make = _record_types()
+    make = record_types()
     for start in range(0, len(events), BATCH_EVENTS):
-        batch = [_record(ev, columns, *make) for ev in events[start : start + BATCH_EVENTS]]
+        batch = [to_record(ev, columns, *make) for ev in events[start : start + BATCH_EVENTS]]
         columns.add([ev for ev in batch if ev is not None])
-    return columns.finish(meta, parser=parser, repairs=repairs)
+    del doc, events
+    ts_ns = None
+    if needs_exact_ts(columns, text):  # absolute µs with a ns fraction: read the ts again, exactly
+        with _gc_off():
+            doc = json.loads(text, parse_float=decimal.Decimal, parse_constant=float, strict=strict)
+        events = doc.get("traceEvents", []) if isinstance(doc, dict) else doc
+        ts_ns = exact_ns([ev.get("ts") for ev in events if _is_complete(ev)])
+        del doc, events
+    del text
+    return columns.finish(meta, parser=parser, repairs=repairs, ts_ns=ts_ns)
 
 
-_ENVELOPE_STR = ("ph", "name", "cat")
+def _is_complete(ev: Any) -> bool:
+    """What :meth:`Columns.add` counts as a complete event."""
+    return isinstance(ev, dict) and ev.get("ph") == "X"
 
 
-def _record_types() -> tuple[type, type]:
+@contextlib.contextmanager
+def _gc_off() -> Iterator[None]:
+    gc_was_on = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if gc_was_on:
+            gc.enable()
+
+
+def record_types() -> tuple[type, type]:
     """The args and event record types: msgspec's gc-free structs if installed."""
     try:
         from ._fast import ArgsRecord, EventRecord
@@ -100,51 +136,3 @@ def _record_types() -> tuple[type, type]:
             raise
         return PlainArgs, PlainEvent
     return ArgsRecord, EventRecord
-
-
-def _record(ev: Any, columns: Columns, args_type: type, event_type: type) -> Any:
-    """One decoded JSON event -> the record the fast path would have made.
-
-    Values of the wrong type are replaced by what the fast path treats as
-    absent, and counted in ``columns.notes`` so that the repair is reported.
-    """
-    if not isinstance(ev, dict):
-        columns.note("skipped {n} trace event{s} that are not JSON objects")
-        return None
-    fields: dict[str, Any] = {}
-    for key in _ENVELOPE_STR:
-        value = ev.get(key, "")
-        if not isinstance(value, str):
-            value = "" if value is None else json.dumps(value)
-            if key != "name":
-                columns.note(f"read {{n}} non-string '{key}' value{{s}} as text")
-        fields[key] = value
-    for key in ("pid", "tid"):
-        value = ev.get(key, "")
-        if isinstance(value, float) and value.is_integer():
-            value = int(value)
-        elif isinstance(value, bool) or not isinstance(value, (int, str)):
-            value = json.dumps(value)
-        fields[key] = value
-    for key in ("ts", "dur"):
-        value = ev.get(key)
-        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
-            columns.note(f"treated {{n}} non-numeric '{key}' value{{s}} as missing")
-            value = None
-        fields[key] = value
-    args = ev.get("args")
-    if isinstance(args, dict):
-        kept = {}
-        for raw, attr in INT_ARGS.items():
-            value = args.get(raw)
-            if value is None:
-                continue
-            if isinstance(value, bool) or not isinstance(value, (int, float)):
-                columns.note(f"treated {{n}} non-numeric value{{s}} in args.{raw} as absent")
-                continue
-            kept[attr] = value
-        for key in ("grid", "block", "name"):
-            if key in args:
-                kept[key] = args[key]
-        fields["args"] = args_type(**kept)
-    return event_type(**fields)

@@ -5,12 +5,14 @@ reads only the :class:`~tracereader._events.Trace` columns and metadata, never
 prints, and returns a list of :class:`Finding` in a fixed order:
 
 1. ``parser``: which decoder read the file, and every repair it made;
-2. ``versions``: CUDA runtime/driver and CUPTI versions, the timestamp format;
+2. ``versions``: CUDA runtime/driver and CUPTI versions (HIP and roctracer or
+   rocprofiler-sdk versions on ROCm), the timestamp format;
 3. ``options``: the profiler options recorded in the file (``with_stack``...);
 4. ``counts``: complete events per kind, flows and instants;
 5. ``python``: the share of ``python_function`` events (``with_stack`` makes
    them the majority and the file several times larger);
-6. ``gpu``: whether the trace has GPU work at all;
+6. ``gpu``: whether the trace has GPU work at all (MTIA device ops are
+   named as such: they are not read as GPU work yet);
 7. ``zero_dur``: GPU ops lasting 0 ns (timing lost, or an empty copy);
 8. ``overlap``: GPU ops that start before the previous op on the same stream
    ended. A stream runs its work in order, so these are clock artifacts, and
@@ -102,6 +104,36 @@ def _version(value: object) -> str:
     return str(value)
 
 
+def _hip_version(value: object) -> str:
+    """``60342134`` -> ``"6.3"`` (HIP's 10**7*major + 10**5*minor + patch encoding)."""
+    if isinstance(value, str) and value.isdigit():
+        value = int(value)
+    if isinstance(value, int) and value >= 10**7:
+        return f"{value // 10**7}.{value % 10**7 // 10**5}"
+    return str(value)
+
+
+#: Version keys of Kineto's ROCm profilers (roctracer, then rocprofiler-sdk).
+_ROCM_KEYS = (
+    ("hip_runtime_version", "HIP runtime", _hip_version),
+    ("hip_driver_version", "HIP driver", _hip_version),
+    ("roctracer_version", "roctracer", str),
+    ("rocprofiler-sdk_version", "rocprofiler-sdk", str),
+)
+
+
+def _platform(trace: Trace) -> str:
+    """``"rocm"``, ``"mtia"`` or ``"cuda"``: the runtime the trace was recorded on."""
+    if any(key in trace.meta for key, _, _ in _ROCM_KEYS):
+        return "rocm"
+    if trace.mtia_device_ops:
+        return "mtia"
+    calls = np.unique(trace.name_id[kind_mask(trace, LAUNCH_KINDS)])
+    if any(trace.names[i].startswith("hip") for i in calls.tolist()):
+        return "rocm"
+    return "cuda"
+
+
 def _versions(trace: Trace) -> list[Finding]:
     meta = trace.meta
     parts = [f"{key} {meta[key]}" for key in _TORCH_KEYS if key in meta]
@@ -110,13 +142,19 @@ def _versions(trace: Trace) -> list[Finding]:
             parts.append(f"{label} {_version(meta[key])}")
     if "cupti_version" in meta:
         parts.append(f"CUPTI {meta['cupti_version']}")
+    parts += [f"{label} {show(meta[key])}" for key, label, show in _ROCM_KEYS if key in meta]
     layout = (
         "relative timestamps + baseTimeNanoseconds (torch >= 2.4)"
         if "baseTimeNanoseconds" in meta
         else "absolute timestamps, no baseTimeNanoseconds (torch < 2.4 or another tool)"
     )
     if not parts:
-        return [Finding("warn", f"no CUDA/CUPTI versions in the file; {layout}", "versions")]
+        missing = {
+            "rocm": "no HIP/ROCm versions in the file (a ROCm trace)",
+            "mtia": "no runtime versions in the file (an MTIA trace)",
+            "cuda": "no CUDA/CUPTI versions in the file",
+        }[_platform(trace)]
+        return [Finding("warn", f"{missing}; {layout}", "versions")]
     return [Finding("ok", f"{', '.join(parts)}; {layout}", "versions")]
 
 
@@ -154,6 +192,12 @@ def _gpu(trace: Trace) -> list[Finding]:
     if n_gpu:
         return [Finding("ok", f"{_n(n_gpu, 'GPU op')} (kernels, copies, memsets)", "gpu")]
     n_launch = int(_launches(trace).sum())
+    if trace.mtia_device_ops:
+        message = (
+            f"{_n(trace.mtia_device_ops, 'MTIA device op')} (mtia_ccp_events) but MTIA is not "
+            "supported yet: GPU figures (busy time, kernels, gaps) leave them out"
+        )
+        return [Finding("warn", message, "gpu")]
     if n_launch:
         message = (
             f"{_n(n_launch, 'launch call')} but no GPU ops: the GPU activity was not recorded "
@@ -241,6 +285,8 @@ def _last_step(trace: Trace) -> list[Finding]:
         message = f"last step {last.name} looks cut off: {'; '.join(reasons)}"
         return [Finding("warn", message, "last_step")]
     message = f"{_n(len(steps), 'step')}; the last, {last.name}, looks complete"
-    if not has_gpu:
+    if not has_gpu and trace.mtia_device_ops:
+        message += " (MTIA device ops are not read, so a cut-off step cannot show)"
+    elif not has_gpu:
         message += " (a CPU-only trace cannot show a cut-off step)"
     return [Finding("ok", message, "last_step")]

@@ -93,9 +93,11 @@ def _summary(args: argparse.Namespace) -> int:
         ("lanes", [f"{s['cpu_threads']} CPU thread(s), {s['gpu_streams']} GPU stream(s) "
                    f"on device(s) {', '.join(map(str, s['devices'])) or 'none'}"]),
         ("GPU ops", [f"{s['gpu_ops']} ({s['kernels']} kernels, {s['memcpys']} memcpys, "
-                     f"{s['memsets']} memsets)", f"{s['linked_gpu_ops']} linked to a launch call"]),
+                     f"{s['memsets']} memsets)", f"{s['linked_gpu_ops']} linked to a launch call"]
+                    + [f"{s['mtia_device_ops']} MTIA device ops not read (MTIA is not supported yet)"]
+                    * bool(s["mtia_device_ops"])),
         ("launch APIs", apis),
-        ("graph launches", [f"{s['graph_launches']} cudaGraphLaunch call(s)"]),
+        ("graph launches", [f"{s['graph_launches']} graph-launch call(s)"]),
         ("issuing op found by", [how]),
         ("GPU busy", [f"{s['gpu_busy_us']:,.2f} us ({busy_pct:.1f}% of the trace)"]),
         ("launch-to-start", [f"median {med:,.2f} us" if med is not None else "n/a"]),
