@@ -44,7 +44,6 @@ from tracereader import (
     gaps,
     gpu_busy_us,
     kernel_table,
-    launches,
     link,
     op_table,
     step_times,
@@ -406,13 +405,19 @@ def firststep() -> Callable[[], SmallFigure]:
     assert d[0] > 100 * d[-1]
     w = [s.dur_us for s in T["64_bf16"].steps]
     assert w[0] == max(w), "even the warm run's first recorded step is its widest"
+    tw = T["64_bf16"]
+    cpu = (Kind.CPU_OP, Kind.USER_ANNOTATION, Kind.RUNTIME, Kind.DRIVER)
+    calls = [sorted(tw.name(i) for i in in_step(tw, s.name, kind=cpu) if int(i) != s.event)
+             for s in tw.steps]  # fmt: skip
+    assert all(c == calls[0] for c in calls[1:]), "the first kept step makes the same calls"
+    assert not any(len(tw.where(contains=c)) for c in ("cudaMalloc", "Occupancy", "Module Loading"))
     assert param("64_bf16", "warmup") is True
     assert param("64_bf16_nowait", "wait") == param("64_bf16_nowait", "warmup_steps") == 0
     put("fs_first", us(d[0]))
     put("fs_first_name", code(t.steps[0].name))
     put("fs_last_name", code(t.steps[-1].name))
     put("fs_last", us(d[-1]))
-    put("fs_ratio", times(d[0] / d[-1]))
+    put("fs_drawn", str(us(d[0])))  # text: the drawn repeat's, as in the picture
     put("fs_warm_first", us(w[0]))
     put("fs_warm_last", us(w[-1]))
     fig = timeline(t, callouts=[Callout(f"ProfilerStep#0: {us(d[0])}", event=t.steps[0].event),
@@ -597,31 +602,57 @@ def empty() -> Callable[[], SmallFigure]:
     return lambda: picture("empty", fig, "Recording 64_bf16, ProfilerStep#3.")
 
 
+def after_call_us(t: Any, ln: Any, k: int) -> float:
+    """From the END of a GPU op's launch call to the op's start, in µs."""
+    c = int(ln.launch[k])
+    return (int(t.ts_ns[k]) - int(t.ts_ns[c] + t.dur_ns[c])) / 1e3
+
+
+def idle_before_us(t: Any, ln: Any, k: int) -> float:
+    """How long the GPU lane was idle right before op ``k`` (inf: nothing ran before it)."""
+    g = ln.gpu_ops[t.ts_ns[ln.gpu_ops] < t.ts_ns[k]]
+    return (int(t.ts_ns[k]) - int((t.ts_ns[g] + t.dur_ns[g]).max())) / 1e3 if len(g) else np.inf
+
+
 def latency() -> Callable[[], SmallFigure]:
     """Entry: Kernels start long after their launch call."""
+    # The full queue: at 4096x4096, every op launched after the first GEMM started waits
+    # long after its call returned, and starts as the GPU finishes the op before it.
+    t4, l4 = T["4096_bf16"], LN["4096_bf16"]
+    first_gemm = int(t4.ts_ns[t4.where(kind=Kind.KERNEL, prefix="nvjet")].min())
+    queued = [int(k) for k in l4.gpu_ops if t4.ts_ns[l4.launch[k]] > first_gemm]
+    waits = [after_call_us(t4, l4, k) for k in queued]
+    idles = [idle_before_us(t4, l4, k) for k in queued]
+    assert len(queued) >= 6 and min(waits) > 50 and min(idles) >= 0 and max(idles) < 3
+    assert all(s.verdict == "compute-bound" for s in step_times(t4)[1:])
+    # The empty queue: at 64x64 every kernel starts within a few µs of its call's end, on
+    # an idle GPU.
     t, ln = T["64_bf16"], LN["64_bf16"]
-    lt = {r["api"]: r for r in launches(t).by_api()}
-    gemm_dur = float(np.median(t.dur_ns[t.where(kind=Kind.KERNEL, prefix="nvjet")])) / 1e3
-    l2s = lt["cuLaunchKernelEx"]["launch_to_start_us_median"]
-    assert l2s > 3 * gemm_dur
+    waits64 = [after_call_us(t, ln, int(k)) for k in ln.gpu_ops]
+    assert max(abs(w) for w in waits64) < 5
+    assert min(idle_before_us(t, ln, int(k)) for k in ln.gpu_ops) > 5
+    calls64 = [t.dur_ns[ln.launch[k]] / 1e3 for k in ln.gpu_ops]
+    assert np.median(calls64) > np.median(waits64)  # from the call's start: mostly the call
     first_k = int(ln.gpu_ops_of(t.steps[0].event)[0])
     offset = (t.ts_ns[first_k] - t.steps[0].start_ns) / 1e3
     call = int(ln.launch[first_k])
     before = (t.ts_ns[call] - t.steps[0].start_ns) / 1e3
     assert before > 0.5 * offset, "most of the lane offset is CPU work before the first launch"
     assert not len(t.where(kind=Kind.OVERHEAD))
-    put("lt_l2s", us(l2s))
-    put("lt_gemm", us(gemm_dur))
-    put("lt_l2s_add", us(lt["cudaLaunchKernel"]["launch_to_start_us_median"]))
+    put("lt_q4k", us(np.median(waits)))
+    put("lt_idle", us(max(idles)))
+    put("lt_q64", us(np.median(waits64)))
+    put("lt_call64", us(np.median(calls64)))
     put("lt_offset", us(offset))
     put("lt_before", us(before))
-    call4 = one(in_step(t, 4, kind=Kind.DRIVER))
-    k4 = int(ln.gpu_ops_of_call(call4)[0])
-    add4 = int(ln.gpu_ops_of(t.step(4).event)[-1])
-    fig = timeline(t, window=(int(t.ts_ns[call4]) - 5_000, int(t.ts_ns[add4] + t.dur_ns[add4]) + 5_000),
-                   callouts=[Callout(f"{us((t.ts_ns[k4] - t.ts_ns[call4]) / 1e3)} from call to kernel", event=k4)],
+    k = next(q for q in queued if t4.name(q).startswith("nvjet") and l4.step_of(q) == t4.steps[1])
+    c = int(l4.launch[k])
+    fig = timeline(t4, window=(int(t4.ts_ns[c]) - 10_000, int(t4.ts_ns[k]) + 40_000),
+                   callouts=[Callout(f"GEMM: {us(after_call_us(t4, l4, k))} after its call returned", event=k)],
                    width_in=WIDTH_IN)  # fmt: skip
-    return lambda: picture("latency", fig, "Recording 64_bf16, the two launches of ProfilerStep#4.")
+    return lambda: picture(
+        "latency", fig, f"Recording 4096_bf16, the GEMM launched in {t4.steps[1].name}."
+    )
 
 
 def kernelgap() -> Callable[[], SmallFigure]:
@@ -1035,6 +1066,9 @@ def views() -> Callable[[], SmallFigure]:
     )
     rows = [int(r) for v in views for r in in_step(t, t.steps[-1].name, name=v)]
     assert rows and all(len(lk.gpu_ops_of(r)) == 0 for r in rows)
+    idle_ops = [int(r) for r in in_step(t, t.steps[-1].name, kind=Kind.CPU_OP)
+                if len(lk.gpu_ops_of(int(r))) == 0]  # fmt: skip
+    assert sorted(idle_ops) == sorted(rows), "every op that launches nothing here is a view"
     put("cs_views_per_step", len(rows))
     put("cs_kernels_per_step", len(t.where(kind=Kind.KERNEL)) // len(t.steps))
     lin = int(in_step(t, t.steps[-1].name, name="aten::linear")[-1])
