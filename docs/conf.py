@@ -11,7 +11,9 @@ os.environ.setdefault("KINETO_LOG_LEVEL", "6")
 # The site's own glue (tracesite: recordings, replay, page helpers) lives in _ext; the
 # chapters' Jupyter kernels inherit PYTHONPATH, so they find it too.
 sys.path.insert(0, str(HERE / "_ext"))
-os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(HERE / "_ext"), os.environ.get("PYTHONPATH")]))
+os.environ["PYTHONPATH"] = os.pathsep.join(
+    filter(None, [str(HERE / "_ext"), os.environ.get("PYTHONPATH")])
+)
 # Every build, with or without a GPU, renders from the recordings: the GPU build runner
 # re-records first (`nox -s gpu-build`), then builds like any other machine.
 

@@ -211,8 +211,11 @@ def profile_interleaved(
         calls.append((name, (time.perf_counter_ns() - t0) / 1e3))
     if device == "cuda":
         torch.cuda.synchronize()
-    timings = {"what": "CPU time per call without the profiler, in run order", "unit": "us",
-               "calls": [[name, round(us, 1)] for name, us in calls]}
+    timings = {
+        "what": "CPU time per call without the profiler, in run order",
+        "unit": "us",
+        "calls": [[name, round(us, 1)] for name, us in calls],
+    }
     (out_dir / "timings.json").write_text(json.dumps(timings))
 
     # The five calls before the active window end the cycle, so the first profiled
@@ -324,7 +327,10 @@ VARIANTS = {
         profile_matmul_add,
         {"size": 64, "dtype": "bfloat16", "op": "addmm", "warmup": True},
     ),
-    "64_bf16_compile": (profile_matmul_add, {"size": 64, "dtype": "bfloat16", "compile": "default"}),
+    "64_bf16_compile": (
+        profile_matmul_add,
+        {"size": 64, "dtype": "bfloat16", "compile": "default"},
+    ),
     "4096_bf16_compile": (
         profile_matmul_add,
         {"size": 4096, "dtype": "bfloat16", "compile": "default"},

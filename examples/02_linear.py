@@ -46,7 +46,14 @@ DTYPES = {"bfloat16": torch.bfloat16, "float32": torch.float32}
 
 
 def profile_linear(
-    out_dir, *, batch=1024, in_dim=32, out_dim=64, dtype="bfloat16", compile=None, active=3,
+    out_dir,
+    *,
+    batch=1024,
+    in_dim=32,
+    out_dim=64,
+    dtype="bfloat16",
+    compile=None,
+    active=3,
     device=None,
 ):
     """Profile ``nn.Linear(in_dim, out_dim)`` on a ``(batch, in_dim)`` input; write ``trace.json``."""
@@ -94,7 +101,10 @@ def profile_linear(
 VARIANTS = {
     "small": (profile_linear, {"batch": 1024, "in_dim": 32, "out_dim": 64}),
     "big": (profile_linear, {"batch": 8192, "in_dim": 4096, "out_dim": 4096}),
-    "small_compile": (profile_linear, {"batch": 1024, "in_dim": 32, "out_dim": 64, "compile": "default"}),
+    "small_compile": (
+        profile_linear,
+        {"batch": 1024, "in_dim": 32, "out_dim": 64, "compile": "default"},
+    ),
     "big_compile": (
         profile_linear,
         {"batch": 8192, "in_dim": 4096, "out_dim": 4096, "compile": "default"},

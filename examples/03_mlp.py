@@ -81,8 +81,17 @@ class LigerGeGLUMLP(GeGLUMLP):
 
 
 def profile_mlp(
-    out_dir, *, batch=64, seq=128, dim=768, hidden=3072, compile=None, kernel="torch", active=3,
-    cold=False, device=None,
+    out_dir,
+    *,
+    batch=64,
+    seq=128,
+    dim=768,
+    hidden=3072,
+    compile=None,
+    kernel="torch",
+    active=3,
+    cold=False,
+    device=None,
 ):
     """Profile one GeGLU MLP forward per step; write ``trace.json``, return the table.
 
@@ -98,7 +107,9 @@ def profile_mlp(
             try:
                 import liger_kernel  # noqa: F401
             except ImportError:
-                raise SystemExit("the liger variants need Liger-Kernel: pip install liger-kernel") from None
+                raise SystemExit(
+                    "the liger variants need Liger-Kernel: pip install liger-kernel"
+                ) from None
             cls = LigerGeGLUMLP
     torch.manual_seed(0)
     mlp = cls(dim, hidden).to(device=device, dtype=torch.bfloat16)
@@ -157,8 +168,10 @@ def _profile_steps(step, out_dir, *, active, skip, device):
 
 AUTOTUNE_HEADER = r"^AUTOTUNE (\w+)\((.*)\)$"
 AUTOTUNE_CHOICE = r"^\s+(\S+) ([0-9.]+) ms ([0-9.]+)%\s*(.*)$"
-AUTOTUNE_TOOK = (r"AUTOTUNE benchmarking takes ([0-9.]+) seconds and ([0-9.]+) seconds "
-                 r"precompiling for (\d+) choices")
+AUTOTUNE_TOOK = (
+    r"AUTOTUNE benchmarking takes ([0-9.]+) seconds and ([0-9.]+) seconds "
+    r"precompiling for (\d+) choices"
+)
 
 
 def parse_autotune_report(text):
@@ -177,8 +190,9 @@ def parse_autotune_report(text):
         elif "RuntimeError: No valid triton configs" in line:
             failed.append(line.split("No valid triton configs.", 1)[-1].strip())
         elif m := re.match(AUTOTUNE_HEADER, line):
-            blocks.append({"op": m[1], "sizes": m[2], "choices": [], "stats": stats,
-                           "failed": failed})
+            blocks.append(
+                {"op": m[1], "sizes": m[2], "choices": [], "stats": stats, "failed": failed}
+            )
             stats, failed = None, []
         elif blocks and (m := re.match(AUTOTUNE_CHOICE, line)):
             blocks[-1]["choices"].append({"name": m[1], "ms": float(m[2]), "description": m[4]})
@@ -188,7 +202,15 @@ def parse_autotune_report(text):
 
 
 def profile_compile_cold(
-    out_dir, *, mode="default", batch=64, seq=128, dim=768, hidden=3072, active=3, device=None,
+    out_dir,
+    *,
+    mode="default",
+    batch=64,
+    seq=128,
+    dim=768,
+    hidden=3072,
+    active=3,
+    device=None,
 ):
     """Compile the MLP with an empty Inductor cache, time the first call and keep the
     autotuning report (``timings.json``); then profile warm forwards (``trace.json``)."""
@@ -212,11 +234,18 @@ def profile_compile_cold(
         second_s = time.perf_counter() - t0
         out_dir = Path(out_dir)
         out_dir.mkdir(parents=True, exist_ok=True)
-        (out_dir / "timings.json").write_text(json.dumps({
-            "what": "wall time of the first call (compile included) with an empty Inductor "
+        (out_dir / "timings.json").write_text(
+            json.dumps(
+                {
+                    "what": "wall time of the first call (compile included) with an empty Inductor "
                     "cache, of the second call, and Inductor's AUTOTUNE report",
-            "mode": mode, "first_call_s": round(first_s, 3), "second_call_s": round(second_s, 5),
-            "autotune": parse_autotune_report(report)}))
+                    "mode": mode,
+                    "first_call_s": round(first_s, 3),
+                    "second_call_s": round(second_s, 5),
+                    "autotune": parse_autotune_report(report),
+                }
+            )
+        )
 
         def step():
             with torch.no_grad(), record_function("mlp_fwd"):

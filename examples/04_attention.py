@@ -103,8 +103,17 @@ BACKENDS = {
 
 
 def profile_attention(
-    out_dir, *, batch=8, heads=16, seq=1024, head_dim=64, impl="naive", backend=None,
-    compile=None, active=3, device=None,
+    out_dir,
+    *,
+    batch=8,
+    heads=16,
+    seq=1024,
+    head_dim=64,
+    impl="naive",
+    backend=None,
+    compile=None,
+    active=3,
+    device=None,
 ):
     """Profile one attention forward per step; write ``trace.json``, return the table."""
     device = device or ("cuda" if torch.cuda.is_available() else "cpu")
@@ -112,8 +121,10 @@ def profile_attention(
         print(f"the {backend} backend needs a CUDA GPU: profiling the math backend instead")
         backend = "math"
     torch.manual_seed(0)
-    q, k, v = (torch.randn(batch, heads, seq, head_dim, device=device, dtype=torch.bfloat16)
-               for _ in range(3))
+    q, k, v = (
+        torch.randn(batch, heads, seq, head_dim, device=device, dtype=torch.bfloat16)
+        for _ in range(3)
+    )
     f = IMPLS.get(impl, sdpa_attention)
     if compile:
         torch._dynamo.reset()
@@ -181,24 +192,49 @@ def _pin(impl):
     return sdpa_kernel([BACKENDS[impl]]) if impl in BACKENDS else contextlib.nullcontext()
 
 
-def profile_sweep(out_dir, *, seqs=(512, 1024, 2048, 4096, 8192), head_dims=(64, 128),
-                  tokens=16384, model_dim=2048, calls=10, groups=5, device=None):
+def profile_sweep(
+    out_dir,
+    *,
+    seqs=(512, 1024, 2048, 4096, 8192),
+    head_dims=(64, 128),
+    tokens=16384,
+    model_dim=2048,
+    calls=10,
+    groups=5,
+    device=None,
+):
     """Time each version at each shape; write ``timings.json`` and ``trace.json``."""
     device = device or ("cuda" if torch.cuda.is_available() else "cpu")
     impls = SWEEP_IMPLS
     if device == "cpu":  # a small sweep that finishes quickly; only math exists there
-        impls, seqs, head_dims, tokens, model_dim, calls, groups = ("naive", "math"), (64, 128), (64,), 256, 128, 3, 2
+        impls, seqs, head_dims, tokens, model_dim, calls, groups = (
+            ("naive", "math"),
+            (64, 128),
+            (64,),
+            256,
+            128,
+            3,
+            2,
+        )
     results = []
     for head_dim in head_dims:
         for seq in seqs:
             batch, heads = max(1, tokens // seq), model_dim // head_dim
             torch.manual_seed(0)
-            q, k, v = (torch.randn(batch, heads, seq, head_dim, device=device, dtype=torch.bfloat16)
-                       for _ in range(3))
+            q, k, v = (
+                torch.randn(batch, heads, seq, head_dim, device=device, dtype=torch.bfloat16)
+                for _ in range(3)
+            )
             flop = 4 * batch * heads * seq * seq * head_dim / 2
             for impl in impls:
-                row = {"impl": impl, "seq": seq, "head_dim": head_dim, "batch": batch,
-                       "heads": heads, "useful_flop": flop}
+                row = {
+                    "impl": impl,
+                    "seq": seq,
+                    "head_dim": head_dim,
+                    "batch": batch,
+                    "heads": heads,
+                    "useful_flop": flop,
+                }
                 try:
                     with torch.no_grad(), _pin(impl):
                         for _ in range(3):
@@ -207,7 +243,9 @@ def profile_sweep(out_dir, *, seqs=(512, 1024, 2048, 4096, 8192), head_dims=(64,
                         if device == "cuda":
                             torch.cuda.synchronize()
                             for _ in range(groups):
-                                start, end = (torch.cuda.Event(enable_timing=True) for _ in range(2))
+                                start, end = (
+                                    torch.cuda.Event(enable_timing=True) for _ in range(2)
+                                )
                                 start.record()
                                 for _ in range(calls):
                                     _sweep_call(impl, q, k, v)
@@ -250,10 +288,14 @@ def profile_sweep(out_dir, *, seqs=(512, 1024, 2048, 4096, 8192), head_dims=(64,
     for row in results:
         if "ms" in row:
             ms = sorted(row["ms"])[len(row["ms"]) // 2]
-            lines.append(f"{row['impl']:>10} {row['head_dim']:>8} {row['seq']:>6} {ms:>10.3f} "
-                         f"{row['useful_flop'] / (ms * 1e-3) / 1e12:>8.1f}")
+            lines.append(
+                f"{row['impl']:>10} {row['head_dim']:>8} {row['seq']:>6} {ms:>10.3f} "
+                f"{row['useful_flop'] / (ms * 1e-3) / 1e12:>8.1f}"
+            )
         else:
-            lines.append(f"{row['impl']:>10} {row['head_dim']:>8} {row['seq']:>6}  refused: {row['error']}")
+            lines.append(
+                f"{row['impl']:>10} {row['head_dim']:>8} {row['seq']:>6}  refused: {row['error']}"
+            )
     return "\n".join(lines)
 
 
@@ -287,8 +329,17 @@ def balanced_cycle(n):
     return tuple(circuit[::-1][:-1])  # the circuit returns to its start: drop the repeat
 
 
-def profile_backends_interleaved(out_dir, *, batch=8, heads=16, seq=1024, head_dim=64,
-                                 unprofiled_cycles=40, cycles=4, device=None):
+def profile_backends_interleaved(
+    out_dir,
+    *,
+    batch=8,
+    heads=16,
+    seq=1024,
+    head_dim=64,
+    unprofiled_cycles=40,
+    cycles=4,
+    device=None,
+):
     """Time one SDPA call of each version in turn, without and with the profiler.
 
     Writes ``timings.json`` (the unprofiled calls, in run order) and ``trace.json``
@@ -298,8 +349,10 @@ def profile_backends_interleaved(out_dir, *, batch=8, heads=16, seq=1024, head_d
     names = INTERLEAVED if device == "cuda" else ("math", "default")
     cycle = [names[i] for i in balanced_cycle(len(names))]
     torch.manual_seed(0)
-    q, k, v = (torch.randn(batch, heads, seq, head_dim, device=device, dtype=torch.bfloat16)
-               for _ in range(3))
+    q, k, v = (
+        torch.randn(batch, heads, seq, head_dim, device=device, dtype=torch.bfloat16)
+        for _ in range(3)
+    )
     calls = []
     with torch.no_grad():
         for name in names:  # warm up each version (cuDNN builds its plan on first use)
@@ -318,9 +371,15 @@ def profile_backends_interleaved(out_dir, *, batch=8, heads=16, seq=1024, head_d
                 torch.cuda.synchronize()
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / "timings.json").write_text(json.dumps(
-        {"what": "CPU time per SDPA call without the profiler, in run order", "unit": "us",
-         "calls": [[name, round(us, 1)] for name, us in calls]}))
+    (out_dir / "timings.json").write_text(
+        json.dumps(
+            {
+                "what": "CPU time per SDPA call without the profiler, in run order",
+                "unit": "us",
+                "calls": [[name, round(us, 1)] for name, us in calls],
+            }
+        )
+    )
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device == "cuda" else [])
     with torch.no_grad(), profile(activities=activities, record_shapes=True) as prof:
         for _ in range(cycles):
@@ -352,8 +411,18 @@ def profile_backends_interleaved(out_dir, *, batch=8, heads=16, seq=1024, head_d
 # call's CPU time sets the pace; at the series' shape the GPU does.
 
 
-def profile_backend_streams(out_dir, *, batch=8, heads=16, seq=1024, head_dim=64, calls=16,
-                            cycles=12, profiled_calls=4, device=None):
+def profile_backend_streams(
+    out_dir,
+    *,
+    batch=8,
+    heads=16,
+    seq=1024,
+    head_dim=64,
+    calls=16,
+    cycles=12,
+    profiled_calls=4,
+    device=None,
+):
     """Time same-backend streams of SDPA calls, interleaved in one process.
 
     Writes ``timings.json`` (one entry per stream, in run order) and ``trace.json``
@@ -362,8 +431,10 @@ def profile_backend_streams(out_dir, *, batch=8, heads=16, seq=1024, head_dim=64
     device = device or ("cuda" if torch.cuda.is_available() else "cpu")
     names = INTERLEAVED if device == "cuda" else ("math", "default")
     torch.manual_seed(0)
-    q, k, v = (torch.randn(batch, heads, seq, head_dim, device=device, dtype=torch.bfloat16)
-               for _ in range(3))
+    q, k, v = (
+        torch.randn(batch, heads, seq, head_dim, device=device, dtype=torch.bfloat16)
+        for _ in range(3)
+    )
     sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
     refused = {}
     with torch.no_grad():
@@ -394,18 +465,30 @@ def profile_backend_streams(out_dir, *, batch=8, heads=16, seq=1024, head_dim=64
                         end.record()
                     sync()
                     wall_us = (time.perf_counter_ns() - t_start) / 1e3
-                entry = {"version": name, "after": before, "cpu_us": cpu_us,
-                         "wall_us": round(wall_us, 1)}
+                entry = {
+                    "version": name,
+                    "after": before,
+                    "cpu_us": cpu_us,
+                    "wall_us": round(wall_us, 1),
+                }
                 if device == "cuda":
                     entry["gpu_event_us"] = round(start.elapsed_time(end) * 1e3, 1)
                 streams.append(entry)
                 before = name
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / "timings.json").write_text(json.dumps({
-        "what": "same-backend streams of SDPA calls without the profiler, in run order",
-        "unit": "us", "calls_per_stream": calls, "shape": [batch, heads, seq, head_dim],
-        "refused": refused, "streams": streams}))
+    (out_dir / "timings.json").write_text(
+        json.dumps(
+            {
+                "what": "same-backend streams of SDPA calls without the profiler, in run order",
+                "unit": "us",
+                "calls_per_stream": calls,
+                "shape": [batch, heads, seq, head_dim],
+                "refused": refused,
+                "streams": streams,
+            }
+        )
+    )
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device == "cuda" else [])
     with torch.no_grad(), profile(activities=activities, record_shapes=True) as prof:
         for name in names:
@@ -435,7 +518,10 @@ VARIANTS = {
     "interleaved_backends": (profile_backends_interleaved, {**SHAPE}),
     "sweep": (profile_sweep, {}),
     "streams_backends": (profile_backend_streams, {**SHAPE}),
-    "streams_small": (profile_backend_streams, {"batch": 1, "heads": 8, "seq": 128, "head_dim": 64}),
+    "streams_small": (
+        profile_backend_streams,
+        {"batch": 1, "heads": 8, "seq": 128, "head_dim": 64},
+    ),
 }
 COLD_VARIANTS = ()
 

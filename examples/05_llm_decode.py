@@ -75,17 +75,23 @@ def _transformers():
     try:
         import transformers
     except ImportError:
-        raise SystemExit("05_llm_decode needs Hugging Face transformers: pip install transformers") from None
+        raise SystemExit(
+            "05_llm_decode needs Hugging Face transformers: pip install transformers"
+        ) from None
     return transformers
 
 
 def build_model(shape, device):
     """A Llama model of the named shape with random bf16 weights, on ``device``."""
     tf = _transformers()
-    config = tf.LlamaConfig(**SHAPES[shape], max_position_embeddings=LONG_CACHE, rope_theta=500000.0)
+    config = tf.LlamaConfig(
+        **SHAPES[shape], max_position_embeddings=LONG_CACHE, rope_theta=500000.0
+    )
     torch.manual_seed(0)
     with torch.device(device):
-        model = tf.LlamaForCausalLM._from_config(config, dtype=torch.bfloat16, attn_implementation="sdpa")
+        model = tf.LlamaForCausalLM._from_config(
+            config, dtype=torch.bfloat16, attn_implementation="sdpa"
+        )
     return model.eval().requires_grad_(False)
 
 
@@ -175,18 +181,33 @@ def write_timings(out_dir, model, generate_n, *, new_tokens, runs, device, compi
     copy_tbs = copy_bandwidth_tbs(device)
     ms = _median(per_token)
     tbs = need["total"] / (ms * 1e-3) / 1e12
-    results = {"tokens_per_s": round(1e3 / ms, 2), "ms_per_token": round(ms, 4),
-               "bytes_per_token": need["total"], "achieved_tbs": round(tbs, 3),
-               "hbm_fraction_spec": round(tbs / SPEC_HBM_TBS, 4), "copy_tbs": copy_tbs,
-               "hbm_fraction_copy": round(tbs / copy_tbs, 4) if copy_tbs else None}
+    results = {
+        "tokens_per_s": round(1e3 / ms, 2),
+        "ms_per_token": round(ms, 4),
+        "bytes_per_token": need["total"],
+        "achieved_tbs": round(tbs, 3),
+        "hbm_fraction_spec": round(tbs / SPEC_HBM_TBS, 4),
+        "copy_tbs": copy_tbs,
+        "hbm_fraction_copy": round(tbs / copy_tbs, 4) if copy_tbs else None,
+    }
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "results.json").write_text(json.dumps(results))
-    (out_dir / "timings.json").write_text(json.dumps({
-        "what": "ms per decoded token and prefill ms per run, unprofiled", "ms_per_token": per_token,
-        "prefill_ms": prefill_ms, "new_tokens": new_tokens, "bytes_per_token": need,
-        "compile_s": compile_s, "graphs_compiled_while_timed": recompiles, "tokens": tokens,
-        **(extra or {})}))
+    (out_dir / "timings.json").write_text(
+        json.dumps(
+            {
+                "what": "ms per decoded token and prefill ms per run, unprofiled",
+                "ms_per_token": per_token,
+                "prefill_ms": prefill_ms,
+                "new_tokens": new_tokens,
+                "bytes_per_token": need,
+                "compile_s": compile_s,
+                "graphs_compiled_while_timed": recompiles,
+                "tokens": tokens,
+                **(extra or {}),
+            }
+        )
+    )
     return results
 
 
@@ -196,8 +217,12 @@ def _profile(out_dir, generate_n, tokens, device, *, with_stack=False):
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device == "cuda" else [])
     for attempt in range(2):
         try:
-            with profile(activities=activities, schedule=schedule(wait=0, warmup=0, active=tokens + 2),
-                         record_shapes=True, with_stack=with_stack) as prof:
+            with profile(
+                activities=activities,
+                schedule=schedule(wait=0, warmup=0, active=tokens + 2),
+                record_shapes=True,
+                with_stack=with_stack,
+            ) as prof:
                 with record_function("generate"):
                     generate_n(tokens, mark_token=prof.step)
                 _sync(device)
@@ -218,8 +243,18 @@ def _profile(out_dir, generate_n, tokens, device, *, with_stack=False):
 # anything and only marks the token's end in the trace (a profiler step).
 
 
-def profile_generate(out_dir, *, shape="1b", cache="dynamic", compile=False, new_tokens=NEW_TOKENS,
-                     profiled_tokens=6, runs=3, with_stack=False, device=None):
+def profile_generate(
+    out_dir,
+    *,
+    shape="1b",
+    cache="dynamic",
+    compile=False,
+    new_tokens=NEW_TOKENS,
+    profiled_tokens=6,
+    runs=3,
+    with_stack=False,
+    device=None,
+):
     """Time ``generate()`` (ms per decoded token, the prefill apart), then profile one
     short call."""
     tf = _transformers()
@@ -240,14 +275,20 @@ def profile_generate(out_dir, *, shape="1b", cache="dynamic", compile=False, new
             return torch.zeros((), dtype=torch.bool)  # never stop
 
     def gen(n, mark_token=None):
-        extra = {"stopping_criteria": tf.StoppingCriteriaList([MarkToken(mark_token)])} if mark_token else {}
+        extra = (
+            {"stopping_criteria": tf.StoppingCriteriaList([MarkToken(mark_token)])}
+            if mark_token
+            else {}
+        )
         return model.generate(ids, max_new_tokens=n, min_new_tokens=n, **kw, **extra)[:, PROMPT:]
 
     start = time.perf_counter()
     gen(new_tokens)  # warm up (and compile: generate() compiles a static-cache forward itself)
     _sync(device)
     compile_s = round(time.perf_counter() - start, 2)
-    write_timings(out_dir, model, gen, new_tokens=new_tokens, runs=runs, device=device, compile_s=compile_s)
+    write_timings(
+        out_dir, model, gen, new_tokens=new_tokens, runs=runs, device=device, compile_s=compile_s
+    )
     return _profile(out_dir, gen, profiled_tokens, device, with_stack=with_stack)
 
 
@@ -261,15 +302,25 @@ def profile_generate(out_dir, *, shape="1b", cache="dynamic", compile=False, new
 
 
 def decode_step(model, token, position, cache):
-    out = model(input_ids=token, position_ids=position.view(1, 1), cache_position=position,
-                past_key_values=cache, use_cache=True)
+    out = model(
+        input_ids=token,
+        position_ids=position.view(1, 1),
+        cache_position=position,
+        past_key_values=cache,
+        use_cache=True,
+    )
     return out.logits[:, -1].argmax(dim=-1, keepdim=True), position + 1
 
 
 def prefill(model, ids, cache):
     positions = torch.arange(ids.shape[1], device=ids.device)
-    out = model(input_ids=ids, position_ids=positions.view(1, -1), cache_position=positions,
-                past_key_values=cache, use_cache=True)
+    out = model(
+        input_ids=ids,
+        position_ids=positions.view(1, -1),
+        cache_position=positions,
+        past_key_values=cache,
+        use_cache=True,
+    )
     return out.logits[:, -1].argmax(dim=-1, keepdim=True)
 
 
@@ -292,10 +343,13 @@ def sdpa_packed_gqa(module, query, key, value, attention_mask, scaling=None, dro
     batch, heads, q_len, dim = query.shape
     kv_heads = key.shape[1]
     if q_len != 1 or kv_heads == heads:
-        return sdpa_attention_forward(module, query, key, value, attention_mask, scaling=scaling,
-                                      dropout=dropout, **kwargs)
+        return sdpa_attention_forward(
+            module, query, key, value, attention_mask, scaling=scaling, dropout=dropout, **kwargs
+        )
     packed = query.reshape(batch, kv_heads, heads // kv_heads, dim)
-    out = F.scaled_dot_product_attention(packed, key, value, attn_mask=attention_mask, scale=scaling)
+    out = F.scaled_dot_product_attention(
+        packed, key, value, attn_mask=attention_mask, scale=scaling
+    )
     return out.reshape(batch, heads, 1, dim).transpose(1, 2), None
 
 
@@ -320,8 +374,15 @@ def use_packed_gqa(model):
 # are transformers' Llama forwards with that one change.
 
 
-def _fused_attention_forward(self, hidden_states, position_embeddings=None, attention_mask=None,
-                             past_key_values=None, cache=None, **kwargs):
+def _fused_attention_forward(
+    self,
+    hidden_states,
+    position_embeddings=None,
+    attention_mask=None,
+    past_key_values=None,
+    cache=None,
+    **kwargs,
+):
     from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
     from transformers.models.llama.modeling_llama import apply_rotary_pos_emb
 
@@ -334,7 +395,9 @@ def _fused_attention_forward(self, hidden_states, position_embeddings=None, atte
     if cache is not None:
         k, v = cache.update(k, v, self.layer_idx)
     attend = ALL_ATTENTION_FUNCTIONS[self.config._attn_implementation]
-    out, weights = attend(self, q, k, v, attention_mask, dropout=0.0, scaling=self.scaling, **kwargs)
+    out, weights = attend(
+        self, q, k, v, attention_mask, dropout=0.0, scaling=self.scaling, **kwargs
+    )
     return self.o_proj(out.reshape(*hidden_states.shape[:-1], -1).contiguous()), weights
 
 
@@ -344,8 +407,13 @@ def _fused_mlp_forward(self, x):
 
 
 def _concat(linears):
-    fused = torch.nn.Linear(linears[0].in_features, sum(m.out_features for m in linears), bias=False,
-                            device=linears[0].weight.device, dtype=linears[0].weight.dtype)
+    fused = torch.nn.Linear(
+        linears[0].in_features,
+        sum(m.out_features for m in linears),
+        bias=False,
+        device=linears[0].weight.device,
+        dtype=linears[0].weight.dtype,
+    )
     fused.weight.copy_(torch.cat([m.weight for m in linears]))
     return fused.requires_grad_(False)
 
@@ -355,7 +423,11 @@ def fuse_projections(model):
     """Concatenate each layer's q/k/v and gate/up weights into one matrix each."""
     for layer in model.model.layers:
         attn, mlp = layer.self_attn, layer.mlp
-        attn.qkv_sizes = [attn.q_proj.out_features, attn.k_proj.out_features, attn.v_proj.out_features]
+        attn.qkv_sizes = [
+            attn.q_proj.out_features,
+            attn.k_proj.out_features,
+            attn.v_proj.out_features,
+        ]
         attn.qkv_proj = _concat([attn.q_proj, attn.k_proj, attn.v_proj])
         del attn.q_proj, attn.k_proj, attn.v_proj
         attn.forward = types.MethodType(_fused_attention_forward, attn)
@@ -364,9 +436,20 @@ def fuse_projections(model):
         mlp.forward = types.MethodType(_fused_mlp_forward, mlp)
 
 
-def profile_loop(out_dir, *, shape="1b", mode="reduce-overhead", cache_len=LONG_CACHE, tune_gemv=False,
-                 packed_gqa=False, fused=False, new_tokens=NEW_TOKENS, profiled_tokens=6, runs=3,
-                 device=None):
+def profile_loop(
+    out_dir,
+    *,
+    shape="1b",
+    mode="reduce-overhead",
+    cache_len=LONG_CACHE,
+    tune_gemv=False,
+    packed_gqa=False,
+    fused=False,
+    new_tokens=NEW_TOKENS,
+    profiled_tokens=6,
+    runs=3,
+    device=None,
+):
     """Time the decode loop, then profile a few of its tokens.
 
     ``tune_gemv=True`` turns on Inductor's coordinate-descent tuning, under which it
@@ -382,7 +465,9 @@ def profile_loop(out_dir, *, shape="1b", mode="reduce-overhead", cache_len=LONG_
     if fused:
         before = model(ids).logits[0, -1].float()
         fuse_projections(model)
-        extra["fused_logits_max_abs_diff"] = (model(ids).logits[0, -1].float() - before).abs().max().item()
+        extra["fused_logits_max_abs_diff"] = (
+            (model(ids).logits[0, -1].float() - before).abs().max().item()
+        )
     if packed_gqa:
         use_packed_gqa(model)
     cache = tf.StaticCache(config=model.config, max_cache_len=cache_len)
@@ -410,8 +495,16 @@ def profile_loop(out_dir, *, shape="1b", mode="reduce-overhead", cache_len=LONG_
         gen(new_tokens)
         _sync(device)
         compile_s = round(time.perf_counter() - start, 2)
-        write_timings(out_dir, model, gen, new_tokens=new_tokens, runs=runs, device=device,
-                      compile_s=compile_s, extra=extra)
+        write_timings(
+            out_dir,
+            model,
+            gen,
+            new_tokens=new_tokens,
+            runs=runs,
+            device=device,
+            compile_s=compile_s,
+            extra=extra,
+        )
         return _profile(out_dir, gen, profiled_tokens, device)
 
 
@@ -432,6 +525,7 @@ _OPS = {}
 def silu_mul_op():
     """``silu(gate) * up`` as a custom op: Inductor runs it as it is and fuses nothing into it."""
     if "silu_mul" not in _OPS:
+
         @torch.library.custom_op("llm_decode::silu_mul", mutates_args=())
         def silu_mul(gate: torch.Tensor, up: torch.Tensor) -> torch.Tensor:
             return F.silu(gate) * up
@@ -449,7 +543,9 @@ def _materialized_mlp_forward(self, x):
     return self.down_proj(silu_mul_op()(gate, up))
 
 
-def sdpa_reduce_attention(module, query, key, value, attention_mask, scaling=None, dropout=0.0, **kwargs):
+def sdpa_reduce_attention(
+    module, query, key, value, attention_mask, scaling=None, dropout=0.0, **kwargs
+):
     """One query token's attention on the key/value heads as two reductions and a softmax,
     for Inductor to generate (other shapes: ``sdpa_packed_gqa``)."""
     batch, heads, q_len, dim = query.shape
@@ -460,7 +556,9 @@ def sdpa_reduce_attention(module, query, key, value, attention_mask, scaling=Non
     packed = query.reshape(batch, kv_heads, heads // kv_heads, 1, dim).float()
     scores = (packed * key.unsqueeze(2).float()).sum(-1) * scaling  # (batch, kv_heads, group, keys)
     scores = scores.masked_fill(~attention_mask, float("-inf")).softmax(dim=-1)
-    out = (scores.unsqueeze(-1) * value.unsqueeze(2).float()).sum(-2)  # (batch, kv_heads, group, dim)
+    out = (scores.unsqueeze(-1) * value.unsqueeze(2).float()).sum(
+        -2
+    )  # (batch, kv_heads, group, dim)
     return out.to(value.dtype).reshape(batch, heads, 1, dim).transpose(1, 2), None
 
 
@@ -502,8 +600,18 @@ def profile_loop_further(out_dir, *, materialize_act=False, reduce_attention=Fal
 tl = None  # triton.language, imported by gemv_op on first use (Triton ships with torch's CUDA builds)
 
 
-def gemv_kernel(w, x, y, residual, eps, K: "tl.constexpr", BLOCK_K: "tl.constexpr",
-                SILU_MUL: "tl.constexpr", NORM: "tl.constexpr", RESIDUAL: "tl.constexpr"):
+def gemv_kernel(
+    w,
+    x,
+    y,
+    residual,
+    eps,
+    K: "tl.constexpr",
+    BLOCK_K: "tl.constexpr",
+    SILU_MUL: "tl.constexpr",
+    NORM: "tl.constexpr",
+    RESIDUAL: "tl.constexpr",
+):
     row = tl.program_id(0)
     acc = tl.zeros((BLOCK_K,), tl.float32)
     acc_up = tl.zeros((BLOCK_K,), tl.float32)
@@ -543,14 +651,30 @@ def gemv_op():
         kernel = triton.jit(gemv_kernel)
 
         @triton_op("llm_decode::gemv", mutates_args=())
-        def gemv(x: torch.Tensor, weight: torch.Tensor, silu_mul: bool, rms_norm: bool,
-                 residual: torch.Tensor | None, eps: float) -> torch.Tensor:
+        def gemv(
+            x: torch.Tensor,
+            weight: torch.Tensor,
+            silu_mul: bool,
+            rms_norm: bool,
+            residual: torch.Tensor | None,
+            eps: float,
+        ) -> torch.Tensor:
             rows = weight.shape[0] // 2 if silu_mul else weight.shape[0]
             y = torch.empty((*x.shape[:-1], rows), device=x.device, dtype=x.dtype)
             res = residual.contiguous() if residual is not None else x  # not read unless RESIDUAL
-            wrap_triton(kernel)[(rows,)](weight, x.contiguous(), y, res, eps, K=weight.shape[1],
-                                         BLOCK_K=2048 if silu_mul else 1024, SILU_MUL=silu_mul,
-                                         NORM=rms_norm, RESIDUAL=residual is not None, num_warps=8)
+            wrap_triton(kernel)[(rows,)](
+                weight,
+                x.contiguous(),
+                y,
+                res,
+                eps,
+                K=weight.shape[1],
+                BLOCK_K=2048 if silu_mul else 1024,
+                SILU_MUL=silu_mul,
+                NORM=rms_norm,
+                RESIDUAL=residual is not None,
+                num_warps=8,
+            )
             return y
 
         _OPS["gemv"] = gemv
@@ -574,16 +698,35 @@ def _kernel_mlp_forward(self, x):
     return self.down_proj(F.silu(gate) * up)
 
 
-def _kernel_layer_forward(self, hidden_states, attention_mask=None, position_ids=None, past_key_values=None,
-                          use_cache=False, position_embeddings=None, cache=None, **kwargs):
+def _kernel_layer_forward(
+    self,
+    hidden_states,
+    attention_mask=None,
+    position_ids=None,
+    past_key_values=None,
+    use_cache=False,
+    position_embeddings=None,
+    cache=None,
+    **kwargs,
+):
     """transformers' Llama decoder layer, except that for one token on the GPU each RMSNorm
     runs inside the GEMV after it, and each residual add inside the GEMV before it (the
     norms' weights folded into those GEMVs' weights by ``use_gemv_kernels``)."""
     attn, mlp = self.self_attn, self.mlp
     if not (hidden_states.is_cuda and hidden_states.numel() == attn.qkv_proj.in_features):
-        given = {"cache": cache} if cache is not None else {"past_key_values": past_key_values}  # as passed
-        return type(self).forward(self, hidden_states, attention_mask=attention_mask, position_ids=position_ids,
-                                  use_cache=use_cache, position_embeddings=position_embeddings, **given, **kwargs)
+        given = (
+            {"cache": cache} if cache is not None else {"past_key_values": past_key_values}
+        )  # as passed
+        return type(self).forward(
+            self,
+            hidden_states,
+            attention_mask=attention_mask,
+            position_ids=position_ids,
+            use_cache=use_cache,
+            position_embeddings=position_embeddings,
+            **given,
+            **kwargs,
+        )
     cache = cache if cache is not None else past_key_values
     from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
     from transformers.models.llama.modeling_llama import apply_rotary_pos_emb
@@ -619,8 +762,10 @@ def use_gemv_kernels(model, fold_norms=False):
         layer.mlp.down_proj.__class__ = GemvLinear
         layer.mlp.forward = types.MethodType(_kernel_mlp_forward, layer.mlp)
         if fold_norms:
-            for norm, proj in ((layer.input_layernorm, layer.self_attn.qkv_proj),
-                               (layer.post_attention_layernorm, layer.mlp.gate_up_proj)):
+            for norm, proj in (
+                (layer.input_layernorm, layer.self_attn.qkv_proj),
+                (layer.post_attention_layernorm, layer.mlp.gate_up_proj),
+            ):
                 proj.weight.mul_(norm.weight)
                 norm.weight.fill_(1)
             layer.forward = types.MethodType(_kernel_layer_forward, layer)
@@ -644,12 +789,24 @@ def use_gemv_kernels(model, fold_norms=False):
 # and warps on the H200 (``benchmarks/attention_settings.py`` in the site's repository).
 
 
-def attention_kernel(q, k, v, mask, out, scale, KEYS: "tl.constexpr", DIM: "tl.constexpr",
-                     GROUP: "tl.constexpr", BLOCK_N: "tl.constexpr"):
+def attention_kernel(
+    q,
+    k,
+    v,
+    mask,
+    out,
+    scale,
+    KEYS: "tl.constexpr",
+    DIM: "tl.constexpr",
+    GROUP: "tl.constexpr",
+    BLOCK_N: "tl.constexpr",
+):
     head = tl.program_id(0)
     cache = (head // GROUP) * KEYS * DIM  # this query head's key/value head
     dims = tl.arange(0, DIM)
-    query = (tl.load(q + head * DIM + dims).to(tl.float32) * scale).to(tl.float32)  # scale may be fp64
+    query = (tl.load(q + head * DIM + dims).to(tl.float32) * scale).to(
+        tl.float32
+    )  # scale may be fp64
     top = tl.full((1,), -1e30, tl.float32)  # the largest score so far
     total = tl.zeros((1,), tl.float32)  # the sum of exp(score - top) so far
     acc = tl.zeros((DIM,), tl.float32)  # the sum of exp(score - top) * value so far
@@ -657,7 +814,10 @@ def attention_kernel(q, k, v, mask, out, scale, KEYS: "tl.constexpr", DIM: "tl.c
         keys = start + tl.arange(0, BLOCK_N)
         shown = (keys < KEYS) & (tl.load(mask + keys, mask=keys < KEYS, other=0) != 0)
         block = cache + keys[:, None] * DIM + dims[None, :]
-        scores = tl.sum(tl.load(k + block, mask=shown[:, None], other=0.0).to(tl.float32) * query[None, :], axis=1)
+        scores = tl.sum(
+            tl.load(k + block, mask=shown[:, None], other=0.0).to(tl.float32) * query[None, :],
+            axis=1,
+        )
         scores = tl.where(shown, scores, float("-inf"))
         new_top = tl.maximum(top, tl.max(scores, axis=0))
         weights = tl.exp(scores - new_top)
@@ -682,24 +842,47 @@ def attention_op():
         kernel = triton.jit(attention_kernel)
 
         @triton_op("llm_decode::attention", mutates_args=())
-        def attention(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, mask: torch.Tensor,
-                      scale: float) -> torch.Tensor:
+        def attention(
+            query: torch.Tensor,
+            key: torch.Tensor,
+            value: torch.Tensor,
+            mask: torch.Tensor,
+            scale: float,
+        ) -> torch.Tensor:
             _, heads, _, dim = query.shape
             kv_heads, keys = key.shape[1], key.shape[2]
             out = torch.empty((1, 1, heads, dim), device=query.device, dtype=query.dtype)
-            wrap_triton(kernel)[(heads,)](query.contiguous(), key.contiguous(), value.contiguous(),
-                                          mask.reshape(-1).contiguous(), out, scale, KEYS=keys, DIM=dim,
-                                          GROUP=heads // kv_heads, BLOCK_N=256, num_warps=8)
+            wrap_triton(kernel)[(heads,)](
+                query.contiguous(),
+                key.contiguous(),
+                value.contiguous(),
+                mask.reshape(-1).contiguous(),
+                out,
+                scale,
+                KEYS=keys,
+                DIM=dim,
+                GROUP=heads // kv_heads,
+                BLOCK_N=256,
+                num_warps=8,
+            )
             return out
 
         _OPS["attention"] = attention
     return _OPS["attention"]
 
 
-def sdpa_kernel_attention(module, query, key, value, attention_mask, scaling=None, dropout=0.0, **kwargs):
+def sdpa_kernel_attention(
+    module, query, key, value, attention_mask, scaling=None, dropout=0.0, **kwargs
+):
     """One query token's attention with ``attention_op`` (other shapes: ``sdpa_packed_gqa``)."""
-    if not query.is_cuda or query.shape[0] != 1 or query.shape[2] != 1 or attention_mask is None \
-            or attention_mask.dtype != torch.bool or attention_mask.numel() != key.shape[2]:
+    if (
+        not query.is_cuda
+        or query.shape[0] != 1
+        or query.shape[2] != 1
+        or attention_mask is None
+        or attention_mask.dtype != torch.bool
+        or attention_mask.numel() != key.shape[2]
+    ):
         packed_gqa = _OPS.get("sdpa_packed_gqa", sdpa_packed_gqa)
         return packed_gqa(module, query, key, value, attention_mask, scaling=scaling, **kwargs)
     return attention_op()(query, key, value, attention_mask, scaling), None
@@ -771,8 +954,13 @@ def profile_loop_untuned(out_dir, **loop):
 
 def decode_step_logits(model, token, position, cache):
     """``decode_step``, also returning the logits of the position it decoded."""
-    out = model(input_ids=token, position_ids=position.view(1, 1), cache_position=position,
-                past_key_values=cache, use_cache=True)
+    out = model(
+        input_ids=token,
+        position_ids=position.view(1, 1),
+        cache_position=position,
+        past_key_values=cache,
+        use_cache=True,
+    )
     logits = out.logits[:, -1]
     return logits.argmax(dim=-1, keepdim=True), position + 1, logits
 
@@ -798,12 +986,17 @@ def compare_logits(logits, reference, tokens):
     def four(t):  # four significant digits
         return [float(f"{x:.4g}") for x in t.tolist()]
 
-    return {"max_abs_diff": four(diff.abs().amax(dim=1)), "rel_err": four(diff.norm(dim=1) / reference.norm(dim=1)),
-            "argmax_agrees": (reference.argmax(dim=1) == tokens).tolist(),
-            "ref_gap": four(reference.amax(dim=1) - picked)}
+    return {
+        "max_abs_diff": four(diff.abs().amax(dim=1)),
+        "rel_err": four(diff.norm(dim=1) / reference.norm(dim=1)),
+        "argmax_agrees": (reference.argmax(dim=1) == tokens).tolist(),
+        "ref_gap": four(reference.amax(dim=1) - picked),
+    }
 
 
-def check_loop_logits(out_dir, *, shape="8b", new_tokens=NEW_TOKENS, profiled_tokens=4, runs=5, device=None):
+def check_loop_logits(
+    out_dir, *, shape="8b", new_tokens=NEW_TOKENS, profiled_tokens=4, runs=5, device=None
+):
     """The final loop with ``decode_step_logits``: time it with and without a per-token
     ``.item()`` (``runs`` interleaved rounds of ``time_decode``), profile
     ``profiled_tokens`` tokens that read their token on the host, and check its logits at
@@ -855,28 +1048,47 @@ def check_loop_logits(out_dir, *, shape="8b", new_tokens=NEW_TOKENS, profiled_to
         loop_logits = torch.cat(kept)
         out_dir = Path(out_dir)
         out_dir.mkdir(parents=True, exist_ok=True)
-        table = _profile(out_dir, lambda n, mark_token=None: gen(n, mark_token, read=True), profiled_tokens,
-                         device)
+        table = _profile(
+            out_dir,
+            lambda n, mark_token=None: gen(n, mark_token, read=True),
+            profiled_tokens,
+            device,
+        )
         ref = build_model(shape, device).float()
         weights_match = torch.equal(ref.lm_head.weight, model.lm_head.weight.float())
         seq = torch.cat([ids[0], tokens[:-1]]).view(1, -1)
-        fp32 = ref(seq).logits[0, PROMPT - 1:].float()  # row i predicts tokens[i]
-        bf16 = ref.to(torch.bfloat16)(seq).logits[0, PROMPT - 1:].float()
+        fp32 = ref(seq).logits[0, PROMPT - 1 :].float()  # row i predicts tokens[i]
+        bf16 = ref.to(torch.bfloat16)(seq).logits[0, PROMPT - 1 :].float()
     assert bool((loop_logits.argmax(dim=1) == tokens[1:]).all())  # the loop picked its argmax
     ms, ms_read = _median(plain), _median(read)
-    results = {"positions": [PROMPT + i for i in range(new_tokens - 1)],
-               **compare_logits(loop_logits, fp32[1:], tokens[1:]),
-               **{f"bf16_{k}": v for k, v in compare_logits(bf16[1:], fp32[1:], tokens[1:]).items()},
-               "prefill_agrees": bool(fp32[0].argmax() == tokens[0]), "weights_match": weights_match,
-               "ms_per_token": round(ms, 4), "tokens_per_s": round(1e3 / ms, 2),
-               "ms_per_token_item": round(ms_read, 4), "item_us_per_token": round((ms_read - ms) * 1e3, 2),
-               "graphs_compiled_while_timed": recompiles,
-               "l2_cache_bytes": torch.cuda.get_device_properties(0).L2_cache_size if device == "cuda" else None}
+    results = {
+        "positions": [PROMPT + i for i in range(new_tokens - 1)],
+        **compare_logits(loop_logits, fp32[1:], tokens[1:]),
+        **{f"bf16_{k}": v for k, v in compare_logits(bf16[1:], fp32[1:], tokens[1:]).items()},
+        "prefill_agrees": bool(fp32[0].argmax() == tokens[0]),
+        "weights_match": weights_match,
+        "ms_per_token": round(ms, 4),
+        "tokens_per_s": round(1e3 / ms, 2),
+        "ms_per_token_item": round(ms_read, 4),
+        "item_us_per_token": round((ms_read - ms) * 1e3, 2),
+        "graphs_compiled_while_timed": recompiles,
+        "l2_cache_bytes": torch.cuda.get_device_properties(0).L2_cache_size
+        if device == "cuda"
+        else None,
+    }
     (out_dir / "results.json").write_text(json.dumps(results))
-    (out_dir / "timings.json").write_text(json.dumps({
-        "what": "ms per decoded token per run, unprofiled, interleaved: without and with a per-token .item()",
-        "ms_per_token": plain, "ms_per_token_item": read, "new_tokens": new_tokens, "compile_s": compile_s,
-        "tokens": tokens.tolist()}))
+    (out_dir / "timings.json").write_text(
+        json.dumps(
+            {
+                "what": "ms per decoded token per run, unprofiled, interleaved: without and with a per-token .item()",
+                "ms_per_token": plain,
+                "ms_per_token_item": read,
+                "new_tokens": new_tokens,
+                "compile_s": compile_s,
+                "tokens": tokens.tolist(),
+            }
+        )
+    )
     return table
 
 

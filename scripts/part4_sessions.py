@@ -44,8 +44,9 @@ SESSIONS = {
 
 
 def git_bytes(commit: str, path: str) -> bytes:
-    return subprocess.run(["git", "show", f"{commit}:{path}"], cwd=ROOT, capture_output=True,
-                          check=True).stdout
+    return subprocess.run(
+        ["git", "show", f"{commit}:{path}"], cwd=ROOT, capture_output=True, check=True
+    ).stdout
 
 
 def repeat_summary(commit: str, variant: str, k: int, scratch: Path) -> dict[str, object]:
@@ -54,14 +55,30 @@ def repeat_summary(commit: str, variant: str, k: int, scratch: Path) -> dict[str
     trace_file = scratch / f"{commit}_{variant}_{k}.json.gz"
     trace_file.write_bytes(git_bytes(commit, f"{folder}/trace.json.gz"))
     tr = load(trace_file)
-    ops = [int(g) for g in link(tr).gpu_ops_of(tr.step("ProfilerStep#2").event) if tr.kind[g] == Kind.KERNEL]
+    ops = [
+        int(g)
+        for g in link(tr).gpu_ops_of(tr.step("ProfilerStep#2").event)
+        if tr.kind[g] == Kind.KERNEL
+    ]
     names = [tr.name(g) for g in ops]
     gemv = [g for g, n in zip(ops, names, strict=True) if n == "gemv_kernel"]
-    softmax = [g for g, n in zip(ops, names, strict=True) if n.startswith("triton_red") and "softmax" in n]
-    scores = [g for g, n in zip(ops, names, strict=True)
-              if n.startswith("triton_red") and "cos" in n and "sum" in n]
-    prepare = [g for g, n in zip(ops, names, strict=True) if n.startswith("triton_per") and "softmax" in n]
-    attention = softmax + scores + prepare + [g for g, n in zip(ops, names, strict=True) if n == "attention_kernel"]
+    softmax = [
+        g for g, n in zip(ops, names, strict=True) if n.startswith("triton_red") and "softmax" in n
+    ]
+    scores = [
+        g
+        for g, n in zip(ops, names, strict=True)
+        if n.startswith("triton_red") and "cos" in n and "sum" in n
+    ]
+    prepare = [
+        g for g, n in zip(ops, names, strict=True) if n.startswith("triton_per") and "softmax" in n
+    ]
+    attention = (
+        softmax
+        + scores
+        + prepare
+        + [g for g, n in zip(ops, names, strict=True) if n == "attention_kernel"]
+    )
     launches = "\n".join(f"{tr.name(g)} {tr.extra['grid'][g]} {tr.extra['block'][g]}" for g in ops)
     return {
         "recorded_at": meta["env"]["recorded_at"],
@@ -83,7 +100,10 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as scratch:
         for variant, commits in SESSIONS.items():
             out["variants"][variant] = [  # type: ignore[index]
-                {"commit": c, "repeats": [repeat_summary(c, variant, k, Path(scratch)) for k in range(3)]}
+                {
+                    "commit": c,
+                    "repeats": [repeat_summary(c, variant, k, Path(scratch)) for k in range(3)],
+                }
                 for c in commits
             ]
     OUT.write_text(json.dumps(out, indent=1) + "\n", encoding="utf-8")

@@ -63,14 +63,18 @@ def parse_shard(text: str) -> tuple[int, int]:
     return k, n
 
 
-def queue(scripts: list[Path], only: dict[str, list[str]] | None, repeats: int) -> list[tuple[float, str, list]]:
+def queue(
+    scripts: list[Path], only: dict[str, list[str]] | None, repeats: int
+) -> list[tuple[float, str, list]]:
     """Every recording process: (estimated seconds, example, its (variant, repeat) jobs),
     in the order the recorder builds it (what --shard splits)."""
     walls = past_walls_s()
     out = []
     for script in scripts:
         ns = load_definitions(script)
-        chosen = list(ns["VARIANTS"]) if only is None or script.stem not in only else only[script.stem]
+        chosen = (
+            list(ns["VARIANTS"]) if only is None or script.stem not in only else only[script.stem]
+        )
         if not chosen:
             continue
         cold = tuple(c for c in ns.get("COLD_VARIANTS", ()) if c in chosen)
@@ -90,16 +94,24 @@ def plan_lines(todo: list[tuple[float, str, list]], shard: tuple[int, int] | Non
     for est, name, _ in todo:
         per.setdefault(name, []).append(est)
     for name, ests in per.items():
-        lines.append(f"{name:>16}  {len(ests):3d} processes  {sum(ests) / 60:6.1f} min  "
-                     f"(longest {max(ests):.0f} s)")
+        lines.append(
+            f"{name:>16}  {len(ests):3d} processes  {sum(ests) / 60:6.1f} min  "
+            f"(longest {max(ests):.0f} s)"
+        )
     ests = [t[0] for t in todo]
     if shard is not None:
         lines.append(f"{'this shard':>16}  {sum(ests) / 60:6.1f} min on one GPU")
         return lines
     for n in (1, 2, 4, 8):
-        span = max(sum(ests[i] for i in shard_of(ests, (k, n))) for k in range(1, n + 1)) if ests else 0
-        lines.append(f"{'on ' + str(n) + ' GPU' + ('s' if n > 1 else ''):>16}  {span / 60:6.1f} min "
-                     f"(the longest of {n} shard{'s' if n > 1 else ''})")
+        span = (
+            max(sum(ests[i] for i in shard_of(ests, (k, n))) for k in range(1, n + 1))
+            if ests
+            else 0
+        )
+        lines.append(
+            f"{'on ' + str(n) + ' GPU' + ('s' if n > 1 else ''):>16}  {span / 60:6.1f} min "
+            f"(the longest of {n} shard{'s' if n > 1 else ''})"
+        )
     return lines
 
 
@@ -127,17 +139,34 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("examples", nargs="*", help="example stems; default: all")
     parser.add_argument("--repeats", type=int, default=DEFAULT_REPEATS)
-    parser.add_argument("--gpus", type=int, default=0,
-                        help="run this many recording processes at once, one per GPU; default: every GPU")
-    parser.add_argument("--limit-s", type=float, default=540,
-                        help="fail a recording process that runs longer than this (default 540)")
+    parser.add_argument(
+        "--gpus",
+        type=int,
+        default=0,
+        help="run this many recording processes at once, one per GPU; default: every GPU",
+    )
+    parser.add_argument(
+        "--limit-s",
+        type=float,
+        default=540,
+        help="fail a recording process that runs longer than this (default 540)",
+    )
     parser.add_argument("--tests", action="store_true", help="also record tests/data/h200")
     parser.add_argument("--variants", help="comma-separated variant names (of the named examples)")
-    parser.add_argument("--stale", action="store_true",
-                        help="only variants with missing repeats or whose code or settings changed")
-    parser.add_argument("--shard", type=parse_shard, help="K/N: the K-th of N balanced parts of the queue")
-    parser.add_argument("--plan", action="store_true", help="print the queue and its estimated time; record nothing")
-    parser.add_argument("--readme", action="store_true", help="with --plan: also write it into README.md")
+    parser.add_argument(
+        "--stale",
+        action="store_true",
+        help="only variants with missing repeats or whose code or settings changed",
+    )
+    parser.add_argument(
+        "--shard", type=parse_shard, help="K/N: the K-th of N balanced parts of the queue"
+    )
+    parser.add_argument(
+        "--plan", action="store_true", help="print the queue and its estimated time; record nothing"
+    )
+    parser.add_argument(
+        "--readme", action="store_true", help="with --plan: also write it into README.md"
+    )
     args = parser.parse_args(argv)
     try:
         import torch
@@ -160,14 +189,25 @@ def main(argv: list[str] | None = None) -> int:
             only[script.stem] = [v for v in names if v in have]
         missing = set(names) - {v for vs in only.values() for v in vs}
         if missing:
-            print(f"record: no variant named {', '.join(sorted(missing))} in "
-                  f"{', '.join(s.stem for s in scripts)}", file=sys.stderr)
+            print(
+                f"record: no variant named {', '.join(sorted(missing))} in "
+                f"{', '.join(s.stem for s in scripts)}",
+                file=sys.stderr,
+            )
             return 2
     if args.stale:
-        only = {s.stem: [v for v in stale_variants(s, repeats=args.repeats)
-                         if only is None or v in only[s.stem]] for s in scripts}
+        only = {
+            s.stem: [
+                v
+                for v in stale_variants(s, repeats=args.repeats)
+                if only is None or v in only[s.stem]
+            ]
+            for s in scripts
+        }
         for name, variants in only.items():
-            print(f"== {name}: {len(variants)} stale variant(s){': ' if variants else ''}{', '.join(variants)}")
+            print(
+                f"== {name}: {len(variants)} stale variant(s){': ' if variants else ''}{', '.join(variants)}"
+            )
     if args.plan:
         lines = plan_lines(queue(scripts, only, args.repeats), args.shard)
         print("\n".join(lines))
@@ -179,10 +219,18 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     gpus = visible_gpus(args.gpus or torch.cuda.device_count())
     start = time.perf_counter()
-    print(f"== {len(scripts)} example(s), {args.repeats} repeats, on {len(gpus)} GPU(s)", flush=True)
+    print(
+        f"== {len(scripts)} example(s), {args.repeats} repeats, on {len(gpus)} GPU(s)", flush=True
+    )
     try:
-        took = record_examples(scripts, repeats=args.repeats, gpus=gpus if len(gpus) > 1 else None,
-                               limit_s=args.limit_s, only=only, shard=args.shard)
+        took = record_examples(
+            scripts,
+            repeats=args.repeats,
+            gpus=gpus if len(gpus) > 1 else None,
+            limit_s=args.limit_s,
+            only=only,
+            shard=args.shard,
+        )
     except RecordingError as exc:
         print(f"record: {exc}", file=sys.stderr)
         return 1
@@ -192,15 +240,24 @@ def main(argv: list[str] | None = None) -> int:
             print(f"record: {result}", file=sys.stderr)
             failed += 1
         else:
-            print(f"== {name}: {result['variants']} variants x {result['repeats']} repeats in "
-                  f"{result['processes']} processes, {result['busy_s']} s of process time", flush=True)
-    print(f"== recorded {len(took) - failed} of {len(took)} examples in "
-          f"{time.perf_counter() - start:.1f} s", flush=True)
+            print(
+                f"== {name}: {result['variants']} variants x {result['repeats']} repeats in "
+                f"{result['processes']} processes, {result['busy_s']} s of process time",
+                flush=True,
+            )
+    print(
+        f"== recorded {len(took) - failed} of {len(took)} examples in "
+        f"{time.perf_counter() - start:.1f} s",
+        flush=True,
+    )
     if args.tests:
         start = time.perf_counter()
         env = dict(os.environ, KINETO_LOG_LEVEL="6", PYTHONPATH=str(ROOT / "src"))
-        rc = subprocess.run([sys.executable, str(ROOT / "tests" / "data" / "make_h200_traces.py")],
-                            cwd=ROOT, env=env).returncode
+        rc = subprocess.run(
+            [sys.executable, str(ROOT / "tests" / "data" / "make_h200_traces.py")],
+            cwd=ROOT,
+            env=env,
+        ).returncode
         print(f"== tests/data/h200: exit {rc} in {time.perf_counter() - start:.1f} s", flush=True)
         failed += rc != 0
     return 1 if failed else 0

@@ -272,6 +272,8 @@ def make_doc(steps: int = 2) -> dict:
                 device=0,
                 **{"External id": c + 5},
             ),
-            x_event("block", "gpu_user_annotation", t + 60, 155, pid=0, tid=7, **{"External id": c + 2}),
+            x_event(
+                "block", "gpu_user_annotation", t + 60, 155, pid=0, tid=7, **{"External id": c + 2}
+            ),
         ]
     return {"schemaVersion": 1, "traceEvents": ev}

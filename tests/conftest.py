@@ -10,6 +10,7 @@ sys.path.insert(0, str(Path(__file__).parent))  # _builders.py, next to this fil
 
 def pytest_addoption(parser):
     parser.addoption(
-        "--site", default=str(Path(__file__).resolve().parent.parent / "docs" / "_build" / "html"),
+        "--site",
+        default=str(Path(__file__).resolve().parent.parent / "docs" / "_build" / "html"),
         help="the built site that the browser and downloads checks read (default: docs/_build/html)",
     )

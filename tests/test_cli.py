@@ -216,8 +216,17 @@ def test_summary_bandwidth_per_step(capsys):
     """--bytes-per-step: the rate each step read them at while its GPU ops ran; with
     --peak-tbs, as a fraction of the GPU's bandwidth (a recorded 8B decode loop)."""
     path = str(ROOT / "docs/recordings/05_llm_decode/loop_fused_8b/r0/trace.json.gz")
-    rc, out, _ = cli(capsys, "summary", path, "--format", "json", "--bytes-per-step", "15.03e9",
-                     "--peak-tbs", "4.8")
+    rc, out, _ = cli(
+        capsys,
+        "summary",
+        path,
+        "--format",
+        "json",
+        "--bytes-per-step",
+        "15.03e9",
+        "--peak-tbs",
+        "4.8",
+    )
     assert rc == 0
     steps = json.loads(out)["step_times"]
     for d in steps:

@@ -67,7 +67,9 @@ def test_every_variant_runs_on_the_cpu(script, tmp_path):
             table = harness(out, **small)
         # The profiler's table, or (a harness that times without the profiler and
         # writes timings.json) a table of its own measurements.
-        assert "Self CPU time total" in table or ((out / "timings.json").exists() and table.strip()), name
+        assert "Self CPU time total" in table or (
+            (out / "timings.json").exists() and table.strip()
+        ), name
         assert (out / "trace.json").stat().st_size > 0, name
 
 
@@ -81,14 +83,17 @@ def test_example_imports_nothing_but_torch_and_the_standard_library(script):
         elif isinstance(node, ast.ImportFrom):
             top.add((node.module or "").split(".")[0])
     assert top - {"torch"} <= set(sys.stdlib_module_names), top
-    assert "tracesite" not in {
-        n.id for n in ast.walk(tree) if isinstance(n, ast.Name)
-    }, "the replay glue is reached through sys.modules, never imported"
+    assert "tracesite" not in {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}, (
+        "the replay glue is reached through sys.modules, never imported"
+    )
 
 
 def test_flags_name_their_trace_files(tmp_path):
     script = ROOT / "examples" / "01_matmul_add.py"
-    for argv in (["--size", "16", "--dtype", "float32"], ["--size", "16", "--dtype", "float32", "--tf32"]):
+    for argv in (
+        ["--size", "16", "--dtype", "float32"],
+        ["--size", "16", "--dtype", "float32", "--tf32"],
+    ):
         done = subprocess.run(
             [sys.executable, str(script), *argv], cwd=tmp_path, env=ENV,
             capture_output=True, text=True, timeout=300,
@@ -113,8 +118,9 @@ SNIPPETS = sorted((ROOT / "docs" / "snippets").glob("*.py"))
 
 @pytest.mark.parametrize("snippet", SNIPPETS, ids=lambda p: p.stem)
 def test_a_snippet_a_page_shows_runs_with_only_torch(snippet, tmp_path):
-    done = subprocess.run([sys.executable, str(snippet)], cwd=tmp_path, capture_output=True,
-                          text=True, timeout=300)
+    done = subprocess.run(
+        [sys.executable, str(snippet)], cwd=tmp_path, capture_output=True, text=True, timeout=300
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     assert "Self CPU time total" in done.stdout
     written = [p for p in tmp_path.iterdir() if p.name in ("trace.json", "trace.json.gz")]

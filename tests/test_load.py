@@ -231,7 +231,10 @@ def test_plain_records_mirror_the_msgspec_structs():
     """The stdlib stand-ins have the structs' fields and defaults, in order."""
     import msgspec
 
-    for plain, struct in [(_columns.PlainArgs, _fast.ArgsRecord), (_columns.PlainEvent, _fast.EventRecord)]:
+    for plain, struct in [
+        (_columns.PlainArgs, _fast.ArgsRecord),
+        (_columns.PlainEvent, _fast.EventRecord),
+    ]:
         assert [(f.name, f.default) for f in dataclasses.fields(plain)] == [
             (f.name, f.default) for f in msgspec.structs.fields(struct)
         ]

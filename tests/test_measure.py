@@ -325,5 +325,7 @@ def test_a_step_without_gpu_work_has_no_bound_verdict():
 
     cpu_only = StepTime("ProfilerStep#1", 0, 1000, 1.0, 0.0, 0, 0, 0)
     assert cpu_only.verdict == "no GPU work"
-    assert StepTime("s", 0, 1000, 1.0, 0.0, 0, 0, 3).verdict == "overhead-bound"  # launched, nothing seen
+    assert (
+        StepTime("s", 0, 1000, 1.0, 0.0, 0, 0, 3).verdict == "overhead-bound"
+    )  # launched, nothing seen
     assert StepTime("s", 0, 1000, 1.0, 0.8, 2, 2, 2).verdict == "compute-bound"

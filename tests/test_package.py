@@ -41,7 +41,9 @@ def test_package_holds_no_recordings_or_page_glue():
 
 
 def test_imports_without_torch():
-    code = "import sys; sys.modules['torch'] = None; import tracereader, tracereader.cli; print('ok')"
+    code = (
+        "import sys; sys.modules['torch'] = None; import tracereader, tracereader.cli; print('ok')"
+    )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr
 

@@ -113,7 +113,9 @@ def _summary(args: argparse.Namespace) -> int:
             for n, line in enumerate(lines)
         )
     cols = ["step", "cpu_us", "gpu_busy_us", "gpu_ops", "kernels", "launches", "verdict"]
-    extra = [c for c in ("busy_tb_per_s", "peak_fraction") if s["step_times"] and c in s["step_times"][0]]
+    extra = [
+        c for c in ("busy_tb_per_s", "peak_fraction") if s["step_times"] and c in s["step_times"][0]
+    ]
     steps = Table(
         cols + extra,
         [[d["name"], d["cpu_us"], d["gpu_busy_us"], d["gpu_ops"], d["kernels"], d["launches"],
@@ -275,10 +277,18 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--bytes-per-step", type=float, default=None, metavar="BYTES",
                    help="bytes each step must read (an LLM decode token: its weights and KV cache);"
                         " adds the rate they were read at while the step's GPU ops ran (TB/s)")  # fmt: skip
-    p.add_argument("--peak-tbs", type=float, default=None, metavar="TBS",
-                   help="the GPU's memory bandwidth (TB/s); adds that rate as a fraction of it")
-    p.add_argument("--drop-last-step", action="store_true",
-                   help="several ranks: leave out the last step and what it launched (as HTA)")
+    p.add_argument(
+        "--peak-tbs",
+        type=float,
+        default=None,
+        metavar="TBS",
+        help="the GPU's memory bandwidth (TB/s); adds that rate as a fraction of it",
+    )
+    p.add_argument(
+        "--drop-last-step",
+        action="store_true",
+        help="several ranks: leave out the last step and what it launched (as HTA)",
+    )
     add("kernels", _kernels, "Per-kernel calls and durations (us)")
     p = add("ops", _ops, "Per-op self/total CPU and GPU time (us), from the trace")
     p.add_argument("--sort", default="total_gpu_us",

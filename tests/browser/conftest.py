@@ -21,8 +21,11 @@ STARTED = pytest.StashKey[float]()
 
 def pytest_addoption(parser):
     group = parser.getgroup("browser", "checks of the built site in headless Chromium")
-    group.addoption("--artifacts", default=str(ROOT / "artifacts"),
-                    help="where screenshots and page-weights.json go (default: artifacts/)")
+    group.addoption(
+        "--artifacts",
+        default=str(ROOT / "artifacts"),
+        help="where screenshots and page-weights.json go (default: artifacts/)",
+    )
 
 
 def pytest_configure(config):
@@ -70,7 +73,9 @@ def chromium():
     except ImportError:
         pytest.fail("playwright is not installed: pip install playwright (nox -s browser does)")
     if not Path(sitecheck.CHROMIUM).exists():
-        pytest.fail(f"{sitecheck.CHROMIUM} is missing: apt-get install chromium (nox -s browser does)")
+        pytest.fail(
+            f"{sitecheck.CHROMIUM} is missing: apt-get install chromium (nox -s browser does)"
+        )
     with sync_api.sync_playwright() as playwright:
         browser = sitecheck.launch(playwright)
         yield browser
@@ -135,11 +140,15 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     rows = sorted(weights.values(), key=lambda w: -w.total)
     width = max(len(w.page) for w in rows)
     tr = terminalreporter
-    tr.section(f"page weight (HTML + images + linked downloads; budget {fmt(budget)} a page; "
-               "linked recorded traces and source archives listed apart, budgeted in total by "
-               "the recordings test and test_site.py)")
-    tr.write_line(f"{'page':<{width}}  {'html':>9}  {'images':>9}  {'downloads':>9}  {'total':>9}"
-                  f"  {'traces':>9}  {'archives':>9}")
+    tr.section(
+        f"page weight (HTML + images + linked downloads; budget {fmt(budget)} a page; "
+        "linked recorded traces and source archives listed apart, budgeted in total by "
+        "the recordings test and test_site.py)"
+    )
+    tr.write_line(
+        f"{'page':<{width}}  {'html':>9}  {'images':>9}  {'downloads':>9}  {'total':>9}"
+        f"  {'traces':>9}  {'archives':>9}"
+    )
     for w in rows:
         flag = "  OVER BUDGET" if w.total > budget else ""
         tr.write_line(
@@ -148,8 +157,10 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
             f"  {fmt(w.by_kind('archive')):>9}{flag}"
         )
     heaviest = rows[0]
-    tr.write_line(f"{len(rows)} pages checked in {elapsed:.1f} s; heaviest: {heaviest.page} "
-                  f"({fmt(heaviest.total)})")
+    tr.write_line(
+        f"{len(rows)} pages checked in {elapsed:.1f} s; heaviest: {heaviest.page} "
+        f"({fmt(heaviest.total)})"
+    )
     out = Path(config.getoption("--artifacts")).resolve()
     out.mkdir(parents=True, exist_ok=True)
     report = {

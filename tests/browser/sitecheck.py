@@ -80,8 +80,10 @@ FIGURES = "figure.tr-figure img, img.sphx-glr-single-img, img.sphx-glr-multi-img
 TOC_PAGES = ("chapters/", "auto_examples/")
 #: What counts as a search control in the page's frame (the search page's own form is
 #: its content, in CONTENT, and not counted).
-SEARCH_CONTROLS = (".search-button__button, .search-button-field, .search-button, "
-                   "input[type=search], input[name=q]")
+SEARCH_CONTROLS = (
+    ".search-button__button, .search-button-field, .search-button, "
+    "input[type=search], input[name=q]"
+)
 CONTENT = "article.bd-article, .bd-search-container"
 PHONE = {"width": PHONE_WIDTH, "height": 844}
 MIN_CONTRAST = 4.5  # WCAG AA, normal text
@@ -115,9 +117,7 @@ def serve(root: str | Path) -> Iterator[str]:
 
 def launch(playwright):
     """Debian's Chromium, headless, with no background network traffic of its own."""
-    return playwright.chromium.launch(
-        executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS
-    )
+    return playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
 
 
 def list_pages(root: str | Path) -> list[str]:
@@ -287,8 +287,10 @@ class _Watch:
     def problems(self, label: str, base_url: str) -> list[str]:
         out = []
         for url, kind in self.external.items():
-            out.append(f"{label}: needs the network: {kind} request to {url} (blocked; the "
-                       "site must read offline)")
+            out.append(
+                f"{label}: needs the network: {kind} request to {url} (blocked; the "
+                "site must read offline)"
+            )
         for url, why in self.failed.items():
             out.append(f"{label}: request for {_rel(url, base_url)}: {why}")
         reported = set(self.failed) | set(self.external)
@@ -303,7 +305,7 @@ class _Watch:
 
 
 def _rel(url: str, base_url: str) -> str:
-    return url[len(base_url):] if url.startswith(base_url) else url
+    return url[len(base_url) :] if url.startswith(base_url) else url
 
 
 def _settle(page) -> None:
@@ -376,8 +378,14 @@ _JS_COLLECT = (
 )
 
 
-def check_page(page, url: str, site_root: str | Path, *, budget: int = BUDGET_BYTES,
-               fetched: dict[str, str | None] | None = None) -> PageReport:
+def check_page(
+    page,
+    url: str,
+    site_root: str | Path,
+    *,
+    budget: int = BUDGET_BYTES,
+    fetched: dict[str, str | None] | None = None,
+) -> PageReport:
     """Load ``url`` at desktop width and check what a reader of it relies on.
 
     * it loads with no console error, no failed request and nothing from the network;
@@ -448,8 +456,10 @@ def check_page(page, url: str, site_root: str | Path, *, budget: int = BUDGET_BY
     weight = _weight(label, site_root, base_url, found)
     if weight.total > budget:
         big = ", ".join(f"{p} {fmt_bytes(n)}" for p, _, n in weight.biggest())
-        problems.append(f"{label}: weighs {fmt_bytes(weight.total)}, over the "
-                        f"{fmt_bytes(budget)} budget; biggest: {big}")
+        problems.append(
+            f"{label}: weighs {fmt_bytes(weight.total)}, over the "
+            f"{fmt_bytes(budget)} budget; biggest: {big}"
+        )
     return PageReport(label, problems, weight)
 
 
@@ -544,11 +554,15 @@ def check_phone(page, url: str, width: int = PHONE_WIDTH) -> list[str]:
     found = page.evaluate(_JS_OVERFLOW, width)
     problems = []
     if found["scrollWidth"] > width + 1:
-        problems.append(f"{label}: at {width} px the page scrolls sideways "
-                        f"(scrollWidth {found['scrollWidth']} px)")
+        problems.append(
+            f"{label}: at {width} px the page scrolls sideways "
+            f"(scrollWidth {found['scrollWidth']} px)"
+        )
     for item in found["items"]:
-        problems.append(f"{label}: at {width} px {item['html']} reaches {item['right']} px, "
-                        "outside any horizontal scroll container")
+        problems.append(
+            f"{label}: at {width} px {item['html']} reaches {item['right']} px, "
+            "outside any horizontal scroll container"
+        )
     return problems
 
 
@@ -629,21 +643,31 @@ def check_dark(page, url: str) -> list[str]:
     if found["theme"] != "dark":
         return [f"{label}: dark mode did not switch on (data-theme={found['theme']!r})"]
     if found["bodyRatio"] < MIN_CONTRAST:
-        problems.append(f"{label} (dark): body text {found['body']} has contrast "
-                        f"{found['bodyRatio']:.2f} < {MIN_CONTRAST}")
+        problems.append(
+            f"{label} (dark): body text {found['body']} has contrast "
+            f"{found['bodyRatio']:.2f} < {MIN_CONTRAST}"
+        )
     for item in sorted(found["low"], key=lambda i: i["ratio"])[:8]:
-        problems.append(f"{label} (dark): {item['html']} has contrast {item['ratio']:.2f} < "
-                        f"{item['need']} ({item['fg']} on {item['bg']})")
+        problems.append(
+            f"{label} (dark): {item['html']} has contrast {item['ratio']:.2f} < "
+            f"{item['need']} ({item['fg']} on {item['bg']})"
+        )
     if len(found["low"]) > 8:
-        problems.append(f"{label} (dark): ... and {len(found['low']) - 8} more low-contrast elements")
+        problems.append(
+            f"{label} (dark): ... and {len(found['low']) - 8} more low-contrast elements"
+        )
     for img in found["images"]:
         if not img["visible"] or img["opacity"] < 0.5 or img["width"] < 2:
-            problems.append(f"{label} (dark): {img['html']} is not visible "
-                            f"(opacity {img['opacity']:.2f}, width {img['width']:.0f} px)")
+            problems.append(
+                f"{label} (dark): {img['html']} is not visible "
+                f"(opacity {img['opacity']:.2f}, width {img['width']:.0f} px)"
+            )
         elif img["transparent"] > 0.02 and img["bgLum"] < 0.5:
-            problems.append(f"{label} (dark): {img['html']} is transparent "
-                            f"({img['transparent']:.0%} of pixels) on a dark background "
-                            f"{img['bg']}: give it a light background")
+            problems.append(
+                f"{label} (dark): {img['html']} is transparent "
+                f"({img['transparent']:.0%} of pixels) on a dark background "
+                f"{img['bg']}: give it a light background"
+            )
     return problems
 
 
@@ -740,9 +764,11 @@ def check_figures(page, url: str) -> list[str]:
     for fig in page.evaluate(_JS_FIGURES, FIGURES):
         name = f"{label}: figure {_figure_name(fig['alt'])}"
         if fig["ours"] and not fig["measured"]:
-            problems.append(f"{name}: not measured (no data-min-text-px): made outside "
-                            "tracesite.html.FigureHTML, so its text size and overlaps are "
-                            "unchecked")
+            problems.append(
+                f"{name}: not measured (no data-min-text-px): made outside "
+                "tracesite.html.FigureHTML, so its text size and overlaps are "
+                "unchecked"
+            )
         if fig["measured"]:
             if fig["minText"] == fig["minText"] and fig["width1x"] > 0:  # not NaN: has text
                 shown = fig["minText"] * fig["clientWidth"] / fig["width1x"]
@@ -751,13 +777,18 @@ def check_figures(page, url: str) -> list[str]:
                         f"{name}: its smallest text shows at {shown:.1f} px (< "
                         f"{MIN_FIGURE_TEXT_PX:g} px) at {LAPTOP['width']} px: "
                         f"{fig['minText']:g} px at {fig['width1x']:g} px wide, shown "
-                        f"{fig['clientWidth']} px wide")
+                        f"{fig['clientWidth']} px wide"
+                    )
             if fig["overlaps"] or fig["clipped"]:
-                problems.append(f"{name}: {fig['overlaps']} overlapping label pairs, "
-                                f"{fig['clipped']} labels cut off ({fig['issues']})")
+                problems.append(
+                    f"{name}: {fig['overlaps']} overlapping label pairs, "
+                    f"{fig['clipped']} labels cut off ({fig['issues']})"
+                )
         if fig["tabIndex"] < 0 or not fig["label"].strip():
-            problems.append(f"{name}: not a zoom button (tabindex {fig['tabIndex']}, "
-                            f"aria-label {fig['label']!r}): is _static/zoom.js loaded?")
+            problems.append(
+                f"{name}: not a zoom button (tabindex {fig['tabIndex']}, "
+                f"aria-label {fig['label']!r}): is _static/zoom.js loaded?"
+            )
         elif not fig["ring"]:
             problems.append(f"{name}: no visible focus ring when focused")
     return problems
@@ -783,17 +814,22 @@ def check_zoom(page, url: str) -> list[str]:
             overlay.wait_for(state="visible", timeout=3_000)
             page.wait_for_function(
                 "() => { const i = document.querySelector('.tr-zoom img');"
-                " return i && i.complete && i.naturalWidth > 0 }", timeout=3_000)
+                " return i && i.complete && i.naturalWidth > 0 }",
+                timeout=3_000,
+            )
         except Exception:
             problems.append(f"{name}: {how} did not open the zoom overlay")
             return False
         big = page.evaluate(
             "() => { const i = document.querySelector('.tr-zoom img');"
-            " return {natural: i.naturalWidth, shown: parseFloat(getComputedStyle(i).width)} }")
+            " return {natural: i.naturalWidth, shown: parseFloat(getComputedStyle(i).width)} }"
+        )
         small = img.evaluate("i => i.getBoundingClientRect().width")
         if abs(big["shown"] - big["natural"]) > 1 or big["shown"] < 1.5 * small:
-            problems.append(f"{name}: the overlay shows it {big['shown']:.0f} px wide, not at "
-                            f"its natural size ({big['natural']} px; {small:.0f} px on the page)")
+            problems.append(
+                f"{name}: the overlay shows it {big['shown']:.0f} px wide, not at "
+                f"its natural size ({big['natural']} px; {small:.0f} px on the page)"
+            )
         return True
 
     def closed(how: str) -> None:
@@ -866,13 +902,15 @@ def check_chrome(page, url: str) -> list[str]:
         if why:
             problems.append(f"{label}: favicon {_rel(href, urljoin(url, '/'))}: {why}")
     if len(found["search"]) != 1:
-        problems.append(f"{label}: {len(found['search'])} visible search controls at "
-                        f"{LAPTOP['width']} px, not 1: {', '.join(found['search']) or 'none'}")
+        problems.append(
+            f"{label}: {len(found['search'])} visible search controls at "
+            f"{LAPTOP['width']} px, not 1: {', '.join(found['search']) or 'none'}"
+        )
     if is_toc_page(label):
         if not found["tocShown"]:
-            problems.append(f"{label}: no \"on this page\" contents visible at "
-                            f"{LAPTOP['width']} px")
+            problems.append(f'{label}: no "on this page" contents visible at {LAPTOP["width"]} px')
         elif found["tocEntries"] < 2:
-            problems.append(f"{label}: the \"on this page\" contents has "
-                            f"{found['tocEntries']} entries (< 2)")
+            problems.append(
+                f'{label}: the "on this page" contents has {found["tocEntries"]} entries (< 2)'
+            )
     return problems

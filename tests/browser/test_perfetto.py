@@ -116,9 +116,7 @@ def session(chromium):
     ctx.on("request", lambda request: s.requests.append(request.url))
     ctx.on("console", on_console)
     ctx.on("weberror", lambda err: s.page_errors.append(str(err.error)))
-    ctx.expose_binding(
-        "__perfettoStub", lambda source, kind, data: s.reports.append((kind, data))
-    )
+    ctx.expose_binding("__perfettoStub", lambda source, kind, data: s.reports.append((kind, data)))
 
     def block(route):
         s.blocked.append(route.request.url)
@@ -248,8 +246,7 @@ def test_open_in_perfetto(session, site_root, base_url):
     fetched = [u for u in session.requests if u == info["url"]]
     assert len(fetched) == 2, f"expected one fetch of the trace a click, got {fetched}"
     assert len({u for u in session.stub_hits()}) >= 1
-    outside = [u for u in session.requests
-               if not _local(u) and not u.startswith(PERFETTO + "/")]
+    outside = [u for u in session.requests if not _local(u) and not u.startswith(PERFETTO + "/")]
     assert not outside, f"requests to other origins: {outside}"
     assert not session.blocked, session.blocked
     assert not session.page_errors, session.page_errors

@@ -124,8 +124,11 @@ def test_offers_wheel_and_source(rel, page, site_root, base_url, fetched):
     hrefs = page.eval_on_selector_all("article a[href]", "els => els.map(a => a.href)")
     wheels = [h for h in hrefs if "/downloads/" in h and h.endswith(".whl")]
     archives = [h for h in hrefs if "/downloads/" in h and h.endswith(".tar.gz")]
-    problems = [f"{rel}: no link to the {what}" for what, found in
-                (("tracereader wheel", wheels), ("source archive", archives)) if not found]
+    problems = [
+        f"{rel}: no link to the {what}"
+        for what, found in (("tracereader wheel", wheels), ("source archive", archives))
+        if not found
+    ]
     for url in wheels + archives:
         if url not in fetched:
             fetched[url] = sitecheck._fetch_problem(page, url)
@@ -175,9 +178,13 @@ def test_quickstart_is_short_and_shows_traces(site_root):
     alts = re.findall(r'<figure class="tr-figure">\s*<img [^>]*alt="([^"]+)"', article)
     assert len(alts) >= 2 and all(len(a) > 40 for a in alts), alts
     home = (site_root / "index.html").read_text(encoding="utf-8")
-    links = re.findall(r'href="(quickstart|chapters/part\d)\.html"', _article(site_root, "index.html"))
+    links = re.findall(
+        r'href="(quickstart|chapters/part\d)\.html"', _article(site_root, "index.html")
+    )
     assert links and links[0] == "quickstart", links
-    nav = re.findall(r'href="(quickstart|chapters/part\d)\.html"', home.split('class="bd-article"')[0])
+    nav = re.findall(
+        r'href="(quickstart|chapters/part\d)\.html"', home.split('class="bd-article"')[0]
+    )
     assert nav and nav[0] == "quickstart", nav
 
 

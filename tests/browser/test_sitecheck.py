@@ -39,9 +39,11 @@ BROKEN = """
 """
 # Outside the article: a second search box in the page's frame, and a favicon that 404s.
 FRAME = [
-    ('<div class="article-header-buttons">',
-     '<div class="article-header-buttons"><input type="search" name="q" size="8" '
-     'aria-label="a second search box">'),
+    (
+        '<div class="article-header-buttons">',
+        '<div class="article-header-buttons"><input type="search" name="q" size="8" '
+        'aria-label="a second search box">',
+    ),
     ('href="../_static/favicon.svg"', 'href="../_static/no-such-favicon.svg"'),
 ]
 
@@ -81,13 +83,20 @@ def _png(width: int, height: int, pixel) -> bytes:
     )
 
     def chunk(kind: bytes, data: bytes) -> bytes:
-        return struct.pack(">I", len(data)) + kind + data + struct.pack(
-            ">I", zlib.crc32(kind + data) & 0xFFFFFFFF
+        return (
+            struct.pack(">I", len(data))
+            + kind
+            + data
+            + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
         )
 
     header = struct.pack(">IIBBBBB", width, height, 8, 6, 0, 0, 0)
-    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(rows))
-            + chunk(b"IEND", b""))
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", header)
+        + chunk(b"IDAT", zlib.compress(rows))
+        + chunk(b"IEND", b"")
+    )
 
 
 def _all_checks(browser, base_url: str, site) -> list[str]:
@@ -142,8 +151,7 @@ def test_broken_copy_is_reported_by_page_and_element(tmp_path, site_root, chromi
     new = [line for line in after if line not in before]
     missing = [rx for rx in EXPECTED if not any(re.search(rx, line) for line in new)]
     unexplained = [
-        line for line in new
-        if not any(re.search(rx, line) for rx in EXPECTED + CONSEQUENCES)
+        line for line in new if not any(re.search(rx, line) for rx in EXPECTED + CONSEQUENCES)
     ]
     assert not missing, "not reported:\n" + "\n".join(missing) + "\n\nreported:\n" + "\n".join(new)
     assert not unexplained, "reported but not planted:\n" + "\n".join(unexplained)

@@ -94,7 +94,10 @@ def test_the_venv_holds_torch_and_nothing_of_ours(torch_only):
         pytest.skip("TORCH_SPEC=system reuses a torch environment that may hold anything")
     out = subprocess.run([torch_only, "-c", probe], capture_output=True, text=True, env=_env())
     assert json.loads(out.stdout) == {
-        "torch": True, "tracereader": False, "tracesite": False, "matplotlib": False
+        "torch": True,
+        "tracereader": False,
+        "tracesite": False,
+        "matplotlib": False,
     }
 
 
@@ -131,7 +134,9 @@ def pytest_generate_tests(metafunc):
 def test_downloaded_script_runs_with_only_torch(download_run, request, tmp_path):
     """Every example with only torch; 05_llm_decode with torch and transformers."""
     script, argv = download_run
-    python = request.getfixturevalue("torch_and_transformers" if _needs_transformers(script) else "torch_only")
+    python = request.getfixturevalue(
+        "torch_and_transformers" if _needs_transformers(script) else "torch_only"
+    )
     local = tmp_path / script.name
     shutil.copyfile(script, local)
     done = subprocess.run(
@@ -144,8 +149,11 @@ def test_downloaded_script_runs_with_only_torch(download_run, request, tmp_path)
     if "--list" in argv:  # one line per variant, naming its harness
         assert len(done.stdout.splitlines()) >= 2 and "profile_" in done.stdout
         return
-    traces = sorted(p.name for p in (tmp_path / "traces").rglob("*.json")  # not the runs' own
-                    if not p.name.endswith((".timings.json", ".results.json")))  # measurements
+    traces = sorted(
+        p.name
+        for p in (tmp_path / "traces").rglob("*.json")  # not the runs' own
+        if not p.name.endswith((".timings.json", ".results.json"))
+    )  # measurements
     assert traces, out[-2000:]
     for name in traces:
         assert f"{name}" in done.stdout  # each run says where its trace went
@@ -161,10 +169,18 @@ def test_without_transformers_the_llm_example_says_what_to_install(torch_only, s
         pytest.skip("TORCH_SPEC=system reuses a torch environment that may hold transformers")
     for script in [s for s in _downloads(site, ".py") if _needs_transformers(s)]:
         shutil.copyfile(script, tmp_path / script.name)
-        done = subprocess.run([torch_only, script.name, "--variant", "loop_fused_1b"], cwd=tmp_path,
-                              env=_env(), capture_output=True, text=True, timeout=300)
+        done = subprocess.run(
+            [torch_only, script.name, "--variant", "loop_fused_1b"],
+            cwd=tmp_path,
+            env=_env(),
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         assert done.returncode == 1, done.stdout + done.stderr
-        assert "Traceback" not in done.stderr, done.stderr  # (torch may warn first that numpy is missing)
+        assert "Traceback" not in done.stderr, (
+            done.stderr
+        )  # (torch may warn first that numpy is missing)
         last = done.stderr.strip().splitlines()[-1]
         assert last == f"{script.stem} needs Hugging Face transformers: pip install transformers"
 
@@ -199,8 +215,9 @@ def test_trace_names_follow_every_flag(torch_only, site, tmp_path):
     assert len(written) == 2, written
 
 
-def test_downloaded_notebook_runs_in_jupyter_with_only_torch(torch_only, torch_and_transformers, site,
-                                                             tmp_path):
+def test_downloaded_notebook_runs_in_jupyter_with_only_torch(
+    torch_only, torch_and_transformers, site, tmp_path
+):
     for python in (torch_only, torch_and_transformers):
         subprocess.run(
             [python, "-m", "pip", "install", "-q", "nbclient", "ipykernel", "nbformat"],

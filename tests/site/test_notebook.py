@@ -58,7 +58,9 @@ def test_a_repeats_cell_glues_its_last_line_from_every_repeat(monkeypatch):
     assert shown == 0  # the drawn repeat's value is the output
     # A helper on the last line (here one that glues and checks) runs on every repeat too.
     shell.user_ns["seen"] = []
-    shell.user_ns["glue_all"] = lambda d: [shell.user_ns["seen"].append(v) or nb.num(k, v) for k, v in d.items()]
+    shell.user_ns["glue_all"] = lambda d: [
+        shell.user_ns["seen"].append(v) or nb.num(k, v) for k, v in d.items()
+    ]
     nb._repeats("", "glue_all({'z': [1, 5, 9][nb._state['repeat']]})")
     assert sorted(shell.user_ns["seen"]) == [1, 5, 9] and glued["z"] == 5
 
@@ -76,7 +78,8 @@ def test_reader_files_lays_out_every_repeat_under_its_download_name(monkeypatch)
     ours = [r for r in iter_recordings() if r.example == "01_matmul_add"]
     assert sorted(p.name for p in folder.iterdir()) == sorted(r.download_name for r in ours)
     assert (folder / "64_bf16.json.gz").resolve() == next(
-        r.trace_path.resolve() for r in ours if r.variant == "64_bf16" and r.repeat == 0)
+        r.trace_path.resolve() for r in ours if r.variant == "64_bf16" and r.repeat == 0
+    )
     assert "64_bf16-r1.json.gz" in {p.name for p in folder.iterdir()}
     with gzip.open(folder / "64_bf16.json.gz") as fh:
         assert fh.read(1) == b"{"

@@ -119,8 +119,13 @@ def _fake_recording(root: Path, script: Path, digest: str, repeats: int = 2) -> 
         folder = root / script.stem / "v" / f"r{k}"
         folder.mkdir(parents=True)
         meta = {
-            "example": script.stem, "variant": "v", "repeat": k, "repeats": repeats,
-            "entry": "profile_thing", "params": {"size": 4}, "code_hash": digest,
+            "example": script.stem,
+            "variant": "v",
+            "repeat": k,
+            "repeats": repeats,
+            "entry": "profile_thing",
+            "params": {"size": 4},
+            "code_hash": digest,
             "env": {"gpu": "NVIDIA H200"},
         }
         (folder / "meta.json").write_text(json.dumps(meta))
@@ -199,7 +204,9 @@ def test_check_command_names_stale_recordings_in_one_line_each(tmp_path):
     assert stale.returncode == 1 and lines
     assert all("is stale" in line and "scripts/record.py" in line for line in lines)
     assert "Traceback" not in stale.stderr
-    bad = subprocess.run(run[:-1] + [str(tmp_path / "nope")], capture_output=True, text=True, env=env)
+    bad = subprocess.run(
+        run[:-1] + [str(tmp_path / "nope")], capture_output=True, text=True, env=env
+    )
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1
 
 
@@ -207,9 +214,12 @@ def test_plan_gives_cold_variants_a_process_each_and_rotates_the_rest():
     variants = {"a": 1, "b": 2, "c": 3, "cold": 4}
     processes = recorder.plan(variants, ("cold",), repeats=3)
     assert processes == [
-        [("cold", 0)], [("a", 0), ("b", 0), ("c", 0)],
-        [("cold", 1)], [("b", 1), ("c", 1), ("a", 1)],
-        [("cold", 2)], [("c", 2), ("a", 2), ("b", 2)],
+        [("cold", 0)],
+        [("a", 0), ("b", 0), ("c", 0)],
+        [("cold", 1)],
+        [("b", 1), ("c", 1), ("a", 1)],
+        [("cold", 2)],
+        [("c", 2), ("a", 2), ("b", 2)],
     ]
     with pytest.raises(record.RecordingError, match="unknown"):
         recorder.plan(variants, ("nope",), repeats=1)
@@ -276,15 +286,24 @@ def test_processes_share_one_queue_over_several_lanes(tmp_path, monkeypatch):
     second = write(tmp_path, TINY.replace("size * size", "size + size"), name="10_tiny.py")
     root = tmp_path / "recordings"
     lines: list[str] = []
-    took = recorder.record_examples([first, second], repeats=2, root=root, gpus=["0", "1"],
-                                    log=lambda line, **_: lines.append(line))
+    took = recorder.record_examples(
+        [first, second],
+        repeats=2,
+        root=root,
+        gpus=["0", "1"],
+        log=lambda line, **_: lines.append(line),
+    )
     assert {name: t["processes"] for name, t in took.items()} == {"09_tiny": 4, "10_tiny": 4}
-    assert sum("on GPU 0" in line for line in lines) + sum("on GPU 1" in line for line in lines) == 8
+    assert (
+        sum("on GPU 0" in line for line in lines) + sum("on GPU 1" in line for line in lines) == 8
+    )
     found = {(r.example, r.variant, r.repeat) for r in record.iter_recordings(root)}
     assert len(found) == 12 and not list(root.glob(".staging-*"))
     assert record.check_examples(tmp_path, root=root) == []
     walls = recorder.past_walls_s(root)
-    assert recorder.estimate_s("09_tiny", [("cold", 0)], walls) < recorder.estimate_s("09_tiny", [("nope", 0)], {})
+    assert recorder.estimate_s("09_tiny", [("cold", 0)], walls) < recorder.estimate_s(
+        "09_tiny", [("nope", 0)], {}
+    )
 
 
 def test_fresh_compile_cache_gives_every_process_its_own_empty_one(tmp_path, monkeypatch):
@@ -307,18 +326,19 @@ def test_fresh_compile_cache_gives_every_process_its_own_empty_one(tmp_path, mon
     caches = {(r.example, r.variant, r.repeat): r for r in record.iter_recordings(root)}
     mine = [r for key, r in caches.items() if key[0] == "09_tiny"]
     dirs = {r.results["cache"] for r in mine}
-    assert len(dirs) == 4 and all(d and not Path(d).exists() for d in dirs)   # one per process, gone
+    assert len(dirs) == 4 and all(d and not Path(d).exists() for d in dirs)  # one per process, gone
     assert all(r.results["empty"] and r.meta["process"]["fresh_compile_cache"] for r in mine)
     theirs = [r for key, r in caches.items() if key[0] == "10_tiny"]
-    shared_dirs = {r.results["cache"] for r in theirs}      # torch's default, the same for all
+    shared_dirs = {r.results["cache"] for r in theirs}  # torch's default, the same for all
     assert len(shared_dirs) == 1 and "tracesite-compile-" not in shared_dirs.pop()
     assert not any(r.meta["process"]["fresh_compile_cache"] for r in theirs)
 
 
 def test_failed_recording_keeps_the_old_one(tmp_path, monkeypatch):
     pytest.importorskip("torch")
-    script = write(tmp_path, TINY.replace("(x @ x).sum()", "raise RuntimeError('boom')"),
-                   name="09_tiny.py")
+    script = write(
+        tmp_path, TINY.replace("(x @ x).sum()", "raise RuntimeError('boom')"), name="09_tiny.py"
+    )
     root = tmp_path / "recordings"
     (root / "09_tiny" / "old").mkdir(parents=True)
     with pytest.raises(record.RecordingError, match="boom"):
@@ -340,26 +360,61 @@ def test_trim_keeps_the_named_steps_and_what_they_launched():
     from tracesite.trim import trim_steps
 
     def step(n, ts):
-        return {"ph": "X", "cat": "user_annotation", "name": f"ProfilerStep#{n}", "ts": ts, "dur": 100, "pid": 1}
+        return {
+            "ph": "X",
+            "cat": "user_annotation",
+            "name": f"ProfilerStep#{n}",
+            "ts": ts,
+            "dur": 100,
+            "pid": 1,
+        }
 
     def launch(corr, ts):
         return [
-            {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "ts": ts, "dur": 5, "pid": 1,
-             "args": {"correlation": corr}},
-            {"ph": "X", "cat": "kernel", "name": f"k{corr}", "ts": ts + 500, "dur": 5, "pid": 0,
-             "args": {"correlation": corr}},
+            {
+                "ph": "X",
+                "cat": "cuda_runtime",
+                "name": "cudaLaunchKernel",
+                "ts": ts,
+                "dur": 5,
+                "pid": 1,
+                "args": {"correlation": corr},
+            },
+            {
+                "ph": "X",
+                "cat": "kernel",
+                "name": f"k{corr}",
+                "ts": ts + 500,
+                "dur": 5,
+                "pid": 0,
+                "args": {"correlation": corr},
+            },
             {"ph": "s", "cat": "ac2g", "id": corr, "ts": ts, "pid": 1},
             {"ph": "X", "cat": "python_function", "name": f"f{corr}", "ts": ts, "dur": 2, "pid": 1},
         ]
 
-    data = {"traceEvents": [step(0, 0), step(1, 100), step(2, 200), *launch(1, 10), *launch(2, 110),
-                            *launch(3, 210),
-                            {"ph": "X", "cat": "user_annotation", "name": "generate", "ts": 0, "dur": 300}]}
+    data = {
+        "traceEvents": [
+            step(0, 0),
+            step(1, 100),
+            step(2, 200),
+            *launch(1, 10),
+            *launch(2, 110),
+            *launch(3, 210),
+            {"ph": "X", "cat": "user_annotation", "name": "generate", "ts": 0, "dur": 300},
+        ]
+    }
     dropped = trim_steps(data, keep=[1, 2], keep_python=[2])
     names = {e.get("name") for e in data["traceEvents"]}
     assert {"k2", "k3", "generate", "ProfilerStep#1", "f3"} <= names
     assert not {"k1", "f1", "f2", "ProfilerStep#0"} & names
-    assert dropped == {"user_annotation": 1, "cuda_runtime": 1, "python_function": 2, "kernel": 1, "ac2g": 1}
+    assert dropped == {
+        "user_annotation": 1,
+        "cuda_runtime": 1,
+        "python_function": 2,
+        "kernel": 1,
+        "ac2g": 1,
+    }
     import tracereader
 
     # A trimmed real recording still reads: 05's loop keeps decode steps 1-3 only.
@@ -388,11 +443,18 @@ def test_stale_only_and_shards_record_just_their_part_and_merge(tmp_path, monkey
     script = write(tmp_path, TINY, name="09_tiny.py")
     root = tmp_path / "recordings"
     recorder.record_example(script, repeats=2, root=root)
-    before = {r.variant: r.env["recorded_at"] for r in record.iter_recordings(root) if r.repeat == 0}
+    before = {
+        r.variant: r.env["recorded_at"] for r in record.iter_recordings(root) if r.repeat == 0
+    }
     assert recorder.stale_variants(script, root, repeats=2) == []
     assert recorder.stale_variants(script, root, repeats=3) == ["warm_a", "warm_b", "cold"]
-    write(tmp_path, TINY.replace('"warm_b": (profile_tiny, {"size": 4})', '"warm_b": (profile_tiny, {"size": 5})'),
-          name="09_tiny.py")
+    write(
+        tmp_path,
+        TINY.replace(
+            '"warm_b": (profile_tiny, {"size": 4})', '"warm_b": (profile_tiny, {"size": 5})'
+        ),
+        name="09_tiny.py",
+    )
     assert recorder.stale_variants(script, root, repeats=2) == ["warm_b"]
     took = recorder.record_examples([script], repeats=2, root=root, only={"09_tiny": ["warm_b"]})
     assert took["09_tiny"]["processes"] == 2 and took["09_tiny"]["variants"] == 1
@@ -419,10 +481,17 @@ def test_the_readme_quotes_the_recording_plan_of_the_current_recordings():
     after a re-record, `python scripts/record.py --plan --readme` brings it up to date."""
     pytest.importorskip("torch")
     root = Path(__file__).resolve().parents[2]
-    done = subprocess.run([sys.executable, str(root / "scripts" / "record.py"), "--plan"],
-                          capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [sys.executable, str(root / "scripts" / "record.py"), "--plan"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     readme = (root / "README.md").read_text(encoding="utf-8")
-    quoted = readme.split("<!-- record --plan: begin -->")[1].split("<!-- record --plan: end -->")[0]
+    quoted = readme.split("<!-- record --plan: begin -->")[1].split("<!-- record --plan: end -->")[
+        0
+    ]
     assert quoted.strip().strip("`").strip() == done.stdout.strip(), (
-        "README's recording plan is out of date: run python scripts/record.py --plan --readme")
+        "README's recording plan is out of date: run python scripts/record.py --plan --readme"
+    )

@@ -164,6 +164,9 @@ def load_definitions(source_path: str | os.PathLike[str]) -> dict[str, Any]:
         if _is_definition(node, bound):
             body.append(node)
             bound |= _bound_names(node)
-    namespace: dict[str, Any] = {"__name__": f"tracereader_example_{path.stem}", "__file__": str(path)}
+    namespace: dict[str, Any] = {
+        "__name__": f"tracereader_example_{path.stem}",
+        "__file__": str(path),
+    }
     exec(compile(ast.Module(body=body, type_ignores=[]), str(path), "exec"), namespace)
     return namespace

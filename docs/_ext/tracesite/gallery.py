@@ -49,15 +49,19 @@ class Replayed:
         n = len(self.variant.repeats)
         links = "".join(
             f"<li>repeat {r.repeat + 1}: "
-            + trace_links_html(r.trace_url(), r.trace_bytes, f"{r.example} {r.variant} r{r.repeat}",
-                             r.download_name)
+            + trace_links_html(
+                r.trace_url(),
+                r.trace_bytes,
+                f"{r.example} {r.variant} r{r.repeat}",
+                r.download_name,
+            )
             + "</li>"
             for r in self.variant.repeats
         )
         return (
             f'<div class="tr-recording"><p class="tr-stamp">{html.escape(self.stamp_line())}.'
             f" The variant was recorded {n} times, each in a process of its own; this page"
-            f" prints the first. Every trace:</p><ul class=\"tr-repeats\">{links}</ul></div>"
+            f' prints the first. Every trace:</p><ul class="tr-repeats">{links}</ul></div>'
         )
 
     def __repr__(self) -> str:

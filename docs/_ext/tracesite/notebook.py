@@ -23,13 +23,34 @@ from typing import Any
 from .recordings import Recording, Variant, load
 
 __all__ = [
-    "Fmt", "ByRepeat", "interleaved_calls", "links", "log_us_axis", "md", "medians", "num",
-    "op_per_call", "put", "reader_files", "rec", "recs", "setup", "show", "trace", "tracereader_cli",
-    "unprofiled_calls", "variant", "verdict",
+    "Fmt",
+    "ByRepeat",
+    "interleaved_calls",
+    "links",
+    "log_us_axis",
+    "md",
+    "medians",
+    "num",
+    "op_per_call",
+    "put",
+    "reader_files",
+    "rec",
+    "recs",
+    "setup",
+    "show",
+    "trace",
+    "tracereader_cli",
+    "unprofiled_calls",
+    "variant",
+    "verdict",
 ]
 
 _state: dict[str, Any] = {
-    "example": None, "repeat": 0, "collect": None, "collect_md": None, "cache": {},
+    "example": None,
+    "repeat": 0,
+    "collect": None,
+    "collect_md": None,
+    "cache": {},
 }
 
 
@@ -214,8 +235,13 @@ def md(key: str, text: str) -> str:
     return text
 
 
-def show(fig: Any, caption: str = "", alt: str | None = None, dpi: int = 88,
-         traces: str | tuple[str, ...] | list[str] = ()) -> Any:
+def show(
+    fig: Any,
+    caption: str = "",
+    alt: str | None = None,
+    dpi: int = 88,
+    traces: str | tuple[str, ...] | list[str] = (),
+) -> Any:
     """A matplotlib figure as an image with alt text and caption, for the page.
 
     ``traces`` names the variants the figure was drawn from; under the figure go the
@@ -229,15 +255,20 @@ def show(fig: Any, caption: str = "", alt: str | None = None, dpi: int = 88,
         return figure
     root = _state.get("site_root", "../")
     links = "".join(
-        trace_links_html(r.trace_url(root), r.trace_bytes, f"{r.example} {r.variant} r{r.repeat}",
-                         r.download_name)
+        trace_links_html(
+            r.trace_url(root),
+            r.trace_bytes,
+            f"{r.example} {r.variant} r{r.repeat}",
+            r.download_name,
+        )
         for r in (variant(n).repeats[0] for n in names)
     )
     return Snippet(figure._repr_html_() + links, repr(figure))
 
 
-def tracereader_cli(*args: str, cwd: Any, show: bool = True, status: int = 0,
-                    keep: Any = None) -> Any:
+def tracereader_cli(
+    *args: str, cwd: Any, show: bool = True, status: int = 0, keep: Any = None
+) -> Any:
     """Run ``tracereader ARGS`` in a fresh process, on the tracereader this page imported,
     and print it like a terminal (``keep``: print only the output lines it accepts after the
     three header lines). Asserts the exit status; returns the ``CompletedProcess``."""
@@ -249,9 +280,17 @@ def tracereader_cli(*args: str, cwd: Any, show: bool = True, status: int = 0,
     import tracereader
 
     here = str(Path(tracereader.__file__).parents[1])
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (here, os.environ.get("PYTHONPATH")) if p))
-    done = subprocess.run([sys.executable, "-m", "tracereader.cli", *args], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=300)
+    env = dict(
+        os.environ, PYTHONPATH=os.pathsep.join(p for p in (here, os.environ.get("PYTHONPATH")) if p)
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "tracereader.cli", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     if show:
         lines = done.stdout.splitlines()
         if keep is not None:
@@ -268,9 +307,12 @@ def links(name: str) -> Any:
 
     r = variant(name).repeats[0]
     url = r.trace_url(_state.get("site_root", "../"))
-    return Snippet(trace_links_html(url, r.trace_bytes, f"{r.example} {r.variant} r{r.repeat}",
-                                    r.download_name),
-                   f"trace {r.variant} r{r.repeat}: {url}")
+    return Snippet(
+        trace_links_html(
+            url, r.trace_bytes, f"{r.example} {r.variant} r{r.repeat}", r.download_name
+        ),
+        f"trace {r.variant} r{r.repeat}: {url}",
+    )
 
 
 def reader_files(*examples: str) -> Path:
@@ -293,8 +335,10 @@ def reader_files(*examples: str) -> Path:
         if r.example in wanted:
             link = folder / r.download_name
             if link.exists():
-                raise ValueError(f"two recordings download as {r.download_name}: "
-                                 f"rename a variant of {sorted(wanted)}")
+                raise ValueError(
+                    f"two recordings download as {r.download_name}: "
+                    f"rename a variant of {sorted(wanted)}"
+                )
             link.symlink_to(r.trace_path.resolve())
     os.chdir(folder)
     return folder
@@ -312,7 +356,11 @@ def _glues(expr: ast.expr) -> bool:
     """Whether a cell's last expression is a call of num, put or md: a statement whose value
     is not the cell's output. Any other last expression is the cell's output, shown once,
     from the drawn repeat, but it too runs on every repeat."""
-    return isinstance(expr, ast.Call) and isinstance(expr.func, ast.Name) and expr.func.id in {"num", "put", "md"}
+    return (
+        isinstance(expr, ast.Call)
+        and isinstance(expr.func, ast.Name)
+        and expr.func.id in {"num", "put", "md"}
+    )
 
 
 def _repeats(line: str, cell: str) -> Any:

@@ -47,14 +47,21 @@ from .recordings import META, RESULTS, TABLE, TRACE, iter_recordings, recordings
 from .trim import trim_steps
 
 __all__ = [
-    "estimate_s", "past_walls_s", "plan", "record_example", "record_examples", "shard_of",
+    "estimate_s",
+    "past_walls_s",
+    "plan",
+    "record_example",
+    "record_examples",
+    "shard_of",
     "stale_variants",
 ]
 
 DEFAULT_REPEATS = 3
 
 
-def plan(variants: dict[str, Any], cold: tuple[str, ...], repeats: int) -> list[list[tuple[str, int]]]:
+def plan(
+    variants: dict[str, Any], cold: tuple[str, ...], repeats: int
+) -> list[list[tuple[str, int]]]:
     """The processes to run: each a list of (variant, repeat) run in that order."""
     unknown = set(cold) - set(variants)
     if unknown:
@@ -89,7 +96,9 @@ def environment_stamp() -> dict[str, Any]:
     return {
         "gpu": torch.cuda.get_device_name(0) if cuda else "CPU only",
         # Which physical GPU: recordings of one host's two GPUs can then be told apart.
-        "gpu_uuid": str(getattr(torch.cuda.get_device_properties(0), "uuid", "")) or None if cuda else None,
+        "gpu_uuid": str(getattr(torch.cuda.get_device_properties(0), "uuid", "")) or None
+        if cuda
+        else None,
         "driver": _driver_version() if cuda else "none",
         "torch": torch.__version__,
         "cuda": torch.version.cuda or "none",
@@ -120,8 +129,9 @@ def _child(argv: list[str]) -> int:
     return 0
 
 
-def _gzip_trace(src: Path, dst: Path, keep: tuple[list[int] | None, list[int] | None] = (None, None)
-                ) -> dict[str, int]:
+def _gzip_trace(
+    src: Path, dst: Path, keep: tuple[list[int] | None, list[int] | None] = (None, None)
+) -> dict[str, int]:
     """Gzip the exported trace, dropping the ``traceName`` path it leaks and the profiler
     steps the example does not keep (:mod:`tracesite.trim`); return what was trimmed."""
     data = json.loads(src.read_text(encoding="utf-8", errors="replace"), strict=False)
@@ -165,13 +175,17 @@ def past_walls_s(root: Path | None = None) -> dict[tuple[str, str], float]:
     return {key: sum(w) / len(w) for key, w in walls.items()}
 
 
-def estimate_s(example: str, jobs: list[tuple[str, int]], walls: dict[tuple[str, str], float]) -> float:
+def estimate_s(
+    example: str, jobs: list[tuple[str, int]], walls: dict[tuple[str, str], float]
+) -> float:
     """About how long a process running ``jobs`` takes: the wall times the last recordings
     of those variants stamped (``walls``, from :func:`past_walls_s`), plus ``PROCESS_START_S``."""
     return PROCESS_START_S + sum(walls.get((example, name), UNKNOWN_WALL_S) for name, _ in jobs)
 
 
-def stale_variants(source: Path, root: Path | None = None, repeats: int = DEFAULT_REPEATS) -> list[str]:
+def stale_variants(
+    source: Path, root: Path | None = None, repeats: int = DEFAULT_REPEATS
+) -> list[str]:
     """The variants of the example at ``source`` that need recording: those with fewer than
     ``repeats`` repeats, and those whose recorded hash differs from the hash of their entry
     function (and all it reaches) with the settings ``VARIANTS`` gives them now.
@@ -186,7 +200,9 @@ def stale_variants(source: Path, root: Path | None = None, repeats: int = DEFAUL
     stale = []
     for name, (harness, params) in variants.items():
         folder = root / source.stem / name
-        metas = [json.loads(p.read_text(encoding="utf-8")) for p in sorted(folder.glob(f"r*/{META}"))]
+        metas = [
+            json.loads(p.read_text(encoding="utf-8")) for p in sorted(folder.glob(f"r*/{META}"))
+        ]
         want = code_hash(source, harness.__name__, params)
         if len(metas) < repeats or any(m.get("code_hash") != want for m in metas):
             stale.append(name)
@@ -212,9 +228,14 @@ def shard_of(estimates: list[float], shard: tuple[int, int]) -> list[int]:
 
 
 def record_examples(
-    sources: list[Path], repeats: int = DEFAULT_REPEATS, root: Path | None = None,
-    gpus: list[str] | None = None, limit_s: float = 540, log: Any = print,
-    only: dict[str, list[str]] | None = None, shard: tuple[int, int] | None = None,
+    sources: list[Path],
+    repeats: int = DEFAULT_REPEATS,
+    root: Path | None = None,
+    gpus: list[str] | None = None,
+    limit_s: float = 540,
+    log: Any = print,
+    only: dict[str, list[str]] | None = None,
+    shard: tuple[int, int] | None = None,
 ) -> dict[str, dict[str, Any] | RecordingError]:
     """Record every variant of each example; return, per example, what it took or why it failed.
 
@@ -245,7 +266,9 @@ def record_examples(
         variants = ns.get("VARIANTS")
         if not isinstance(variants, dict) or not variants:
             raise RecordingError(f"{source.name} defines no VARIANTS to record")
-        chosen = list(variants) if only is None or source.stem not in only else list(only[source.stem])
+        chosen = (
+            list(variants) if only is None or source.stem not in only else list(only[source.stem])
+        )
         unknown = sorted(set(chosen) - set(variants))
         if unknown:
             raise RecordingError(f"{source.name} has no variant {', '.join(unknown)}")
@@ -255,11 +278,20 @@ def record_examples(
         processes = plan({v: variants[v] for v in chosen}, cold, repeats)
         staging = root / f".staging-{source.stem}"
         shutil.rmtree(staging, ignore_errors=True)
-        examples[source.stem] = _Example(source, variants, processes, staging, dict(ns.get("KEEP_STEPS", {})),
-                                         dict(ns.get("KEEP_PYTHON_STEPS", {})),
-                                         bool(ns.get("FRESH_COMPILE_CACHE", False)),
-                                         whole=len(chosen) == len(variants))
-        todo += [(estimate_s(source.stem, jobs, walls), source.stem, i) for i, jobs in enumerate(processes)]
+        examples[source.stem] = _Example(
+            source,
+            variants,
+            processes,
+            staging,
+            dict(ns.get("KEEP_STEPS", {})),
+            dict(ns.get("KEEP_PYTHON_STEPS", {})),
+            bool(ns.get("FRESH_COMPILE_CACHE", False)),
+            whole=len(chosen) == len(variants),
+        )
+        todo += [
+            (estimate_s(source.stem, jobs, walls), source.stem, i)
+            for i, jobs in enumerate(processes)
+        ]
     if shard is not None:
         keep = set(shard_of([t[0] for t in todo], shard))
         todo = [t for i, t in enumerate(todo) if i in keep]
@@ -296,8 +328,11 @@ def record_examples(
                     ex.error = ex.error or error
                     continue
                 where = "" if gpu is None else f" on GPU {gpu}"
-                log(f"  {name} process {i + 1}/{len(ex.processes)}{where}: "
-                    f"{', '.join(j[0] for j in jobs)} (r{jobs[0][1]})", flush=True)
+                log(
+                    f"  {name} process {i + 1}/{len(ex.processes)}{where}: "
+                    f"{', '.join(j[0] for j in jobs)} (r{jobs[0][1]})",
+                    flush=True,
+                )
 
     lanes: list[str | None] = list(gpus) if gpus else [None]
     threads = [threading.Thread(target=worker, args=(gpu,)) for gpu in lanes]
@@ -325,19 +360,33 @@ def record_examples(
                 dest.parent.mkdir(parents=True, exist_ok=True)
                 done.parent.rename(dest)
             shutil.rmtree(ex.staging, ignore_errors=True)
-        took[name] = {"processes": ex.processes_run, "variants": len(recorded), "repeats": repeats,
-                      "busy_s": round(ex.busy_s, 1), "wall_s": wall_s}
+        took[name] = {
+            "processes": ex.processes_run,
+            "variants": len(recorded),
+            "repeats": repeats,
+            "busy_s": round(ex.busy_s, 1),
+            "wall_s": wall_s,
+        }
     return took
 
 
-def _run_process(ex: _Example, example: str, i: int, jobs: list[tuple[str, int]], repeats: int,
-                 env: dict[str, str], limit_s: float) -> RecordingError | None:
+def _run_process(
+    ex: _Example,
+    example: str,
+    i: int,
+    jobs: list[tuple[str, int]],
+    repeats: int,
+    env: dict[str, str],
+    limit_s: float,
+) -> RecordingError | None:
     """Run one fresh recording process and finish its outputs; the error, if it failed."""
     outs = [[name, str(ex.staging / name / f"r{k}")] for name, k in jobs]
     cmd = [sys.executable, "-m", "tracesite.recorder", "_child", str(ex.source), json.dumps(outs)]
     cache = tempfile.mkdtemp(prefix="tracesite-compile-") if ex.fresh_compile_cache else None
     if cache is not None:
-        env = dict(env, TORCHINDUCTOR_CACHE_DIR=cache, TRITON_CACHE_DIR=os.path.join(cache, "triton"))
+        env = dict(
+            env, TORCHINDUCTOR_CACHE_DIR=cache, TRITON_CACHE_DIR=os.path.join(cache, "triton")
+        )
     try:
         done = subprocess.run(cmd, capture_output=True, text=True, timeout=limit_s, env=env)
     except subprocess.TimeoutExpired:
@@ -346,12 +395,24 @@ def _run_process(ex: _Example, example: str, i: int, jobs: list[tuple[str, int]]
         if cache is not None:
             shutil.rmtree(cache, ignore_errors=True)
     if done.returncode != 0:
-        return RecordingError(f"recording {example} failed in process {i + 1} "
-                              f"({[j[0] for j in jobs]}):\n" + done.stderr[-4000:])
+        return RecordingError(
+            f"recording {example} failed in process {i + 1} "
+            f"({[j[0] for j in jobs]}):\n" + done.stderr[-4000:]
+        )
     try:
         for (name, k), (_, out) in zip(jobs, outs, strict=True):
-            _finish(Path(out), example, name, k, repeats, ex.variants[name], ex.source, jobs,
-                    (ex.keep_steps.get(name), ex.keep_python_steps.get(name)), ex.fresh_compile_cache)
+            _finish(
+                Path(out),
+                example,
+                name,
+                k,
+                repeats,
+                ex.variants[name],
+                ex.source,
+                jobs,
+                (ex.keep_steps.get(name), ex.keep_python_steps.get(name)),
+                ex.fresh_compile_cache,
+            )
     except RecordingError as exc:
         return exc
     return None
@@ -370,10 +431,18 @@ def record_example(
     return result
 
 
-def _finish(out: Path, example: str, name: str, k: int, repeats: int, entry: Any,
-            source: Path, jobs: list[tuple[str, int]],
-            keep: tuple[list[int] | None, list[int] | None] = (None, None),
-            fresh_compile_cache: bool = False) -> None:
+def _finish(
+    out: Path,
+    example: str,
+    name: str,
+    k: int,
+    repeats: int,
+    entry: Any,
+    source: Path,
+    jobs: list[tuple[str, int]],
+    keep: tuple[list[int] | None, list[int] | None] = (None, None),
+    fresh_compile_cache: bool = False,
+) -> None:
     """Stamp, hash and gzip one repeat's output folder in place."""
     harness, params = entry
     exported = out / "trace.json"
@@ -389,8 +458,11 @@ def _finish(out: Path, example: str, name: str, k: int, repeats: int, entry: Any
         "params": params,
         "code_hash": code_hash(source, harness.__name__, params),
         "env": env,
-        "process": {"fresh": True, "variants_in_it": [j[0] for j in jobs],
-                    "fresh_compile_cache": fresh_compile_cache},
+        "process": {
+            "fresh": True,
+            "variants_in_it": [j[0] for j in jobs],
+            "fresh_compile_cache": fresh_compile_cache,
+        },
     }
     results = out / RESULTS
     if results.exists():  # the harness's headline measurements, kept in meta.json

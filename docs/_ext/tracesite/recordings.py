@@ -51,7 +51,9 @@ TABLE_COLUMNS = ("Self CPU", "CPU total", "Self CUDA", "CUDA total", "# of Calls
 TRACE, TABLE, META = "trace.json.gz", "table.txt", "meta.json"
 #: Written by a harness that also times its calls without the profiler.
 TIMINGS = "timings.json"
-RESULTS = "results.json"  # a harness's headline measurements; the recorder moves them into meta.json
+RESULTS = (
+    "results.json"  # a harness's headline measurements; the recorder moves them into meta.json
+)
 
 
 def recordings_root() -> Path:
@@ -118,7 +120,11 @@ class Recording:
     def download_name(self) -> str:
         """The file name a reader's download gets: ``<variant>.json.gz`` for the first
         repeat, ``<variant>-r<k>.json.gz`` for the others (what visible cells load)."""
-        return f"{self.variant}.json.gz" if self.repeat == 0 else f"{self.variant}-r{self.repeat}.json.gz"
+        return (
+            f"{self.variant}.json.gz"
+            if self.repeat == 0
+            else f"{self.variant}-r{self.repeat}.json.gz"
+        )
 
     def trace_url(self, root: str = "../") -> str:
         """Where the built site serves this trace, from a page ``root`` below the top."""

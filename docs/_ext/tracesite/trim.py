@@ -33,15 +33,20 @@ def _windows(events: list[dict[str, Any]]) -> dict[int, tuple[float, float]]:
     return out
 
 
-def trim_steps(data: dict[str, Any], keep: Iterable[int] | None = None,
-               keep_python: Iterable[int] | None = None) -> dict[str, int]:
+def trim_steps(
+    data: dict[str, Any],
+    keep: Iterable[int] | None = None,
+    keep_python: Iterable[int] | None = None,
+) -> dict[str, int]:
     """Drop, in place, the CPU events of every profiler step not in ``keep`` (and the Python
     frames of every step not in ``keep_python``), with what they launched; ``None`` keeps
     all. Return how many events went, by category."""
     events = data.get("traceEvents", [])
     windows = _windows(events)
     drop_all = [w for n, w in windows.items() if keep is not None and n not in set(keep)]
-    drop_py = [w for n, w in windows.items() if keep_python is not None and n not in set(keep_python)]
+    drop_py = [
+        w for n, w in windows.items() if keep_python is not None and n not in set(keep_python)
+    ]
     drop_py += drop_all
 
     def inside(e: dict[str, Any], spans: list[tuple[float, float]]) -> bool:
@@ -67,7 +72,13 @@ def trim_steps(data: dict[str, Any], keep: Iterable[int] | None = None,
     final = []
     for e in kept:
         cat = e.get("cat")
-        corr = e.get("args", {}).get("correlation") if cat in _GPU_CATS else e.get("id") if cat == "ac2g" else None
+        corr = (
+            e.get("args", {}).get("correlation")
+            if cat in _GPU_CATS
+            else e.get("id")
+            if cat == "ac2g"
+            else None
+        )
         if corr is not None and corr in gone_corr:
             dropped[cat] = dropped.get(cat, 0) + 1
             continue
