@@ -369,6 +369,14 @@ def naive_facts(
     }
 
 
+# each fused backend's kernel, by the part of its name a reader can search for
+ATTENTION_KERNELS = {
+    "sdpa_cudnn": "sdpa",
+    "sdpa_flash": "flash_fwd",
+    "sdpa_efficient": "fmha_cutlass",
+}
+
+
 def backend_facts(
     traces: dict[str, Trace], peaks: dict[str, float], out_mib: float, cudnn_version: int
 ) -> Facts:
@@ -388,6 +396,8 @@ def backend_facts(
         assert len(rows[v]["kernels"]) == 1, (v, rows[v]["kernels"])
     assert rows["sdpa_default"]["sdpa"] == ["aten::_scaled_dot_product_cudnn_attention"]
     assert rows["sdpa_default"]["kernels"] == rows["sdpa_cudnn"]["kernels"]
+    for v, mark in ATTENTION_KERNELS.items():  # the names the lesson tells readers to look for
+        assert mark in rows[v]["kernels"][0], (v, rows[v]["kernels"])
     for v, op in (
         ("flash", "flash_attention"),
         ("efficient", "efficient_attention"),
@@ -467,6 +477,7 @@ def compile_facts(
     # Inductor did not rewrite these five steps into SDPA: no SDPA op, no attention kernel
     assert not len(tc.where(kind=Kind.CPU_OP, prefix="aten::_scaled_dot_product"))
     assert not len(tc.where(kind=Kind.CPU_OP, name="aten::scaled_dot_product_attention"))
+    assert not any(mark in o.name for o in ops for mark in ATTENTION_KERNELS.values())
     assert all(w in fused[0].name for w in ("softmax", "masked_fill", "mul", "triu"))
     total = sum(o.us for o in ops)
     assert (
