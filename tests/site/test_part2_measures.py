@@ -121,6 +121,7 @@ def test_fusion_outcomes():
     assert out["warm_saving"] > out["cold_saving"] > 0
     assert out["liger_vs_warm"] == "slower than" and out["liger_vs_cold"] == "faster than"
     assert out["warm_bw_word"] == "near" and out["cold_bw_word"] == "short of"
+    assert out["cold_vs_warm_x"] > 1.3  # the cold compiles kept the slower configuration
 
 
 def test_cache_held_before_the_recordings():
