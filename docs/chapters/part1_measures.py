@@ -38,6 +38,14 @@ SPEC_TF32_TFLOPS = 494.7  # H200 SXM datasheet: dense TF32 on the Tensor Cores
 N_SMS = 132
 # Variants whose recordings must share one machine and software stamp.
 STAMPED = ("64_bf16", "4096_bf16", "64_bf16_nowait", "4096_bf16_compile", "interleaved_64")
+# Every recorded variant of the example (the tests check this against the recordings).
+VARIANTS = (
+    "4096_bf16", "4096_bf16_20steps", "4096_bf16_autotune", "4096_bf16_cold",
+    "4096_bf16_compile", "4096_bf16_triton_gemm", "4096_fp32", "4096_fp32_tf32",
+    "64_bf16", "64_bf16_20steps", "64_bf16_20steps_cold", "64_bf16_addmm", "64_bf16_batch8",
+    "64_bf16_cold", "64_bf16_compile", "64_bf16_export_after", "64_bf16_nowait",
+    "64_bf16_reduce_overhead", "interleaved_64", "peaks",
+)  # fmt: skip
 # The Hugging Face Part 1 post's A100 figures, as it reports them.
 A100 = {
     "cpu64": 2314.0,
@@ -275,10 +283,18 @@ def cpu_calls(tr: Trace, step: int) -> list[str]:
     return sorted(tr.name(i) for i in inside)
 
 
-def first_step_facts(cold20: Trace, warm20: Trace, cold3: Trace) -> Facts:
+def first_step_facts(
+    cold20: Trace, warm20: Trace, cold3: Trace, warm_meta: dict[str, Any]
+) -> Facts:
     """The first active step is slow, in a cold process and after warm-up alike, though the
     schedule's skipped and warm-up steps absorbed the one-time setup: the first kept step
-    records the same calls as every later one, and no setup call appears at all."""
+    records the same calls as every later one, and no setup call appears at all.
+
+    Five warm-up calls alone barely change the first step's ratio to the rest: where the
+    warm 20-step run was the first profile of its fresh process (``warm_meta``), its ratio
+    stays within 10 % of the cold run's; where other recordings had been profiled earlier
+    in the same process, it is lower by a fifth or more. The keys ``wfresh_*`` and
+    ``wafter_*`` are returned by the repeats of each kind only."""
     for tr in (cold20, warm20, cold3):
         assert all(cpu_calls(tr, 0) == cpu_calls(tr, k) for k in range(1, len(tr.steps)))
         assert not any(len(tr.where(contains=c)) for c in SETUP_CALLS)
@@ -289,6 +305,16 @@ def first_step_facts(cold20: Trace, warm20: Trace, cold3: Trace) -> Facts:
     cold_extra = cold[0] - statistics.median(cold[1:])
     warm_extra = warm[0] - statistics.median(warm[1:])
     assert warm_extra < cold_extra  # warming up removed part of the extra time, not all
+    cold_ratio = cold[0] / statistics.median(cold[1:])
+    warm_ratio = warm[0] / statistics.median(warm[1:])
+    order = warm_meta["process"]["variants_in_it"]
+    assert warm_meta["params"].get("warmup") and warm_meta["process"]["fresh"]
+    first_in_process = order.index(warm_meta["variant"]) == 0
+    if first_in_process:  # the warm-up calls alone: the ratio barely moves
+        assert abs(warm_ratio - cold_ratio) < 0.1 * cold_ratio
+    else:  # after other profiling in the same process: clearly lower
+        assert warm_ratio < 0.8 * cold_ratio
+    kind = "wfresh" if first_in_process else "wafter"
 
     def label_gap(step: int) -> float:
         lo_hi = in_step(cold3, step)
@@ -301,10 +327,10 @@ def first_step_facts(cold20: Trace, warm20: Trace, cold3: Trace) -> Facts:
     return {
         "cold_first": cold[0],
         "cold_rest": statistics.median(cold[1:]),
-        "warm_first": warm[0],
-        "warm_rest": statistics.median(warm[1:]),
-        "cold_ratio": cold[0] / statistics.median(cold[1:]),
-        "warm_ratio": warm[0] / statistics.median(warm[1:]),
+        f"{kind}_first": warm[0],
+        f"{kind}_rest": statistics.median(warm[1:]),
+        "cold_ratio": cold_ratio,
+        f"{kind}_ratio": warm_ratio,
         "gap2": gaps[0],
         "gap3": gaps[1],
         "gap4": gaps[2],
@@ -455,6 +481,49 @@ def launch_call_facts(
         "c4k": chain_md(c4k),
         "c32": chain_md(c32),
         "memset_us": dur_us(t4k, memset),
+    }
+
+
+def profiled_from_start(meta: dict[str, Any]) -> bool:
+    """Whether a recording's first profiled call was recorded: no schedule at all, or one
+    with neither a skipped (``wait``) nor a warm-up step before the active ones."""
+    params = meta["params"]
+    if meta["variant"] == "peaks":  # timed kernels under a bare profile(): no schedule
+        return True
+    return bool(params.get("wait", 1) == 0 and params.get("warmup_steps", 1) == 0)
+
+
+def window_facts(recordings: Sequence[tuple[Trace, dict[str, Any]]]) -> Facts:
+    """Over every recording of the example (trace, meta) of one repeat: the Activity Buffer
+    Request appears once in each recording profiled from its first call, cold process or
+    warm, never in any other, and ends before the first CUDA call; the profiler's closing
+    synchronize over an idle GPU at 64x64; the warm-up the main recordings ran."""
+    assert {meta["variant"] for _, meta in recordings} == set(VARIANTS)
+    metas = {meta["variant"]: meta for _, meta in recordings}
+    assert metas["64_bf16"]["params"]["warmup"] and metas["4096_bf16"]["params"]["warmup"]
+    assert "warmup" not in metas["64_bf16_cold"]["params"]  # the snippet as shown: cold
+    positions, idle_syncs = [], []
+    for tr, meta in recordings:
+        abr = [int(i) for i in tr.where(name="Activity Buffer Request")]
+        if not profiled_from_start(meta):
+            assert not abr, meta["variant"]
+        else:
+            assert len(abr) == 1, meta["variant"]
+            calls = tr.where(kind=(Kind.RUNTIME, Kind.DRIVER))
+            assert tr.ts_ns[abr[0]] + tr.dur_ns[abr[0]] < tr.ts_ns[calls].min()
+            mm0 = first(tr, name="aten::mm")  # it falls inside the first GEMM operator
+            assert tr.ts_ns[mm0] <= tr.ts_ns[abr[0]]
+            assert tr.ts_ns[abr[0]] + tr.dur_ns[abr[0]] <= tr.ts_ns[mm0] + tr.dur_ns[mm0]
+            positions.append(meta["process"]["variants_in_it"].index(meta["variant"]))
+        if meta["params"].get("size") == 64:
+            s, window = sync_window(tr)
+            assert gpu_busy_us(tr, window=window) == 0  # nothing queued
+            idle_syncs.append(dur_us(tr, s))
+    assert min(positions) == 0 < max(positions)  # first in a fresh process, and late in one
+    return {
+        "n_idle_sync": len(idle_syncs),
+        "idle_sync_min": min(idle_syncs),
+        "idle_sync_max": max(idle_syncs),
     }
 
 

@@ -63,8 +63,10 @@ def test_lanes_and_chain(k):
 
 def test_first_step(k):
     t = getter(k)
-    f = m.first_step_facts(t("64_bf16_20steps_cold"), t("64_bf16_20steps"), t("64_bf16_cold"))
-    assert f["cold_ratio"] > 2 and f["warm_ratio"] > 1.2
+    meta = load(EXAMPLE, "64_bf16_20steps").repeats[k].meta
+    f = m.first_step_facts(t("64_bf16_20steps_cold"), t("64_bf16_20steps"), t("64_bf16_cold"), meta)
+    kind = "wfresh" if meta["process"]["variants_in_it"][0] == "64_bf16_20steps" else "wafter"
+    assert f["cold_ratio"] > 2 and f[f"{kind}_ratio"] > 1.2
     assert f["warm_extra"] < f["cold_extra"]
     assert m.unscheduled_facts(t("64_bf16_nowait"))["n_clusters"] > 0
     warm = [t(n) for n in ("64_bf16", "64_bf16_20steps", "4096_bf16")]
@@ -77,6 +79,28 @@ def test_offset(k):
         t("64_bf16"), t("64_bf16_cold"), t("64_bf16_nowait"), t("64_bf16_20steps_cold")
     )
     assert f["n_abr"] == 1 and f["n_abr_20"] == 0
+
+
+def test_variants_listed():
+    from tracesite.recordings import recordings_root
+
+    folder = recordings_root() / EXAMPLE
+    assert set(m.VARIANTS) == {p.name for p in folder.iterdir() if (p / "r0").is_dir()}
+
+
+def test_window(k):
+    recs = [load(EXAMPLE, n).repeats[k] for n in m.VARIANTS]
+    f = m.window_facts([(r.trace(), r.meta) for r in recs])
+    assert 0 < f["idle_sync_min"] < f["idle_sync_max"] < 100
+
+
+def test_warmup_order():
+    """Both kinds of warm 20-step repeat exist: first in its process, and after others."""
+    firsts = [
+        r.meta["process"]["variants_in_it"][0] == "64_bf16_20steps"
+        for r in load(EXAMPLE, "64_bf16_20steps").repeats
+    ]
+    assert any(firsts) and not all(firsts)
 
 
 def test_launch_calls_and_sync(k):
