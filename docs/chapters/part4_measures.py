@@ -137,6 +137,26 @@ def tile(name: str) -> tuple[int, int] | None:
     return (int(m[1]), int(m[2])) if m else None
 
 
+# The launch calls of one token of our compiled loop, each with the CPU ops around it: one
+# kernel copying the token and position into the graph's input buffers, the graph launch,
+# and the two copies of the example's ``token.clone(), position.clone()`` of its outputs.
+LOOP_CALLS = [("cudaLaunchKernel", ("Torch-Compiled Region: 0/0", "aten::_foreach_copy_")),
+              ("cudaGraphLaunch", ("Torch-Compiled Region: 0/0",)),
+              ("cudaMemcpyAsync", ("aten::clone", "aten::copy_")), ("cudaMemcpyAsync", ("aten::clone", "aten::copy_"))]
+
+
+def launch_calls(tr: Trace, step: str) -> list[tuple[str, tuple[str, ...]]]:
+    """The step's launch and copy calls, each with the names of the CPU ops enclosing it."""
+    lo, hi = _in(tr, step)
+    cpu = tr.where(kind=Kind.CPU_OP, within=(lo, hi))
+    out = []
+    for i in tr.where(kind=Kind.RUNTIME, within=(lo, hi)):
+        if tr.name(int(i)) in ("cudaLaunchKernel", "cudaGraphLaunch", "cudaMemcpyAsync"):
+            around = cpu[(tr.ts_ns[cpu] <= tr.ts_ns[i]) & (tr.end_ns[i] <= tr.end_ns[cpu])]
+            out.append((tr.name(int(i)), tuple(tr.name(int(j)) for j in around)))
+    return out
+
+
 def first_diff(a: Sequence[int], b: Sequence[int]) -> int:
     return next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), len(a))
 
@@ -149,10 +169,10 @@ def _in(tr: Trace, step: str) -> tuple[int, int]:
 # ---------------------------------------------------------------------- section 1, per repeat
 
 
-def generate_facts(dyn: Rec, static: Rec) -> Facts:
-    """``generate()`` with a dynamic cache, one repeat: prefill and one decoded token, the
-    host syncs and copies of a token and who asks for them, and what runs outside the
-    model's forward."""
+def generate_facts(dyn: Rec, static: Rec, shape: dict[str, int]) -> Facts:
+    """``generate()`` with a dynamic cache, one repeat (``shape``: the model's): prefill and
+    one decoded token, the host syncs and copies of a token and who asks for them, and what
+    runs outside the model's forward."""
     tr = dyn.trace()
     st = step_times(tr)
     assert st[0].name == "ProfilerStep#0" and len(st) == 2  # the prefill, one decode token
@@ -171,11 +191,31 @@ def generate_facts(dyn: Rec, static: Rec) -> Facts:
     assert pre_tile and 8 not in pre_tile  # prefill: a wide nvjet tile
     dec_nvjet = [tr.name(g) for g in token_ops(tr) if tile(tr.name(g))]
     tiles = [t for t in map(tile, dec_nvjet) if t]
-    # Decode: one side of every tile is 8, the N of the ``TNT`` kernels, the M of the ``TNN`` ones.
+    # Decode: one side of every tile is 8. The GEMMs run per layer as q, k, v, o, gate, up,
+    # down (the nn.Module Linear_<i> that launched each), then the LM head. In ``TNT`` kernels
+    # the 8 (N) is the row's side; the grid covers the outputs M at a time (a multiple of it
+    # when split over K). In ``TNN`` kernels, exactly the k and v projections, the 8 (M) is
+    # the weight's side: one block per 8 outputs; the row is padded to N.
     assert dec_nvjet and all(n.endswith(("TNT", "TNN")) for n in dec_nvjet)
     assert all(t[1] == 8 if n.endswith("TNT") else t[0] == 8 for n, t in zip(dec_nvjet, tiles, strict=True))
     tnn = sum(n.endswith("TNN") for n in dec_nvjet)
-    assert 0 < tnn < len(dec_nvjet) / 2
+    h, kv = shape["hidden_size"], shape["num_key_value_heads"] * shape["head_dim"]
+    q, i = shape["num_attention_heads"] * shape["head_dim"], shape["intermediate_size"]
+    outs = [q, kv, kv, h, i, i, h] * shape["num_hidden_layers"]
+    gemm = [g for g in token_ops(tr) if tile(tr.name(g))]
+    assert len(gemm) == len(outs) + 1
+    linears = tr.where(prefix="nn.Module: Linear_")
+    for k, (g, n, t, out) in enumerate(zip(gemm, dec_nvjet, tiles, outs, strict=False)):  # all but the LM head
+        la = link(tr).launch[g]
+        mods = linears[(tr.ts_ns[linears] <= tr.ts_ns[la]) & (tr.end_ns[la] <= tr.end_ns[linears])]
+        assert len(mods) == 1 and int(tr.name(int(mods[0])).rsplit("_", 1)[1]) % 7 == k % 7
+        grid = int(tr.extra["grid"][g])
+        if n.endswith("TNN"):
+            assert k % 7 in (1, 2) and grid == out // t[0]
+        else:
+            assert k % 7 not in (1, 2) and grid % (out // t[0]) == 0
+    tnn_tiles = {t for n, t in zip(dec_nvjet, tiles, strict=True) if n.endswith("TNN")}
+    assert tnn == 2 * shape["num_hidden_layers"] and len(tnn_tiles) == 1
     n_syncs = calls_per_step(tr, "cudaStreamSynchronize")
     assert len(set(n_syncs)) == 1 and n_syncs[0] == 2
     # The two syncs return within microseconds: the CPU is behind, the GPU already idle. The
@@ -221,7 +261,8 @@ def generate_facts(dyn: Rec, static: Rec) -> Facts:
         "dyn_dec_cpu_ms": statistics.median(s.cpu_us for s in dec) / 1e3,
         "dyn_dec_busy_ms": statistics.median(s.gpu_busy_us for s in dec) / 1e3,
         "dyn_busy_pct": 100 * statistics.median(s.gpu_busy_us for s in dec) / 1e3 / ms,
-        "dyn_unprof_ms": ms, "dec_nvjet": len(dec_nvjet), "dec_tnn": tnn, "eager_sync_us": max(sync_us),
+        "dyn_unprof_ms": ms, "dec_nvjet": len(dec_nvjet), "dec_tnn": tnn, "tnn_n": tnn_tiles.pop()[1], "kv_out": kv,
+        "eager_sync_us": max(sync_us),
         "dyn_cpu_x": statistics.median(s.cpu_us for s in dec) / 1e3 / ms, "py_gap_us": big.gap_us,
         "dec_tiles": ", ".join(f"`{a}x{b}`" for a, b in sorted(set(tiles))),
         "pre_tile": "`" + "x".join(map(str, pre_tile)) + "`",
@@ -315,7 +356,7 @@ class Run:
             self.t[c] += us
             self.n[c] += 1
         self.token_us = float(res(r)["ms_per_token"]) * 1e3  # unprofiled
-        self.period_us = statistics.median(gpu_period_us(tr))  # profiled
+        self.period_us = gpu_period_us(tr)[1]  # profiled: step 2's first GPU op to step 3's
         nb = gemv_bytes(shape)
         self.gbs = {c: nb[c] * self.n[c] / (self.t[c] * 1e-6) / 1e9 for c in nb}
         self.tps = float(res(r)["tokens_per_s"])
@@ -467,18 +508,24 @@ class Chapter:
                 assert set(calls_per_step(r.trace(), "cudaStreamSynchronize")) == {1}, name
                 assert set(calls_per_step(r.trace(), "cudaGraphLaunch")) == {1}, name
         # On 8B the compiled forward runs ahead of generate()'s CPU work, and the stop check's
-        # sync then waits milliseconds for the GPU to finish the token.
+        # sync (in step 2, before its graph launch) waits milliseconds, until the GPU has run
+        # the previous token's forward (its last kernel), in every repeat less than a token.
         waits = []
         for r in self.recs("generate_static_compiled_8b"):
             tr = r.trace()
             (i,) = syncs(tr)
             waits.append(float(tr.end_ns[i] - tr.ts_ns[i]) / 1e6)
-        assert min(waits) > 1
+            (launch,) = tr.where(name="cudaGraphLaunch", within=_in(tr, "ProfilerStep#2"))
+            done = max(int(tr.end_ns[g]) for g in token_ops(tr, "ProfilerStep#1") if tr.kind[g] == Kind.KERNEL)
+            assert tr.end_ns[i] < tr.ts_ns[launch] and 0 < tr.end_ns[i] - done < 100_000
+            assert 1 < waits[-1] < res(r)["ms_per_token"]
         f["gsc8_sync_ms"] = statistics.median(waits)
+        f["gsc8_ms"] = statistics.median(per["generate_static_compiled_8b"]["ms"])
         for r in [*self.recs("loop_compiled_8b"), *self.recs(FINAL)]:  # our loop: no host sync at all
             tr = r.trace()
             assert set(calls_per_step(tr, "cudaStreamSynchronize")) == {0}
             assert set(calls_per_step(tr, "cudaGraphLaunch")) == {1}
+            assert [launch_calls(tr, st.name) for st in decode_steps(tr)] == [LOOP_CALLS] * 3
             # Once the CPU is ahead (from the second profiled token on), the GPU never waits.
             steps = decode_steps(tr)
             ahead = (int(tr.ts_ns[token_ops(tr, steps[1].name)[0]]), int(tr.end_ns[token_ops(tr, steps[-1].name)[-1]]))
@@ -950,13 +997,31 @@ class Chapter:
             copies.append(sum(float(tr.dur_ns[g]) for g in c) / 1e3)
         f["add_copy_us"] = lo_hi(copies)
         # The rest is an estimate without the profiler; in the trace the GPU idles longer per token.
+        # The profiler stretches step 2's token (its kernels plus the GPU's idle time between
+        # them, to the next token's first op) beyond the unprofiled token.
         idle = [trace_idle_us(r.trace()) for r in self.recs(FINAL)]
-        assert all(i > x.rest and x.period_us > x.token_us for i, x in zip(idle, tu.runs, strict=True))
+        for i, x in zip(idle, tu.runs, strict=True):
+            assert i > x.rest and x.period_us > x.token_us
+            assert abs(x.period_us - sum(x.t.values()) - i) < 0.01 * x.period_us
         f["f_trace_idle_us"] = statistics.median(idle)
-        # The layer pictures: one attention kernel of ours where cuDNN ran three; the small
-        # kernels around it no fewer and no shorter than in the fused loop.
+        f["f_stretch_pct"], f["f_period_us"] = 100 * tu.stretch, statistics.median(x.period_us for x in tu.runs)
+        # The layer pictures: one attention kernel of ours where the fused loop ran three,
+        # Inductor's mask kernel, a memset and cuDNN's kernel; in the final loop Inductor
+        # computes the mask (``le``) in rotary-embedding kernels (``cos``), counted as
+        # pointwise. The small kernels around it no fewer and no shorter than in the fused loop.
         t8 = self.table("loop_fused_8b")
         assert {x.n["attention"] for x in tu.runs} == {32} and {x.n["attention"] for x in t8.runs} == {96}
+        for r in self.recs("loop_fused_8b"):
+            tr = r.trace()
+            att = [tr.name(g) for c, _, g in classify(tr, token_ops(tr), 32) if c == "attention"]
+            assert all(a.startswith("triton_poi_fused__scaled_dot_product_cudnn_attention") and "le" in a.split("_")
+                       and b == "Memset (Device)" and c.startswith("cudnn") for a, b, c in zip(att[::3], att[1::3], att[2::3], strict=True))
+        for r in self.recs(FINAL):
+            tr = r.trace()
+            rows = classify(tr, token_ops(tr), 32)
+            assert all(c != "attention" or tr.name(g) == "attention_kernel" for c, _, g in rows)
+            mask = [g for c, _, g in rows if {"le", "cos"} <= set(tr.name(g).split("_"))]
+            assert len(mask) >= 32 and all(c == "pointwise, copies" for c, _, g in rows if g in mask)
         assert min(x.n["norms, argmax"] + x.n["pointwise, copies"] for x in tu.runs) >= max(
             x.n["norms, argmax"] + x.n["pointwise, copies"] for x in t8.runs)
         assert min(x.small for x in tu.runs) > max(x.small for x in t8.runs)

@@ -47,7 +47,7 @@ def test_three_repeats():
 
 
 def test_generate_per_repeat(k):
-    f = m.generate_facts(recs("generate_dynamic_1b")[k], recs("generate_static_1b")[k])
+    f = m.generate_facts(recs("generate_dynamic_1b")[k], recs("generate_static_1b")[k], chapter().shapes["1b"])
     assert f["dyn_dtoh"] == 2 and f["dyn_busy_pct"] < 30
     assert "8" in f["dec_tiles"]
 
