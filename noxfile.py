@@ -84,7 +84,7 @@ def install_torch(session: nox.Session) -> None:
 
 @nox.session
 def lint(session: nox.Session) -> None:
-    """ruff over the code; mypy --strict over the library, the site glue and the pages'
+    """ruff (check and format) over the code; mypy --strict over the library, the site glue and the pages'
     measures modules; actionlint and zizmor over the workflows."""
     session.install(*groups("lint"))
     session.run(
@@ -102,6 +102,7 @@ def lint(session: nox.Session) -> None:
         "docs/chapters",
         "docs/snippets",
     )
+    session.run("ruff", "format", "--check", ".")
     session.install("-e", ".[draw]")  # mypy reads numpy's, msgspec's and matplotlib's types
     session.run("mypy", "--strict", "src/tracereader")
     # The site glue and the pages' measures modules, typed like the library.
@@ -137,7 +138,8 @@ def lint(session: nox.Session) -> None:
 def tests(session: nox.Session) -> None:
     """Unit tests, plus every example run as a plain script on the CPU."""
     install_torch(session)
-    session.install("-e", ".", *groups("test"))
+    # docs: the site glue's tests import Sphinx, MyST-NB and IPython as the build does
+    session.install("-e", ".", *groups("test", "docs"))
     session.run("pytest", "-q", "-m", "not browser and not downloads", *session.posargs)
 
 

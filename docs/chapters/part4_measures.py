@@ -34,7 +34,9 @@ ROOT = HERE.parents[1]
 SPEC_TBS = 4.8  # H200 SXM datasheet: HBM3e bandwidth, TB/s
 GOAL = 0.70  # the fraction of SPEC_TBS the chapter aims at
 FINAL = "loop_untuned_8b"  # the final loop: GEMV and attention kernels of our own, tuning off
-CHECK = "logits_check_8b"  # the final loop with its logits kept, and timed with a host read per token
+CHECK = (
+    "logits_check_8b"  # the final loop with its logits kept, and timed with a host read per token
+)
 
 
 class Rec(Protocol):
@@ -74,8 +76,14 @@ def tim(r: Rec) -> dict[str, Any]:
 
 def rng(values: Sequence[float], fmt: str = "{:.0f}") -> str:
     """'median (min–max)' of one number per repeat."""
-    return (fmt.format(statistics.median(values)) + " (" + fmt.format(min(values)) + "–"
-            + fmt.format(max(values)) + ")")
+    return (
+        fmt.format(statistics.median(values))
+        + " ("
+        + fmt.format(min(values))
+        + "–"
+        + fmt.format(max(values))
+        + ")"
+    )
 
 
 def lo_hi(values: Sequence[float], fmt: str = "{:,.0f}") -> str:
@@ -119,7 +127,9 @@ def frames_around(tr: Trace, i: int, n: int = 3) -> list[str]:
 def is_gemv(name: str) -> bool:
     """GEMV kernels: Inductor's own (reductions over a transposed weight, ``t``) or the
     example's ``gemv_kernel``."""
-    return name == "gemv_kernel" or (name.startswith("triton_red") and "_t_" in name and "argmax" not in name)
+    return name == "gemv_kernel" or (
+        name.startswith("triton_red") and "_t_" in name and "argmax" not in name
+    )
 
 
 def calls_per_step(tr: Trace, name: str) -> list[int]:
@@ -140,9 +150,12 @@ def tile(name: str) -> tuple[int, int] | None:
 # The launch calls of one token of our compiled loop, each with the CPU ops around it: one
 # kernel copying the token and position into the graph's input buffers, the graph launch,
 # and the two copies of the example's ``token.clone(), position.clone()`` of its outputs.
-LOOP_CALLS = [("cudaLaunchKernel", ("Torch-Compiled Region: 0/0", "aten::_foreach_copy_")),
-              ("cudaGraphLaunch", ("Torch-Compiled Region: 0/0",)),
-              ("cudaMemcpyAsync", ("aten::clone", "aten::copy_")), ("cudaMemcpyAsync", ("aten::clone", "aten::copy_"))]
+LOOP_CALLS = [
+    ("cudaLaunchKernel", ("Torch-Compiled Region: 0/0", "aten::_foreach_copy_")),
+    ("cudaGraphLaunch", ("Torch-Compiled Region: 0/0",)),
+    ("cudaMemcpyAsync", ("aten::clone", "aten::copy_")),
+    ("cudaMemcpyAsync", ("aten::clone", "aten::copy_")),
+]
 
 
 def launch_calls(tr: Trace, step: str) -> list[tuple[str, tuple[str, ...]]]:
@@ -181,10 +194,14 @@ def generate_facts(dyn: Rec, static: Rec, shape: dict[str, int]) -> Facts:
     assert abs(pre.kernels - dec[0].kernels) < 0.1 * pre.kernels  # about as many kernels
     gaps = tracereader.gaps(tr, window=_in(tr, "ProfilerStep#2"))
     causes = [g.cause for g in gaps]
-    assert max(set(causes), key=causes.count) == "launch" and causes.count("launch") > len(causes) / 2
+    assert (
+        max(set(causes), key=causes.count) == "launch" and causes.count("launch") > len(causes) / 2
+    )
     ms = float(res(dyn)["ms_per_token"])
     assert all(s.gpu_busy_us < 0.2 * s.cpu_us for s in dec)  # the GPU mostly waits
-    assert all(s.cpu_us > 1e3 * ms for s in dec)  # the profiler (and its Python frames) slows the CPU
+    assert all(
+        s.cpu_us > 1e3 * ms for s in dec
+    )  # the profiler (and its Python frames) slows the CPU
     assert statistics.median(s.gpu_busy_us for s in dec) / 1e3 < 0.3 * ms
     pre_top = top_kernels(tr, "ProfilerStep#0")
     pre_tile = tile(pre_top[0][0])
@@ -197,7 +214,9 @@ def generate_facts(dyn: Rec, static: Rec, shape: dict[str, int]) -> Facts:
     # when split over K). In ``TNN`` kernels, exactly the k and v projections, the 8 (M) is
     # the weight's side: one block per 8 outputs; the row is padded to N.
     assert dec_nvjet and all(n.endswith(("TNT", "TNN")) for n in dec_nvjet)
-    assert all(t[1] == 8 if n.endswith("TNT") else t[0] == 8 for n, t in zip(dec_nvjet, tiles, strict=True))
+    assert all(
+        t[1] == 8 if n.endswith("TNT") else t[0] == 8 for n, t in zip(dec_nvjet, tiles, strict=True)
+    )
     tnn = sum(n.endswith("TNN") for n in dec_nvjet)
     h, kv = shape["hidden_size"], shape["num_key_value_heads"] * shape["head_dim"]
     q, i = shape["num_attention_heads"] * shape["head_dim"], shape["intermediate_size"]
@@ -205,7 +224,9 @@ def generate_facts(dyn: Rec, static: Rec, shape: dict[str, int]) -> Facts:
     gemm = [g for g in token_ops(tr) if tile(tr.name(g))]
     assert len(gemm) == len(outs) + 1
     linears = tr.where(prefix="nn.Module: Linear_")
-    for k, (g, n, t, out) in enumerate(zip(gemm, dec_nvjet, tiles, outs, strict=False)):  # all but the LM head
+    for k, (g, n, t, out) in enumerate(
+        zip(gemm, dec_nvjet, tiles, outs, strict=False)
+    ):  # all but the LM head
         la = link(tr).launch[g]
         mods = linears[(tr.ts_ns[linears] <= tr.ts_ns[la]) & (tr.end_ns[la] <= tr.end_ns[linears])]
         assert len(mods) == 1 and int(tr.name(int(mods[0])).rsplit("_", 1)[1]) % 7 == k % 7
@@ -228,7 +249,9 @@ def generate_facts(dyn: Rec, static: Rec, shape: dict[str, int]) -> Facts:
     assert big.cause == "python" and "prepare_inputs_for_generation" in tr.name(big.cause_event)
     assert big.gap_us == max(g.gap_us for g in step_gaps)  # the token's longest wait
     in2 = _in(tr, "ProfilerStep#2")
-    callers = [frames_around(tr, int(i)) for i in tr.where(name="cudaStreamSynchronize", within=in2)]
+    callers = [
+        frames_around(tr, int(i)) for i in tr.where(name="cudaStreamSynchronize", within=in2)
+    ]
     assert len(callers) == 2
     assert any("generation/utils.py" in f for f in callers[0])  # generate()'s stop flag
     assert any("_ignore_causal_mask_sdpa" in f for f in callers[1])  # the mask's .item()
@@ -243,33 +266,50 @@ def generate_facts(dyn: Rec, static: Rec, shape: dict[str, int]) -> Facts:
     for i in tr.where(name="cudaMemcpyAsync", within=in2):
         mine = [f for f in frames_around(tr, int(i), 12) if f.startswith("transformers/")]
         copy_callers.add(mine[-1].split("(")[0])
-    assert copy_callers == {"transformers/generation/utils.py", "transformers/masking_utils.py",
-                            "transformers/generation/logits_process.py",
-                            "transformers/generation/stopping_criteria.py"}, copy_callers
+    assert copy_callers == {
+        "transformers/generation/utils.py",
+        "transformers/masking_utils.py",
+        "transformers/generation/logits_process.py",
+        "transformers/generation/stopping_criteria.py",
+    }, copy_callers
     # Every CPU op of the token outside the model's own forward is generate()'s.
     fwd = tr.where(prefix="nn.Module: LlamaForCausalLM", within=in2)
     assert len(fwd) == 1
     lo, hi = int(tr.ts_ns[fwd[0]]), int(tr.end_ns[fwd[0]])
     cpu_ops = [int(i) for i in tr.where(kind=Kind.CPU_OP, within=in2)]
-    top_level = [i for i in cpu_ops if not any(tr.ts_ns[j] < tr.ts_ns[i] and tr.end_ns[i] <= tr.end_ns[j]
-                                               for j in cpu_ops if j != i)]
+    top_level = [
+        i
+        for i in cpu_ops
+        if not any(
+            tr.ts_ns[j] < tr.ts_ns[i] and tr.end_ns[i] <= tr.end_ns[j] for j in cpu_ops if j != i
+        )
+    ]
     outside = [i for i in top_level if not (lo <= tr.ts_ns[i] and tr.end_ns[i] <= hi)]
     names = sorted({tr.name(i) for i in outside})
     assert len(outside) > 10 and "aten::argmax" in names
     return {
-        "dyn_pre_kernels": pre.kernels, "dyn_dec_kernels": statistics.median(s.kernels for s in dec),
+        "dyn_pre_kernels": pre.kernels,
+        "dyn_dec_kernels": statistics.median(s.kernels for s in dec),
         "dyn_dec_cpu_ms": statistics.median(s.cpu_us for s in dec) / 1e3,
         "dyn_dec_busy_ms": statistics.median(s.gpu_busy_us for s in dec) / 1e3,
         "dyn_busy_pct": 100 * statistics.median(s.gpu_busy_us for s in dec) / 1e3 / ms,
-        "dyn_unprof_ms": ms, "dec_nvjet": len(dec_nvjet), "dec_tnn": tnn, "tnn_n": tnn_tiles.pop()[1], "kv_out": kv,
+        "dyn_unprof_ms": ms,
+        "dec_nvjet": len(dec_nvjet),
+        "dec_tnn": tnn,
+        "tnn_n": tnn_tiles.pop()[1],
+        "kv_out": kv,
         "eager_sync_us": max(sync_us),
-        "dyn_cpu_x": statistics.median(s.cpu_us for s in dec) / 1e3 / ms, "py_gap_us": big.gap_us,
+        "dyn_cpu_x": statistics.median(s.cpu_us for s in dec) / 1e3 / ms,
+        "py_gap_us": big.gap_us,
         "dec_tiles": ", ".join(f"`{a}x{b}`" for a, b in sorted(set(tiles))),
         "pre_tile": "`" + "x".join(map(str, pre_tile)) + "`",
-        "dyn_dtoh": copies["DtoH"], "dyn_dtod": copies["DtoD"],
-        "gen_outside_ops": len(outside), "gen_inside_ops": len(top_level) - len(outside),
+        "dyn_dtoh": copies["DtoH"],
+        "dyn_dtod": copies["DtoD"],
+        "gen_outside_ops": len(outside),
+        "gen_inside_ops": len(top_level) - len(outside),
         "gen_outside_us": sum(float(tr.end_ns[i] - tr.ts_ns[i]) / 1e3 for i in outside),
-        "fwd_ms": (hi - lo) / 1e6, "gen_outside_names": ", ".join(f"`{n}`" for n in names[:12]),
+        "fwd_ms": (hi - lo) / 1e6,
+        "gen_outside_names": ", ".join(f"`{n}`" for n in names[:12]),
     }
 
 
@@ -288,28 +328,48 @@ def packed_facts(short: Rec, packed: Rec) -> Facts:
     assert sum(tr2.dur_ns[g] for g in att2) < sum(tr.dur_ns[g] for g in att)
     cudnn = [g for g in att2 if tr2.name(g).startswith("cudnn")]
     assert len(cudnn) == 32  # one per layer, cuDNN's kernel
-    return {"gqa_copy_kernels_before": len(before), "gqa_copy_kernels_after": len(after),
-            "gqa_copy_us_before": sum(float(tr.dur_ns[g]) for g in before) / 1e3,
-            "gqa_copy_us_after": sum(float(tr2.dur_ns[g]) for g in after) / 1e3,
-            "att_us_before": sum(float(tr.dur_ns[g]) for g in att) / 1e3,
-            "att_us_after": sum(float(tr2.dur_ns[g]) for g in att2) / 1e3,
-            "cudnn_us": statistics.median(float(tr2.dur_ns[g]) / 1e3 for g in cudnn)}
+    return {
+        "gqa_copy_kernels_before": len(before),
+        "gqa_copy_kernels_after": len(after),
+        "gqa_copy_us_before": sum(float(tr.dur_ns[g]) for g in before) / 1e3,
+        "gqa_copy_us_after": sum(float(tr2.dur_ns[g]) for g in after) / 1e3,
+        "att_us_before": sum(float(tr.dur_ns[g]) for g in att) / 1e3,
+        "att_us_after": sum(float(tr2.dur_ns[g]) for g in att2) / 1e3,
+        "cudnn_us": statistics.median(float(tr2.dur_ns[g]) / 1e3 for g in cudnn),
+    }
 
 
 # ---------------------------------------------------------------------- classes of one token
 
 
-CLASSES = ("gate_up", "down", "qkv", "o", "lm_head", "attention", "norms, argmax", "pointwise, copies")
+CLASSES = (
+    "gate_up",
+    "down",
+    "qkv",
+    "o",
+    "lm_head",
+    "attention",
+    "norms, argmax",
+    "pointwise, copies",
+)
 OTHER = ("attention", "norms, argmax", "pointwise, copies")  # the classes that are not GEMVs
 GEMV_CLASSES = ("qkv", "o", "gate_up", "down")
 
 
 def gemv_bytes(shape: dict[str, int]) -> dict[str, int]:
     """Weight bytes each GEMV class reads, from the model's shape (bf16)."""
-    q, kv = shape["num_attention_heads"] * shape["head_dim"], shape["num_key_value_heads"] * shape["head_dim"]
+    q, kv = (
+        shape["num_attention_heads"] * shape["head_dim"],
+        shape["num_key_value_heads"] * shape["head_dim"],
+    )
     h, i = shape["hidden_size"], shape["intermediate_size"]
-    return {"qkv": 2 * h * (q + 2 * kv), "o": 2 * q * h, "gate_up": 2 * h * 2 * i, "down": 2 * i * h,
-            "lm_head": 2 * h * shape["vocab_size"]}
+    return {
+        "qkv": 2 * h * (q + 2 * kv),
+        "o": 2 * q * h,
+        "gate_up": 2 * h * 2 * i,
+        "down": 2 * i * h,
+        "lm_head": 2 * h * shape["vocab_size"],
+    }
 
 
 def classify(tr: Trace, ops: list[int], layers: int) -> list[tuple[str, float, int]]:
@@ -324,7 +384,13 @@ def classify(tr: Trace, ops: list[int], layers: int) -> list[tuple[str, float, i
     out: list[list[Any]] = []
     for g in ops:
         name = tr.name(g)
-        kind = "gemv" if is_gemv(name) else "norms, argmax" if name.startswith("triton_red") else "pointwise, copies"
+        kind = (
+            "gemv"
+            if is_gemv(name)
+            else "norms, argmax"
+            if name.startswith("triton_red")
+            else "pointwise, copies"
+        )
         out.append([kind, float(tr.dur_ns[g]) / 1e3, g])
     gemvs = [row for row in out if row[0] == "gemv"]
     assert len(gemvs) == 4 * layers + 1, len(gemvs)
@@ -333,7 +399,7 @@ def classify(tr: Trace, ops: list[int], layers: int) -> list[tuple[str, float, i
     gemvs[-1][0] = "lm_head"
     where = {id(row): i for i, row in enumerate(out)}
     for q, o in zip(gemvs[0:-1:4], gemvs[1::4], strict=True):
-        between = out[where[id(q)] + 1:where[id(o)]]
+        between = out[where[id(q)] + 1 : where[id(o)]]
         for row in between:
             name = tr.name(row[2])
             if "gemm" in name:
@@ -394,34 +460,50 @@ class Table:
         return 100 * (max(x.t[c] for x in self.runs) / min(x.t[c] for x in self.runs) - 1)
 
     def markdown(self) -> str:
-        rows = [f"| {c} | {self.runs[0].n[c]} | {self.med[c]:,.0f} | {100 * self.med[c] / self.token:.1f} % | "
-                + (f"{self.gbs[c]:,.0f}" if c in self.gbs else "") + " |" for c in CLASSES]
-        rows.append(f"| the rest of the token | | {self.rest:,.0f} | {100 * self.rest / self.token:.1f} % | |")
-        return ("| class | ops | µs per token | of the token | GB/s |\n|---|---:|---:|---:|---:|\n"
-                + "\n".join(rows))
+        rows = [
+            f"| {c} | {self.runs[0].n[c]} | {self.med[c]:,.0f} | {100 * self.med[c] / self.token:.1f} % | "
+            + (f"{self.gbs[c]:,.0f}" if c in self.gbs else "")
+            + " |"
+            for c in CLASSES
+        ]
+        rows.append(
+            f"| the rest of the token | | {self.rest:,.0f} | {100 * self.rest / self.token:.1f} % | |"
+        )
+        return (
+            "| class | ops | µs per token | of the token | GB/s |\n|---|---:|---:|---:|---:|\n"
+            + "\n".join(rows)
+        )
 
 
 # ---------------------------------------------------------------------- the whole path
 
-PATH = [("generate_dynamic_1b", "generate(), dynamic cache", "1B"),
-        ("generate_static_1b", "static cache", "1B"),
-        ("generate_static_compiled_1b", "generate() compiles", "1B"),
-        ("generate_static_compiled_8b", "generate() compiles", "8B"),
-        ("loop_compiled_8b", "our loop, CUDA graph", "8B"),
-        ("loop_tuned_8b", "+ tuned GEMVs", "8B"),
-        ("loop_short_8b", "+ short cache", "8B"),
-        ("loop_packed_8b", "+ packed GQA", "8B"),
-        ("loop_fused_8b", "+ fused projections", "8B"),
-        ("loop_act_8b", "+ activation computed once", "8B"),
-        ("loop_act_attn_8b", "+ attention as reductions", "8B"),
-        ("loop_kernels_8b", "GEMV kernels of our own", "8B"),
-        ("loop_kernels_sdpa_8b", "+ cuDNN attention again", "8B"),
-        ("loop_norms_8b", "+ norms in the GEMVs", "8B"),
-        ("loop_attention_8b", "GEMV and attention kernels of our own", "8B"),
-        (FINAL, "+ Inductor's tuning off", "8B")]
+PATH = [
+    ("generate_dynamic_1b", "generate(), dynamic cache", "1B"),
+    ("generate_static_1b", "static cache", "1B"),
+    ("generate_static_compiled_1b", "generate() compiles", "1B"),
+    ("generate_static_compiled_8b", "generate() compiles", "8B"),
+    ("loop_compiled_8b", "our loop, CUDA graph", "8B"),
+    ("loop_tuned_8b", "+ tuned GEMVs", "8B"),
+    ("loop_short_8b", "+ short cache", "8B"),
+    ("loop_packed_8b", "+ packed GQA", "8B"),
+    ("loop_fused_8b", "+ fused projections", "8B"),
+    ("loop_act_8b", "+ activation computed once", "8B"),
+    ("loop_act_attn_8b", "+ attention as reductions", "8B"),
+    ("loop_kernels_8b", "GEMV kernels of our own", "8B"),
+    ("loop_kernels_sdpa_8b", "+ cuDNN attention again", "8B"),
+    ("loop_norms_8b", "+ norms in the GEMVs", "8B"),
+    ("loop_attention_8b", "GEMV and attention kernels of our own", "8B"),
+    (FINAL, "+ Inductor's tuning off", "8B"),
+]
 #: The lesson's short path: where the CPU sets the pace, then where the kernels do.
-LESSON_PATH = ("generate_dynamic_1b", "generate_static_compiled_1b", "generate_static_compiled_8b",
-               "loop_compiled_8b", "loop_fused_8b", FINAL)
+LESSON_PATH = (
+    "generate_dynamic_1b",
+    "generate_static_compiled_1b",
+    "generate_static_compiled_8b",
+    "loop_compiled_8b",
+    "loop_fused_8b",
+    FINAL,
+)
 #: The lesson's table skips the rows between the fused loop and the final loop: its label says all it holds.
 LESSON_LABELS = {FINAL: "GEMV and attention kernels of our own, tuning off"}
 BUILDS_ON = {"loop_attention_8b": "loop_kernels_8b"}  # each other row builds on the row above it
@@ -452,12 +534,19 @@ class Chapter:
                 assert max(ks) - min(ks) <= 2, name  # every token alike
                 kern.append(statistics.median(ks))
                 launches.append(statistics.median(s.launches for s in dec))
-                busy.append(statistics.median(s.gpu_busy_us for s in dec) / 1e3 / res(r)["ms_per_token"])
+                busy.append(
+                    statistics.median(s.gpu_busy_us for s in dec) / 1e3 / res(r)["ms_per_token"]
+                )
                 assert tim(r)["graphs_compiled_while_timed"] == 0, name  # no recompile while timed
             assert max(busy) < 1.03, (name, busy)
-            per[name] = {"tps": [res(r)["tokens_per_s"] for r in rs], "ms": [res(r)["ms_per_token"] for r in rs],
-                         "frac": [res(r)["hbm_fraction_spec"] for r in rs], "kernels": kern,
-                         "busy": busy, "launches": launches}
+            per[name] = {
+                "tps": [res(r)["tokens_per_s"] for r in rs],
+                "ms": [res(r)["ms_per_token"] for r in rs],
+                "frac": [res(r)["hbm_fraction_spec"] for r in rs],
+                "kernels": kern,
+                "busy": busy,
+                "launches": launches,
+            }
         return per
 
     def beats(self, a: str, b: str) -> bool:
@@ -466,14 +555,19 @@ class Chapter:
 
     def _row(self, name: str, what: str, shape: str) -> str:
         p = self.per[name]
-        return (f"| {what} | {shape} | {rng(p['tps'])} | {rng(p['ms'], '{:.2f}')} | {p['kernels'][0]:.0f} | "
-                f"{p['launches'][0]:.0f} | {rng([min(b, 1) * 100 for b in p['busy']])} % | "
-                f"{rng([f * 100 for f in p['frac']])} % |")
+        return (
+            f"| {what} | {shape} | {rng(p['tps'])} | {rng(p['ms'], '{:.2f}')} | {p['kernels'][0]:.0f} | "
+            f"{p['launches'][0]:.0f} | {rng([min(b, 1) * 100 for b in p['busy']])} % | "
+            f"{rng([f * 100 for f in p['frac']])} % |"
+        )
 
     def path_table(self, names: Sequence[str] | None = None) -> str:
         rows = [self._row(*p) for p in PATH if names is None or p[0] in names]
-        return ("| change | shape | tokens/s | ms/token | kernels per token | launch calls per token "
-                "| GPU busy | of 4.8 TB/s |\n|---|---|---:|---:|---:|---:|---:|---:|\n" + "\n".join(rows))
+        return (
+            "| change | shape | tokens/s | ms/token | kernels per token | launch calls per token "
+            "| GPU busy | of 4.8 TB/s |\n|---|---|---:|---:|---:|---:|---:|---:|\n"
+            + "\n".join(rows)
+        )
 
     def lesson_table(self) -> str:
         """The lesson's short path: medians over the repeats (the ranges are in the notes)."""
@@ -481,28 +575,43 @@ class Chapter:
         for name, what, shape in PATH:
             if name in LESSON_PATH:
                 p = self.per[name]
-                rows.append(f"| {LESSON_LABELS.get(name, what)} | {shape} | {statistics.median(p['tps']):.0f} | "
-                            f"{statistics.median(p['launches']):.0f} | "
-                            f"{100 * min(1, statistics.median(p['busy'])):.0f} % | "
-                            f"{100 * statistics.median(p['frac']):.0f} % |")
-        return ("| change | shape | tokens/s | launch calls per token | GPU busy | of 4.8 TB/s |\n"
-                "|---|---|---:|---:|---:|---:|\n" + "\n".join(rows))
+                rows.append(
+                    f"| {LESSON_LABELS.get(name, what)} | {shape} | {statistics.median(p['tps']):.0f} | "
+                    f"{statistics.median(p['launches']):.0f} | "
+                    f"{100 * min(1, statistics.median(p['busy'])):.0f} % | "
+                    f"{100 * statistics.median(p['frac']):.0f} % |"
+                )
+        return (
+            "| change | shape | tokens/s | launch calls per token | GPU busy | of 4.8 TB/s |\n"
+            "|---|---|---:|---:|---:|---:|\n" + "\n".join(rows)
+        )
 
     def path_facts(self) -> Facts:
         per, beats = self.per, self.beats
         assert beats("generate_static_compiled_1b", "generate_dynamic_1b")
         assert beats("loop_compiled_8b", "generate_static_compiled_8b")
-        assert beats("loop_fused_8b", "loop_compiled_8b") and beats("loop_act_attn_8b", "loop_compiled_8b")
+        assert beats("loop_fused_8b", "loop_compiled_8b") and beats(
+            "loop_act_attn_8b", "loop_compiled_8b"
+        )
         assert not beats("generate_static_1b", "generate_dynamic_1b")
         assert not beats("generate_dynamic_1b", "generate_static_1b")
         assert beats(FINAL, "loop_fused_8b")
-        built = [(next(p for p in PATH if p[0] == BUILDS_ON.get(b[0], a[0])), b)
-                 for a, b in zip(PATH[4:], PATH[5:], strict=False)]
+        built = [
+            (next(p for p in PATH if p[0] == BUILDS_ON.get(b[0], a[0])), b)
+            for a, b in zip(PATH[4:], PATH[5:], strict=False)
+        ]
         section2 = ["loop_tuned_8b", "loop_short_8b", "loop_packed_8b", "loop_fused_8b"]
-        overlapping = [b for a, b in built if b[0] in section2 and not beats(b[0], a[0]) and not beats(a[0], b[0])]
+        overlapping = [
+            b
+            for a, b in built
+            if b[0] in section2 and not beats(b[0], a[0]) and not beats(a[0], b[0])
+        ]
         assert len(overlapping) >= 2
-        f: Facts = {"path_table": self.path_table(), "lesson_path_table": self.lesson_table(),
-                    "overlap_steps": ", ".join(f"*{w}*" for _, w, _ in overlapping)}
+        f: Facts = {
+            "path_table": self.path_table(),
+            "lesson_path_table": self.lesson_table(),
+            "overlap_steps": ", ".join(f"*{w}*" for _, w, _ in overlapping),
+        }
         for name in ("generate_static_compiled_1b", "generate_static_compiled_8b"):
             for r in self.recs(name):
                 assert set(calls_per_step(r.trace(), "cudaStreamSynchronize")) == {1}, name
@@ -516,19 +625,29 @@ class Chapter:
             (i,) = syncs(tr)
             waits.append(float(tr.end_ns[i] - tr.ts_ns[i]) / 1e6)
             (launch,) = tr.where(name="cudaGraphLaunch", within=_in(tr, "ProfilerStep#2"))
-            done = max(int(tr.end_ns[g]) for g in token_ops(tr, "ProfilerStep#1") if tr.kind[g] == Kind.KERNEL)
+            done = max(
+                int(tr.end_ns[g])
+                for g in token_ops(tr, "ProfilerStep#1")
+                if tr.kind[g] == Kind.KERNEL
+            )
             assert tr.end_ns[i] < tr.ts_ns[launch] and 0 < tr.end_ns[i] - done < 100_000
             assert 1 < waits[-1] < res(r)["ms_per_token"]
         f["gsc8_sync_ms"] = statistics.median(waits)
         f["gsc8_ms"] = statistics.median(per["generate_static_compiled_8b"]["ms"])
-        for r in [*self.recs("loop_compiled_8b"), *self.recs(FINAL)]:  # our loop: no host sync at all
+        for r in [
+            *self.recs("loop_compiled_8b"),
+            *self.recs(FINAL),
+        ]:  # our loop: no host sync at all
             tr = r.trace()
             assert set(calls_per_step(tr, "cudaStreamSynchronize")) == {0}
             assert set(calls_per_step(tr, "cudaGraphLaunch")) == {1}
             assert [launch_calls(tr, st.name) for st in decode_steps(tr)] == [LOOP_CALLS] * 3
             # Once the CPU is ahead (from the second profiled token on), the GPU never waits.
             steps = decode_steps(tr)
-            ahead = (int(tr.ts_ns[token_ops(tr, steps[1].name)[0]]), int(tr.end_ns[token_ops(tr, steps[-1].name)[-1]]))
+            ahead = (
+                int(tr.ts_ns[token_ops(tr, steps[1].name)[0]]),
+                int(tr.end_ns[token_ops(tr, steps[-1].name)[-1]]),
+            )
             assert not tracereader.gaps(tr, window=ahead, min_gap_us=10)
         trg = self.recs("generate_static_compiled_1b")[0].trace()
         f["gsc1_kernel_calls"] = statistics.median(calls_per_step(trg, "cudaLaunchKernel"))
@@ -538,38 +657,64 @@ class Chapter:
             tr = r.trace()
             return sum(float(tr.dur_ns[g]) for g in token_ops(tr) if is_gemv(tr.name(g))) / 1e3
 
-        tuned = sorted((res(r)["tokens_per_s"], gemv_total_us(r)) for r in self.recs("loop_tuned_8b"))
+        tuned = sorted(
+            (res(r)["tokens_per_s"], gemv_total_us(r)) for r in self.recs("loop_tuned_8b")
+        )
         assert tuned[0][1] == max(g for _, g in tuned)  # the slowest repeat has the slowest GEMVs
         f["tuned_runs"] = "; ".join(f"{g:,.0f} µs of GEMVs and {t:.0f} tokens/s" for t, g in tuned)
-        keys = {"gsc1": "generate_static_compiled_1b", "gd1": "generate_dynamic_1b", "gs1": "generate_static_1b",
-                "gsc8": "generate_static_compiled_8b", "lc8": "loop_compiled_8b", "lf8": "loop_fused_8b",
-                "la8": "loop_act_8b", "laa8": "loop_act_attn_8b", "lk8": "loop_kernels_8b",
-                "ln8": "loop_norms_8b", "ls8": "loop_kernels_sdpa_8b", "lat8": "loop_attention_8b", "lu8": FINAL}
+        keys = {
+            "gsc1": "generate_static_compiled_1b",
+            "gd1": "generate_dynamic_1b",
+            "gs1": "generate_static_1b",
+            "gsc8": "generate_static_compiled_8b",
+            "lc8": "loop_compiled_8b",
+            "lf8": "loop_fused_8b",
+            "la8": "loop_act_8b",
+            "laa8": "loop_act_attn_8b",
+            "lk8": "loop_kernels_8b",
+            "ln8": "loop_norms_8b",
+            "ls8": "loop_kernels_sdpa_8b",
+            "lat8": "loop_attention_8b",
+            "lu8": FINAL,
+        }
         for key, name in keys.items():
             p = per[name]
-            f.update({f"{key}_tps": statistics.median(p["tps"]), f"{key}_tps_lo": min(p["tps"]),
-                      f"{key}_tps_hi": max(p["tps"]), f"{key}_kernels": statistics.median(p["kernels"]),
-                      f"{key}_launches": statistics.median(p["launches"]),
-                      f"{key}_busy": 100 * min(1, statistics.median(p["busy"]))})
-        tok = {n: tim(self.recs(n)[0])["tokens"] for n in ("loop_fused_8b", "generate_static_compiled_8b")}
+            f.update(
+                {
+                    f"{key}_tps": statistics.median(p["tps"]),
+                    f"{key}_tps_lo": min(p["tps"]),
+                    f"{key}_tps_hi": max(p["tps"]),
+                    f"{key}_kernels": statistics.median(p["kernels"]),
+                    f"{key}_launches": statistics.median(p["launches"]),
+                    f"{key}_busy": 100 * min(1, statistics.median(p["busy"])),
+                }
+            )
+        tok = {
+            n: tim(self.recs(n)[0])["tokens"]
+            for n in ("loop_fused_8b", "generate_static_compiled_8b")
+        }
         f["same_tokens"] = first_diff(*tok.values())
         assert 0 < f["same_tokens"] < len(tok["loop_fused_8b"])
         lc = [tim(r)["tokens"] for r in self.recs("loop_compiled_8b")]
         f["lc_diverge"] = min(first_diff(a, b) for a in lc for b in lc if a is not b)
         assert f["lc_diverge"] < len(lc[0])
-        f["fused_diff"] = max(tim(r)["fused_logits_max_abs_diff"] for r in self.recs("loop_fused_8b"))
+        f["fused_diff"] = max(
+            tim(r)["fused_logits_max_abs_diff"] for r in self.recs("loop_fused_8b")
+        )
 
         def o_proj(r: Rec) -> tuple[float, int, str]:
             """Duration and block of layer 5's output-projection GEMV in step 2."""
             tr = r.trace()
             ops = token_ops(tr)
             cud = [i for i, g in enumerate(ops) if tr.name(g).startswith("cudnn")]
-            g = next(g for g in ops[cud[5] + 1:cud[6]] if is_gemv(tr.name(g)))
+            g = next(g for g in ops[cud[5] + 1 : cud[6]] if is_gemv(tr.name(g)))
             return float(tr.dur_ns[g]) / 1e3, int(tr.extra["block"][g]), tr.name(g)
 
         o_runs = [o_proj(r) for r in self.recs("loop_packed_8b")]
         assert len({n for *_, n in o_runs}) == 1  # the same kernel in every repeat ...
-        assert max(u for u, *_ in o_runs) > 1.5 * min(u for u, *_ in o_runs)  # ... at different speeds
+        assert max(u for u, *_ in o_runs) > 1.5 * min(
+            u for u, *_ in o_runs
+        )  # ... at different speeds
         f["o_runs"] = "; ".join(f"{u:.1f} µs with blocks of {b} threads" for u, b, _ in o_runs)
         return f
 
@@ -577,7 +722,9 @@ class Chapter:
 
     @cached_property
     def copy(self) -> list[float]:
-        return [res(r)["copy_tbs"] for v in ("loop_fused_8b", "loop_compiled_8b") for r in self.recs(v)]
+        return [
+            res(r)["copy_tbs"] for v in ("loop_fused_8b", "loop_compiled_8b") for r in self.recs(v)
+        ]
 
     def bound_facts(self) -> Facts:
         b8 = tim(self.recs("loop_fused_8b")[0])["bytes_per_token"]
@@ -590,16 +737,27 @@ class Chapter:
         frc = [res(r)["hbm_fraction_copy"] for r in self.recs("loop_fused_8b")]
         assert max(fr) < GOAL  # short of the goal
         assert b8["weights"] > 0.99 * b8["total"]  # almost all of it weights
-        return {"b8_gb": b8["total"] / 1e9, "b8_kv_mb": b8["kv_cache"] / 1e6, "b8_w_gb": b8["weights"] / 1e9,
-                "b1_gb": b1["total"] / 1e9, "b_ratio": b8["total"] / b1["total"],
-                "copy_tbs": statistics.median(copy), "copy_tbs_lo": min(copy), "copy_tbs_hi": max(copy),
-                "floor_spec_ms": b8["total"] / (SPEC_TBS * 1e12) * 1e3,
-                "at_copy_ms": b8["total"] / (statistics.median(copy) * 1e12) * 1e3,
-                "goal_tps": GOAL * SPEC_TBS * 1e12 / b8["total"], "max_tps": SPEC_TBS * 1e12 / b8["total"],
-                "lf8_frac": 100 * statistics.median(fr), "lf8_frac_lo": 100 * min(fr), "lf8_frac_hi": 100 * max(fr),
-                "lf8_fracc": 100 * statistics.median(frc),
-                "lf8_ms": statistics.median(res(r)["ms_per_token"] for r in self.recs("loop_fused_8b")),
-                "spec_tbs": SPEC_TBS, "goal_pct": 100 * GOAL}
+        return {
+            "b8_gb": b8["total"] / 1e9,
+            "b8_kv_mb": b8["kv_cache"] / 1e6,
+            "b8_w_gb": b8["weights"] / 1e9,
+            "b1_gb": b1["total"] / 1e9,
+            "b_ratio": b8["total"] / b1["total"],
+            "copy_tbs": statistics.median(copy),
+            "copy_tbs_lo": min(copy),
+            "copy_tbs_hi": max(copy),
+            "floor_spec_ms": b8["total"] / (SPEC_TBS * 1e12) * 1e3,
+            "at_copy_ms": b8["total"] / (statistics.median(copy) * 1e12) * 1e3,
+            "goal_tps": GOAL * SPEC_TBS * 1e12 / b8["total"],
+            "max_tps": SPEC_TBS * 1e12 / b8["total"],
+            "lf8_frac": 100 * statistics.median(fr),
+            "lf8_frac_lo": 100 * min(fr),
+            "lf8_frac_hi": 100 * max(fr),
+            "lf8_fracc": 100 * statistics.median(frc),
+            "lf8_ms": statistics.median(res(r)["ms_per_token"] for r in self.recs("loop_fused_8b")),
+            "spec_tbs": SPEC_TBS,
+            "goal_pct": 100 * GOAL,
+        }
 
     # --- tokens by class
 
@@ -607,13 +765,19 @@ class Chapter:
         """Every repeat of the fused loop ``name`` by class (made once)."""
         if name not in self._tables:
             layers = self.shapes[shape]["num_hidden_layers"]
-            self._tables[name] = Table([Run(r, self.shapes[shape], layers) for r in self.recs(name)])
+            self._tables[name] = Table(
+                [Run(r, self.shapes[shape], layers) for r in self.recs(name)]
+            )
         return self._tables[name]
 
     def fused_facts(self) -> Facts:
         t8 = self.table("loop_fused_8b")
-        f: Facts = {"class_table": t8.markdown(), "cls_rest_us": t8.rest, "cls_token_us": t8.token,
-                    "stretch_pct": 100 * t8.stretch}
+        f: Facts = {
+            "class_table": t8.markdown(),
+            "cls_rest_us": t8.rest,
+            "cls_token_us": t8.token,
+            "stretch_pct": 100 * t8.stretch,
+        }
         f.update({f"cls_{c.split(',')[0]}_us": t8.med[c] for c in CLASSES})
         f.update({f"cls_{c}_gbs": t8.gbs[c] for c in t8.gbs})
         gemv_us = sum(t8.med[c] for c in t8.gbs)
@@ -635,38 +799,63 @@ class Chapter:
     # --- further attempts on the fused loop (part4-kernels)
 
     def attempt_facts(self) -> Facts:
-        t8, ta, tb = self.table("loop_fused_8b"), self.table("loop_act_8b"), self.table("loop_act_attn_8b")
-        assert max(x.t["down"] for x in ta.runs) < min(x.t["down"] for x in t8.runs)  # down: faster, every repeat
-        assert min(x.t["pointwise, copies"] for x in ta.runs) > max(x.t["pointwise, copies"] for x in t8.runs)
-        assert not self.beats("loop_act_8b", "loop_fused_8b") and not self.beats("loop_act_attn_8b", "loop_act_8b")
-        assert abs(tb.med["attention"] - t8.med["attention"]) < 0.02 * tb.token  # attention: about the same
+        t8, ta, tb = (
+            self.table("loop_fused_8b"),
+            self.table("loop_act_8b"),
+            self.table("loop_act_attn_8b"),
+        )
+        assert max(x.t["down"] for x in ta.runs) < min(
+            x.t["down"] for x in t8.runs
+        )  # down: faster, every repeat
+        assert min(x.t["pointwise, copies"] for x in ta.runs) > max(
+            x.t["pointwise, copies"] for x in t8.runs
+        )
+        assert not self.beats("loop_act_8b", "loop_fused_8b") and not self.beats(
+            "loop_act_attn_8b", "loop_act_8b"
+        )
+        assert (
+            abs(tb.med["attention"] - t8.med["attention"]) < 0.02 * tb.token
+        )  # attention: about the same
         # The activation's extra kernels per layer: two eager ones (silu, mul) and two Inductor ones.
         tr = self.recs("loop_act_8b")[0].trace()
         ops = token_ops(tr)
         assert sum("vectorized_elementwise_kernel" in tr.name(g) for g in ops) == 64
-        assert sum(tr.name(g).startswith("triton_poi") and "silu_mul" in tr.name(g) for g in ops) == 64
+        assert (
+            sum(tr.name(g).startswith("triton_poi") and "silu_mul" in tr.name(g) for g in ops) == 64
+        )
         gu = [(x.t["gate_up"], x.tps) for x in ta.runs]
         slow = min(gu, key=lambda x: x[1])
         assert slow[0] == max(x[0] for x in gu)  # its slowest repeat: the slowest gate/up GEMV
         rows = []
-        for label, m, name in (("fused projections", t8.med, "loop_fused_8b"),
-                               ("+ activation computed once", ta.med, "loop_act_8b"),
-                               ("+ attention as reductions", tb.med, "loop_act_attn_8b")):
-            rows.append(f"| {label} | {m['gate_up']:,.0f} | {m['down']:,.0f} | {m['attention']:,.0f} | "
-                        f"{m['pointwise, copies']:,.0f} | {rng(self.per[name]['tps'])} |")
-        return {"act_down_gbs": ta.gbs["down"], "act_down_us": ta.med["down"],
-                "act_pointwise_us": ta.med["pointwise, copies"], "lf8_pointwise_us": t8.med["pointwise, copies"],
-                "attn_red_us": tb.med["attention"], "act_slow_gu_us": slow[0], "act_slow_tps": slow[1],
-                "act_fast_gu_us": min(x[0] for x in gu),
-                "attempt_table": "| loop | gate/up µs | down µs | attention µs | pointwise, copies µs | tokens/s |\n"
-                "|---|---:|---:|---:|---:|---:|\n" + "\n".join(rows)}
+        for label, m, name in (
+            ("fused projections", t8.med, "loop_fused_8b"),
+            ("+ activation computed once", ta.med, "loop_act_8b"),
+            ("+ attention as reductions", tb.med, "loop_act_attn_8b"),
+        ):
+            rows.append(
+                f"| {label} | {m['gate_up']:,.0f} | {m['down']:,.0f} | {m['attention']:,.0f} | "
+                f"{m['pointwise, copies']:,.0f} | {rng(self.per[name]['tps'])} |"
+            )
+        return {
+            "act_down_gbs": ta.gbs["down"],
+            "act_down_us": ta.med["down"],
+            "act_pointwise_us": ta.med["pointwise, copies"],
+            "lf8_pointwise_us": t8.med["pointwise, copies"],
+            "attn_red_us": tb.med["attention"],
+            "act_slow_gu_us": slow[0],
+            "act_slow_tps": slow[1],
+            "act_fast_gu_us": min(x[0] for x in gu),
+            "attempt_table": "| loop | gate/up µs | down µs | attention µs | pointwise, copies µs | tokens/s |\n"
+            "|---|---:|---:|---:|---:|---:|\n" + "\n".join(rows),
+        }
 
     # --- GEMV kernels of our own (part4-kernels)
 
     def gemv_kernel_facts(self, source: str) -> Facts:
         sweep = json.loads((ROOT / "benchmarks" / "gemv_settings_h200.json").read_text())
         assert sweep["gpu"] == "NVIDIA H200"
-        assert "BLOCK_K=2048 if silu_mul else 1024" in source and "num_warps=8)" in source  # the settings quoted
+        flat = " ".join(source.split())  # the settings quoted, however the source is laid out
+        assert "BLOCK_K=2048 if silu_mul else 1024," in flat and "num_warps=8" in flat
         gaps, vs_cublas = [], []
         for name, g in sweep["gemvs"].items():
             want = (2048, 8) if name == "gate_up" else (1024, 8)
@@ -674,15 +863,24 @@ class Chapter:
             gaps.append(chosen["us"] / min(t["us"] for t in g["settings"]) - 1)
             vs_cublas.append(g["cublas_us"] / chosen["us"])
         assert min(vs_cublas) > 1 and max(gaps) < 0.05
-        f: Facts = {"sweep_gap": 100 * max(gaps), "sweep_vs_cublas_lo": min(vs_cublas),
-                    "sweep_vs_cublas_hi": max(vs_cublas)}
-        t8, tb, tk = self.table("loop_fused_8b"), self.table("loop_act_attn_8b"), self.table("loop_kernels_8b")
+        f: Facts = {
+            "sweep_gap": 100 * max(gaps),
+            "sweep_vs_cublas_lo": min(vs_cublas),
+            "sweep_vs_cublas_hi": max(vs_cublas),
+        }
+        t8, tb, tk = (
+            self.table("loop_fused_8b"),
+            self.table("loop_act_attn_8b"),
+            self.table("loop_kernels_8b"),
+        )
         ts, tn = self.table("loop_kernels_sdpa_8b"), self.table("loop_norms_8b")
         for v in KROWS:
             for r in self.recs(v):
                 tr = r.trace()
                 ops = token_ops(tr)
-                assert sum(tr.name(g) == "gemv_kernel" for g in ops) == 4 * 32 + 1  # every GEMV is ours
+                assert (
+                    sum(tr.name(g) == "gemv_kernel" for g in ops) == 4 * 32 + 1
+                )  # every GEMV is ours
                 assert not any("silu" in tr.name(g) for g in ops)  # no activation kernel
         f["spread_fused"] = max(t8.spread_pct(c) for c in GEMV_CLASSES)
         f["spread_final"] = max(tk.spread_pct(c) for c in GEMV_CLASSES)
@@ -694,42 +892,72 @@ class Chapter:
             f[f"own_{c}"], f[f"ind_{c}"] = tk.lohi(c), tb.lohi(c)
         # Against the row above: GEMVs faster in every repeat, the speed set by the attention reductions.
         assert max(x.gemvs for x in tk.runs) < min(x.gemvs for x in tb.runs)
-        f["own_gemvs"], f["ind_gemvs"] = lo_hi([x.gemvs for x in tk.runs]), lo_hi([x.gemvs for x in tb.runs])
+        f["own_gemvs"], f["ind_gemvs"] = (
+            lo_hi([x.gemvs for x in tk.runs]),
+            lo_hi([x.gemvs for x in tb.runs]),
+        )
         tps_k = self.per["loop_kernels_8b"]["tps"]
         slowk = min(range(len(tps_k)), key=lambda i: tps_k[i])
         att_k = [x.t["attention"] for x in tk.runs]
-        assert att_k[slowk] == max(att_k) and max(att_k) > 2 * min(att_k)  # the slowest: its attention
+        assert att_k[slowk] == max(att_k) and max(att_k) > 2 * min(
+            att_k
+        )  # the slowest: its attention
         n_fast = sum(x > max(self.per["loop_act_attn_8b"]["tps"]) for x in tps_k)
         assert 0 < n_fast < 3
-        f.update(k_fast_n=n_fast, k_slow_tps=tps_k[slowk], k_slow_att=att_k[slowk],
-                 att_attention_k=tk.lohi("attention"), att_attention_aa=tb.lohi("attention"),
-                 att_attention_s=ts.lohi("attention"))
+        f.update(
+            k_fast_n=n_fast,
+            k_slow_tps=tps_k[slowk],
+            k_slow_att=att_k[slowk],
+            att_attention_k=tk.lohi("attention"),
+            att_attention_aa=tb.lohi("attention"),
+            att_attention_s=ts.lohi("attention"),
+        )
         n_red = sum(x.t["attention"] < min(u.t["attention"] for u in ts.runs) for x in tk.runs)
-        assert 0 < n_red < 3 and all(x.t["attention"] != u.t["attention"] for x in tk.runs for u in ts.runs)
+        assert 0 < n_red < 3 and all(
+            x.t["attention"] != u.t["attention"] for x in tk.runs for u in ts.runs
+        )
         f["k_red_faster"] = n_red
         # The first attention kernel of each layer now also computes q's rotary embedding.
         for r in self.recs("loop_kernels_8b"):
             trk = r.trace()
-            scores = [trk.name(g) for g in token_ops(trk) if trk.name(g).startswith("triton_red") and "cos" in trk.name(g)]
+            scores = [
+                trk.name(g)
+                for g in token_ops(trk)
+                if trk.name(g).startswith("triton_red") and "cos" in trk.name(g)
+            ]
             assert len(scores) == 32 and all("sum" in n for n in scores)
-        f["scores_kernel"] = f"`{scores[0][:scores[0].index('_sum') + 4]}…`"
+        f["scores_kernel"] = f"`{scores[0][: scores[0].index('_sum') + 4]}…`"
         for r in self.recs("loop_act_attn_8b"):
             tra = r.trace()
-            assert not any(tra.name(g).startswith("triton_red") and "cos" in tra.name(g) for g in token_ops(tra))
+            assert not any(
+                tra.name(g).startswith("triton_red") and "cos" in tra.name(g)
+                for g in token_ops(tra)
+            )
 
         def softmax_kernels(r: Rec) -> tuple[float, int, int]:
             tr = r.trace()
-            ks = [g for g in token_ops(tr) if tr.name(g).startswith("triton_red") and "softmax" in tr.name(g)]
+            ks = [
+                g
+                for g in token_ops(tr)
+                if tr.name(g).startswith("triton_red") and "softmax" in tr.name(g)
+            ]
             assert len(ks) == 32
-            return (sum(float(tr.dur_ns[g]) for g in ks) / 1e3, int(tr.extra["grid"][ks[0]]),
-                    int(tr.extra["block"][ks[0]]))
+            return (
+                sum(float(tr.dur_ns[g]) for g in ks) / 1e3,
+                int(tr.extra["grid"][ks[0]]),
+                int(tr.extra["block"][ks[0]]),
+            )
 
         sm_aa = [softmax_kernels(r) for r in self.recs("loop_act_attn_8b")]
         sm_k = [softmax_kernels(r) for r in self.recs("loop_kernels_8b")]
         assert len({(g, b) for _, g, b in sm_k}) > 1  # launched differently from repeat to repeat
         assert max(u for u, *_ in sm_k) > 2 * min(u for u, *_ in sm_k)
-        assert max(u for u, *_ in sm_k) - min(u for u, *_ in sm_k) > 0.8 * (max(att_k) - min(att_k))  # the softmax
-        f["sm_k_runs"] = "; ".join(f"{u:,.0f} µs on {g:,} blocks of {b} threads" for u, g, b in sm_k)
+        assert max(u for u, *_ in sm_k) - min(u for u, *_ in sm_k) > 0.8 * (
+            max(att_k) - min(att_k)
+        )  # the softmax
+        f["sm_k_runs"] = "; ".join(
+            f"{u:,.0f} µs on {g:,} blocks of {b} threads" for u, g, b in sm_k
+        )
         f["sm_aa"] = lo_hi([u for u, *_ in sm_aa])
         f.update(self._norms_facts(t8, tk, ts, tn))
         return f
@@ -744,9 +972,17 @@ class Chapter:
         norms = "norms, argmax"
         assert max(x.t[norms] for x in tn.runs) < 0.25 * min(x.t[norms] for x in ts.runs)
         assert min(x.t[norms] for x in tk.runs) > max(x.t[norms] for x in t8.runs)
-        f.update(n_norms=tn.lohi(norms), s_norms=ts.lohi(norms), f8_norms=t8.lohi(norms), k_norms=tk.lohi(norms))
+        f.update(
+            n_norms=tn.lohi(norms),
+            s_norms=ts.lohi(norms),
+            f8_norms=t8.lohi(norms),
+            k_norms=tk.lohi(norms),
+        )
         assert max(x.rest for x in tn.runs) < min(x.rest for x in ts.runs)
-        f["n_rest"], f["s_rest"] = lo_hi([x.rest for x in tn.runs]), lo_hi([x.rest for x in ts.runs])
+        f["n_rest"], f["s_rest"] = (
+            lo_hi([x.rest for x in tn.runs]),
+            lo_hi([x.rest for x in ts.runs]),
+        )
         assert min(x.gemvs for x in tn.runs) > max(x.gemvs for x in ts.runs)
         pw = "pointwise, copies"
         assert min(x.t[pw] for x in tn.runs) > max(x.t[pw] for x in ts.runs)
@@ -765,9 +1001,15 @@ class Chapter:
         assert max(per_kernel_rest) < 0.2
         assert not self.beats("loop_norms_8b", "loop_kernels_sdpa_8b")
         assert not self.beats("loop_kernels_sdpa_8b", "loop_norms_8b")
-        f.update(d_gemv=d_gemv, d_norm=d_norm, d_rest=d_rest, d_token=d_token, d_token_pct=100 * d_token / tok_s,
-                 d_pw=med(tn.runs, lambda x: x.t[pw]) - med(ts.runs, lambda x: x.t[pw]),
-                 n_rest_per_kernel=max(per_kernel_rest))
+        f.update(
+            d_gemv=d_gemv,
+            d_norm=d_norm,
+            d_rest=d_rest,
+            d_token=d_token,
+            d_token_pct=100 * d_token / tok_s,
+            d_pw=med(tn.runs, lambda x: x.t[pw]) - med(ts.runs, lambda x: x.t[pw]),
+            n_rest_per_kernel=max(per_kernel_rest),
+        )
 
         def gemv_launch(r: Rec, pos: int) -> tuple[int, float]:
             """Registers per thread and estimated occupancy of layer 5's GEMV number ``pos``."""
@@ -782,17 +1024,24 @@ class Chapter:
             f[f"launch_n{pos}"] = "{} registers, {:.0f} %".format(*ns_.pop())
             f[f"launch_s{pos}"] = "{} registers, {:.0f} %".format(*ss_.pop())
         rows = []
-        for label, name in (("activation once, attention as reductions", "loop_act_attn_8b"),
-                            ("GEMV kernels of our own", "loop_kernels_8b"),
-                            ("+ cuDNN attention again", "loop_kernels_sdpa_8b"), ("+ norms in the GEMVs", "loop_norms_8b")):
+        for label, name in (
+            ("activation once, attention as reductions", "loop_act_attn_8b"),
+            ("GEMV kernels of our own", "loop_kernels_8b"),
+            ("+ cuDNN attention again", "loop_kernels_sdpa_8b"),
+            ("+ norms in the GEMVs", "loop_norms_8b"),
+        ):
             t = self.table(name)
             m = t.med
-            rows.append(f"| {label} | {m['gate_up']:,.0f} | {m['down']:,.0f} | {m['qkv'] + m['o']:,.0f} | "
-                        f"{m['attention']:,.0f} | {m[norms]:,.0f} | {m[pw]:,.0f} | {t.rest:,.0f} | "
-                        f"{statistics.median(self.per[name]['kernels']):.0f} | {rng(self.per[name]['tps'])} |")
-        f["kernel_table"] = ("| loop | gate/up | down | q/k/v + o | attention | norms, argmax | pointwise, copies "
-                             "| rest | kernels | tokens/s |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n"
-                             + "\n".join(rows))
+            rows.append(
+                f"| {label} | {m['gate_up']:,.0f} | {m['down']:,.0f} | {m['qkv'] + m['o']:,.0f} | "
+                f"{m['attention']:,.0f} | {m[norms]:,.0f} | {m[pw]:,.0f} | {t.rest:,.0f} | "
+                f"{statistics.median(self.per[name]['kernels']):.0f} | {rng(self.per[name]['tps'])} |"
+            )
+        f["kernel_table"] = (
+            "| loop | gate/up | down | q/k/v + o | attention | norms, argmax | pointwise, copies "
+            "| rest | kernels | tokens/s |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n"
+            + "\n".join(rows)
+        )
         return f
 
     # --- an attention kernel of our own, then no tuning (part4-kernels)
@@ -800,21 +1049,35 @@ class Chapter:
     def attention_facts(self, source: str) -> Facts:
         asweep = json.loads((ROOT / "benchmarks" / "attention_settings_h200.json").read_text())
         assert asweep["gpu"] == "NVIDIA H200"
-        assert "BLOCK_N=256, num_warps=8)" in source  # the settings quoted
+        flat = " ".join(source.split())  # the settings quoted, however the source is laid out
+        assert "BLOCK_N=256, num_warps=8" in flat
         chosen = []
         for pos in asweep["positions"]:
             best = min(pos["settings"], key=lambda t: t["us"])
             assert (best["BLOCK_N"], best["num_warps"]) == (256, 8)  # the fastest, at each position
-            chosen.append((pos["position"], best["us"], pos["sdpa_us"], pos["inductor_reductions_us"],
-                           max(t["max_abs_err"] for t in pos["settings"])))
+            chosen.append(
+                (
+                    pos["position"],
+                    best["us"],
+                    pos["sdpa_us"],
+                    pos["inductor_reductions_us"],
+                    max(t["max_abs_err"] for t in pos["settings"]),
+                )
+            )
             assert best["us"] < min(pos["sdpa_us"], pos["inductor_reductions_us"]) / 2
         per_pass = min(pos["bytes"] for pos in asweep["positions"]) * asweep["shape"]["copies"]
-        assert [p for p, *_ in chosen] == [128, 191] and tim(self.recs(FINAL)[0])["new_tokens"] == 64
-        f: Facts = {"asweep_n": len(asweep["positions"][0]["settings"]), "asweep_mb": per_pass / 1e6,
-                    "asweep_pos": " or ".join(f"{p}" for p, *_ in chosen),
-                    "asweep_ours": " and ".join(f"{c[1]:.1f}" for c in chosen),
-                    "asweep_sdpa": " and ".join(f"{c[2]:.1f}" for c in chosen),
-                    "asweep_ind": " and ".join(f"{c[3]:.1f}" for c in chosen), "asweep_err": max(c[4] for c in chosen)}
+        assert [p for p, *_ in chosen] == [128, 191] and tim(self.recs(FINAL)[0])[
+            "new_tokens"
+        ] == 64
+        f: Facts = {
+            "asweep_n": len(asweep["positions"][0]["settings"]),
+            "asweep_mb": per_pass / 1e6,
+            "asweep_pos": " or ".join(f"{p}" for p, *_ in chosen),
+            "asweep_ours": " and ".join(f"{c[1]:.1f}" for c in chosen),
+            "asweep_sdpa": " and ".join(f"{c[2]:.1f}" for c in chosen),
+            "asweep_ind": " and ".join(f"{c[3]:.1f}" for c in chosen),
+            "asweep_err": max(c[4] for c in chosen),
+        }
         l2 = self.l2_bytes()
         if l2 is not None:  # the device's own report, stamped by the logits check's recording
             assert per_pass > l2
@@ -822,76 +1085,119 @@ class Chapter:
         tk, ts = self.table("loop_kernels_8b"), self.table("loop_kernels_sdpa_8b")
         tat, tu = self.table("loop_attention_8b"), self.table(FINAL)
         for t in (tat, tu):  # attention: faster than the reductions and cuDNN, every repeat
-            assert max(x.t["attention"] for x in t.runs) < min(x.t["attention"] for x in tk.runs + ts.runs)
+            assert max(x.t["attention"] for x in t.runs) < min(
+                x.t["attention"] for x in tk.runs + ts.runs
+            )
         f["at_att"] = tat.lohi("attention")
 
         def mask_kernels_us(r: Rec) -> float:
             """The kernels that build the mask (a comparison, ``le``, beside q's rotary ``cos``)."""
             tr = r.trace()
             ops = token_ops(tr)
-            ks = {g for g in ops if tr.name(g).startswith("triton_poi") and "cos" in tr.name(g) and "_le_" in tr.name(g)}
+            ks = {
+                g
+                for g in ops
+                if tr.name(g).startswith("triton_poi")
+                and "cos" in tr.name(g)
+                and "_le_" in tr.name(g)
+            }
             assert len(ks) == 64
             names = [tr.name(g) for g in ops]
             at = [i for i, g in enumerate(ops) if g in ks]
             assert sum(i < names.index("gemv_kernel") for i in at) == 32  # 32 at the token's start
-            assert sum(names[i + 1] == "attention_kernel" for i in at) == 32  # one before each layer's
+            assert (
+                sum(names[i + 1] == "attention_kernel" for i in at) == 32
+            )  # one before each layer's
             return sum(float(tr.dur_ns[g]) for g in ks) / 1e3
 
-        like = [x.t["attention"] + mask_kernels_us(r) for x, r in zip(tat.runs, self.recs("loop_attention_8b"),
-                                                                      strict=True)]
+        like = [
+            x.t["attention"] + mask_kernels_us(r)
+            for x, r in zip(tat.runs, self.recs("loop_attention_8b"), strict=True)
+        ]
         assert max(like) < min(x.t["attention"] for x in tk.runs + ts.runs)
         f["at_att_like"] = lo_hi(like)
         for v in ("loop_attention_8b", FINAL):
             for r in self.recs(v):
                 names = [r.trace().name(g) for g in token_ops(r.trace())]
-                assert names.count("attention_kernel") == 32 and names.count("gemv_kernel") == 4 * 32 + 1
+                assert (
+                    names.count("attention_kernel") == 32
+                    and names.count("gemv_kernel") == 4 * 32 + 1
+                )
         # The attention row's slowest repeat: one pointwise kernel, launched on a tiny grid.
         tps_at = self.per["loop_attention_8b"]["tps"]
         slow = min(range(len(tps_at)), key=lambda i: tps_at[i])
         pn, pu, pg, pb, _ = heaviest_pointwise(self.recs("loop_attention_8b")[slow])
         assert "cos" in pn and "index_copy" in pn and pg == 1
-        elsewhere = [heaviest_pointwise(r)[4][pn][0] for i, r in enumerate(self.recs("loop_attention_8b")) if i != slow]
+        elsewhere = [
+            heaviest_pointwise(r)[4][pn][0]
+            for i, r in enumerate(self.recs("loop_attention_8b"))
+            if i != slow
+        ]
         assert pu > 4 * max(elsewhere)
-        assert max(x.t["pointwise, copies"] for x in tat.runs) == tat.runs[slow].t["pointwise, copies"]
-        f.update(slow_ratio=f"{pu / max(elsewhere):.0f} to {pu / min(elsewhere):.0f}", at_slow_tps=tps_at[slow],
-                 at_tps_hi=max(tps_at), slow_kernel=f"`{pn[:56]}…`", slow_kernel_us=pu,
-                 slow_launch=f"{pg} block of {pb} threads", slow_kernel_else=" and ".join(f"{u:,.0f}" for u in elsewhere),
-                 at_att_layer=statistics.median(x.t["attention"] for x in tat.runs) / 32)
+        assert (
+            max(x.t["pointwise, copies"] for x in tat.runs) == tat.runs[slow].t["pointwise, copies"]
+        )
+        f.update(
+            slow_ratio=f"{pu / max(elsewhere):.0f} to {pu / min(elsewhere):.0f}",
+            at_slow_tps=tps_at[slow],
+            at_tps_hi=max(tps_at),
+            slow_kernel=f"`{pn[:56]}…`",
+            slow_kernel_us=pu,
+            slow_launch=f"{pg} block of {pb} threads",
+            slow_kernel_else=" and ".join(f"{u:,.0f}" for u in elsewhere),
+            at_att_layer=statistics.median(x.t["attention"] for x in tat.runs) / 32,
+        )
         # Tuning off: a GEMM for the rotary embedding's product, and the argmax's own launch.
         for r in self.recs(FINAL):
             names = [r.trace().name(g) for g in token_ops(r.trace())]
-            assert sum("gemm" in n for n in names) == 1 and any("bmm" in n and "cos" not in n for n in names)
+            assert sum("gemm" in n for n in names) == 1 and any(
+                "bmm" in n and "cos" not in n for n in names
+            )
         for r in self.recs("loop_attention_8b"):
             assert not any("gemm" in r.trace().name(g) for g in token_ops(r.trace()))
         f["lu8_kernels_n"] = statistics.median(self.per[FINAL]["kernels"])
         f["lat8_kernels_n"] = statistics.median(self.per["loop_attention_8b"]["kernels"])
         assert max(x.small for x in tu.runs) < min(x.small for x in tat.runs)
-        f["u_small"], f["at_small"] = lo_hi([x.small for x in tu.runs]), lo_hi([x.small for x in tat.runs])
-        f["u_argmax_launch"], f["at_argmax_launch"] = argmax_launch(self.recs(FINAL)), argmax_launch(
-            self.recs("loop_attention_8b"))
+        f["u_small"], f["at_small"] = (
+            lo_hi([x.small for x in tu.runs]),
+            lo_hi([x.small for x in tat.runs]),
+        )
+        f["u_argmax_launch"], f["at_argmax_launch"] = (
+            argmax_launch(self.recs(FINAL)),
+            argmax_launch(self.recs("loop_attention_8b")),
+        )
         am_u = [argmax_us(r) for r in self.recs(FINAL)]
         am_at = [argmax_us(r) for r in self.recs("loop_attention_8b")]
         assert min(am_u) > max(am_at)
         f["u_argmax"], f["at_argmax"] = lo_hi(am_u), lo_hi(am_at)
         rows = []
-        for label, name, t in (("GEMV kernels of our own", "loop_kernels_8b", tk),
-                               ("GEMV and attention kernels of our own", "loop_attention_8b", tat),
-                               ("+ Inductor's tuning off", FINAL, tu)):
-            rows.append(f"| {label} | {t.lohi('attention')} | {t.lohi('norms, argmax')} | "
-                        f"{t.lohi('pointwise, copies')} | {lo_hi([x.gemvs for x in t.runs])} | "
-                        f"{statistics.median(self.per[name]['kernels']):.0f} | {rng(self.per[name]['tps'], '{:.1f}')} |")
-        f["attention_table"] = ("| loop | attention | norms, argmax | pointwise, copies | all GEMVs | kernels | "
-                                "tokens/s |\n|---|---:|---:|---:|---:|---:|---:|\n" + "\n".join(rows))
+        for label, name, t in (
+            ("GEMV kernels of our own", "loop_kernels_8b", tk),
+            ("GEMV and attention kernels of our own", "loop_attention_8b", tat),
+            ("+ Inductor's tuning off", FINAL, tu),
+        ):
+            rows.append(
+                f"| {label} | {t.lohi('attention')} | {t.lohi('norms, argmax')} | "
+                f"{t.lohi('pointwise, copies')} | {lo_hi([x.gemvs for x in t.runs])} | "
+                f"{statistics.median(self.per[name]['kernels']):.0f} | {rng(self.per[name]['tps'], '{:.1f}')} |"
+            )
+        f["attention_table"] = (
+            "| loop | attention | norms, argmax | pointwise, copies | all GEMVs | kernels | "
+            "tokens/s |\n|---|---:|---:|---:|---:|---:|---:|\n" + "\n".join(rows)
+        )
         return f
 
     # --- sessions (part4-kernels)
 
     @cached_property
     def sess(self) -> dict[str, list[dict[str, Any]]]:
-        sess: dict[str, list[dict[str, Any]]] = json.loads((HERE / "part4_sessions.json").read_text())["variants"]
+        sess: dict[str, list[dict[str, Any]]] = json.loads(
+            (HERE / "part4_sessions.json").read_text()
+        )["variants"]
         for v in sess:  # the newest session of each row is the one on these pages
-            assert [x["tokens_per_s"] for x in sess[v][-1]["repeats"]] == [res(r)["tokens_per_s"]
-                                                                           for r in self.recs(v)], v
+            assert [x["tokens_per_s"] for x in sess[v][-1]["repeats"]] == [
+                res(r)["tokens_per_s"] for r in self.recs(v)
+            ], v
         return sess
 
     def session_facts(self) -> Facts:
@@ -902,9 +1208,15 @@ class Chapter:
 
         uv = repeats(FINAL)
         tuned_digests = [x["launch_digest"] for v in sess if v != FINAL for x in repeats(v)]
-        assert len({x["launch_digest"] for x in uv}) == 1 and len(set(tuned_digests)) == len(tuned_digests)
+        assert len({x["launch_digest"] for x in uv}) == 1 and len(set(tuned_digests)) == len(
+            tuned_digests
+        )
         assert all(x["fresh_compile_cache"] for x in uv) and all(len(sess[v]) > 1 for v in sess)
-        f: Facts = {"sess_u_n": len(uv), "sess_u_sessions": len(sess[FINAL]), "sess_tuned_n": len(tuned_digests)}
+        f: Facts = {
+            "sess_u_n": len(uv),
+            "sess_u_sessions": len(sess[FINAL]),
+            "sess_tuned_n": len(tuned_digests),
+        }
         su = [x["tokens_per_s"] for x in uv]
         sa = [x["tokens_per_s"] for x in repeats("loop_attention_8b")]
         assert min(sa) < min(su) and max(su) < max(sa)  # inside the attention row's range
@@ -917,17 +1229,27 @@ class Chapter:
         late = (*KROWS, "loop_attention_8b", FINAL)
         when = sorted(r.env["recorded_at"] for v in late for r in self.recs(v))
         assert when[0][:10] == when[-1][:10]
-        f["k_stamp"] = (self.recs(FINAL)[0].stamp_line().split(" (repeat")[0].rsplit(" ", 3)[0]
-                        + f" {when[0][:10]} {when[0][11:16]}–{when[-1][11:16]} UTC")
+        f["k_stamp"] = (
+            self.recs(FINAL)[0].stamp_line().split(" (repeat")[0].rsplit(" ", 3)[0]
+            + f" {when[0][:10]} {when[0][11:16]}–{when[-1][11:16]} UTC"
+        )
         assert all(r.meta["process"].get("fresh_compile_cache") for v in late for r in self.recs(v))
         assert sum(not x["fresh_compile_cache"] for v in sess for x in repeats(v)) > 0
-        assert all(not x["fresh_compile_cache"] for v in ("loop_kernels_8b", "loop_kernels_sdpa_8b")
-                   for ss in sess[v][:-1] for x in ss["repeats"])
+        assert all(
+            not x["fresh_compile_cache"]
+            for v in ("loop_kernels_8b", "loop_kernels_sdpa_8b")
+            for ss in sess[v][:-1]
+            for x in ss["repeats"]
+        )
         f["n_shared_sessions"] = len(sess["loop_kernels_8b"]) - 1
         # The GEMVs' remaining spread: two groups, by the copy rate each process measured.
         allr = [x for v in sess for x in repeats(v)]
         lo_g, hi_g = [x for x in allr if not slow_gemv(x)], [x for x in allr if slow_gemv(x)]
-        assert lo_g and hi_g and max(x["copy_tbs"] for x in lo_g) < min(x["copy_tbs"] for x in hi_g) - 0.015
+        assert (
+            lo_g
+            and hi_g
+            and max(x["copy_tbs"] for x in lo_g) < min(x["copy_tbs"] for x in hi_g) - 0.015
+        )
         assert max(x["gemv_us"] for x in lo_g) < min(x["gemv_us"] for x in hi_g)
         for key, grp in (("glo", lo_g), ("ghi", hi_g)):
             f[f"{key}_copy"] = lo_hi([x["copy_tbs"] for x in grp], "{:.3f}")
@@ -935,7 +1257,11 @@ class Chapter:
             f[f"{key}_n"] = len(grp)
         assert all(x in hi_g for x in uv)
         f["sess_rows"] = len(sess)
-        kv, sv, av = repeats("loop_kernels_8b"), repeats("loop_kernels_sdpa_8b"), repeats("loop_attention_8b")
+        kv, sv, av = (
+            repeats("loop_kernels_8b"),
+            repeats("loop_kernels_sdpa_8b"),
+            repeats("loop_attention_8b"),
+        )
         gem = [x["gemv_us"] for x in kv + sv + av + uv]
         assert max(gem) < 1.03 * min(gem)
         f["sess_gemv"] = lo_hi(gem)
@@ -947,12 +1273,27 @@ class Chapter:
         aatt = [x["attention_us"] for x in av + uv]
         assert max(aatt) < 1.03 * min(aatt) and max(aatt) < min(att)
         f["sess_a_att"] = lo_hi(aatt)
-        hits = {k: sum(x["hbm_fraction_spec"] >= GOAL for x in v) for k, v in (("k", kv), ("s", sv), ("a", av), ("u", uv))}
-        assert 0 < hits["k"] < len(kv) and hits["s"] < len(sv) and hits["a"] < len(av) and hits["u"] == len(uv)
-        assert all(min(self.per[n]["frac"]) < GOAL for n, _, shape in PATH if shape == "8B" and n != FINAL)
+        hits = {
+            k: sum(x["hbm_fraction_spec"] >= GOAL for x in v)
+            for k, v in (("k", kv), ("s", sv), ("a", av), ("u", uv))
+        }
+        assert (
+            0 < hits["k"] < len(kv)
+            and hits["s"] < len(sv)
+            and hits["a"] < len(av)
+            and hits["u"] == len(uv)
+        )
+        assert all(
+            min(self.per[n]["frac"]) < GOAL for n, _, shape in PATH if shape == "8B" and n != FINAL
+        )
         f.update({f"sess_{k}_hits": v for k, v in hits.items()})
-        f.update(sess_k_n=len(kv), sess_s_n=len(sv), sess_a_n=len(av), n_k_sessions=len(sess["loop_kernels_8b"]),
-                 n_a_sessions=len(sess["loop_attention_8b"]))
+        f.update(
+            sess_k_n=len(kv),
+            sess_s_n=len(sv),
+            sess_a_n=len(av),
+            n_k_sessions=len(sess["loop_kernels_8b"]),
+            n_a_sessions=len(sess["loop_attention_8b"]),
+        )
         fu = [x["hbm_fraction_spec"] for x in uv]
         f["sess_u_lo"], f["sess_u_hi"] = 100 * min(fu), 100 * max(fu)
         copy_k = [res(r)["copy_tbs"] for v in late for r in self.recs(v)]
@@ -967,17 +1308,28 @@ class Chapter:
         b8 = tim(self.recs(FINAL)[0])["bytes_per_token"]["total"]
         ff = [res(r)["hbm_fraction_spec"] for r in self.recs(FINAL)]
         tpsf = [res(r)["tokens_per_s"] for r in self.recs(FINAL)]
-        assert min(ff) >= GOAL and min(tpsf) >= GOAL * SPEC_TBS * 1e12 / b8  # the goal, in every repeat
+        assert (
+            min(ff) >= GOAL and min(tpsf) >= GOAL * SPEC_TBS * 1e12 / b8
+        )  # the goal, in every repeat
         nb = gemv_bytes(self.shapes["8b"])
         floor_us = (sum(32 * nb[c] for c in GEMV_CLASSES) + nb["lm_head"]) / (SPEC_TBS * 1e12) * 1e6
-        f: Facts = {"class_table_final": tu.markdown(), "final_frac": 100 * statistics.median(ff),
-                    "final_frac_lo": 100 * min(ff), "final_frac_hi": 100 * max(ff),
-                    "final_fracc": 100 * statistics.median(res(r)["hbm_fraction_copy"] for r in self.recs(FINAL)),
-                    "f_token_us": tu.token, "f_gemv_over_us": sum(tu.med[c] for c in tu.gbs) - floor_us,
-                    "f_small_us": sum(tu.med[c] for c in OTHER), "f_rest_us": tu.rest,
-                    "f_gemv_us": sum(tu.med[c] for c in tu.gbs), "f_floor_us": floor_us,
-                    "f_gemv_pct": 100 * sum(tu.med[c] for c in tu.gbs) / tu.token, "f_lost_us": tu.token - floor_us,
-                    "f_ms": statistics.median(res(r)["ms_per_token"] for r in self.recs(FINAL))}
+        f: Facts = {
+            "class_table_final": tu.markdown(),
+            "final_frac": 100 * statistics.median(ff),
+            "final_frac_lo": 100 * min(ff),
+            "final_frac_hi": 100 * max(ff),
+            "final_fracc": 100
+            * statistics.median(res(r)["hbm_fraction_copy"] for r in self.recs(FINAL)),
+            "f_token_us": tu.token,
+            "f_gemv_over_us": sum(tu.med[c] for c in tu.gbs) - floor_us,
+            "f_small_us": sum(tu.med[c] for c in OTHER),
+            "f_rest_us": tu.rest,
+            "f_gemv_us": sum(tu.med[c] for c in tu.gbs),
+            "f_floor_us": floor_us,
+            "f_gemv_pct": 100 * sum(tu.med[c] for c in tu.gbs) / tu.token,
+            "f_lost_us": tu.token - floor_us,
+            "f_ms": statistics.median(res(r)["ms_per_token"] for r in self.recs(FINAL)),
+        }
         f.update({f"f_{c}_gbs": tu.gbs[c] for c in tu.gbs})
         f.update({f"f_{c.split(',')[0]}_us": tu.med[c] for c in CLASSES})
         for x in tu.runs:  # every claim below, on every repeat
@@ -993,7 +1345,9 @@ class Chapter:
             c = [g for g in ops if tr.name(g).startswith("triton_poi_fused_add_copy_")]
             gv = [g for g in ops if tr.name(g) == "gemv_kernel"]
             starts = [tr.ts_ns[g] for g in gv[0:-1:4]] + [tr.ts_ns[gv[-1]]]
-            assert len(c) == 32 and all(a < tr.ts_ns[g] < b for g, a, b in zip(c, starts, starts[1:], strict=False))
+            assert len(c) == 32 and all(
+                a < tr.ts_ns[g] < b for g, a, b in zip(c, starts, starts[1:], strict=False)
+            )
             copies.append(sum(float(tr.dur_ns[g]) for g in c) / 1e3)
         f["add_copy_us"] = lo_hi(copies)
         # The rest is an estimate without the profiler; in the trace the GPU idles longer per token.
@@ -1004,26 +1358,39 @@ class Chapter:
             assert i > x.rest and x.period_us > x.token_us
             assert abs(x.period_us - sum(x.t.values()) - i) < 0.01 * x.period_us
         f["f_trace_idle_us"] = statistics.median(idle)
-        f["f_stretch_pct"], f["f_period_us"] = 100 * tu.stretch, statistics.median(x.period_us for x in tu.runs)
+        f["f_stretch_pct"], f["f_period_us"] = (
+            100 * tu.stretch,
+            statistics.median(x.period_us for x in tu.runs),
+        )
         # The layer pictures: one attention kernel of ours where the fused loop ran three,
         # Inductor's mask kernel, a memset and cuDNN's kernel; in the final loop Inductor
         # computes the mask (``le``) in rotary-embedding kernels (``cos``), counted as
         # pointwise. The small kernels around it no fewer and no shorter than in the fused loop.
         t8 = self.table("loop_fused_8b")
-        assert {x.n["attention"] for x in tu.runs} == {32} and {x.n["attention"] for x in t8.runs} == {96}
+        assert {x.n["attention"] for x in tu.runs} == {32} and {
+            x.n["attention"] for x in t8.runs
+        } == {96}
         for r in self.recs("loop_fused_8b"):
             tr = r.trace()
             att = [tr.name(g) for c, _, g in classify(tr, token_ops(tr), 32) if c == "attention"]
-            assert all(a.startswith("triton_poi_fused__scaled_dot_product_cudnn_attention") and "le" in a.split("_")
-                       and b == "Memset (Device)" and c.startswith("cudnn") for a, b, c in zip(att[::3], att[1::3], att[2::3], strict=True))
+            assert all(
+                a.startswith("triton_poi_fused__scaled_dot_product_cudnn_attention")
+                and "le" in a.split("_")
+                and b == "Memset (Device)"
+                and c.startswith("cudnn")
+                for a, b, c in zip(att[::3], att[1::3], att[2::3], strict=True)
+            )
         for r in self.recs(FINAL):
             tr = r.trace()
             rows = classify(tr, token_ops(tr), 32)
             assert all(c != "attention" or tr.name(g) == "attention_kernel" for c, _, g in rows)
             mask = [g for c, _, g in rows if {"le", "cos"} <= set(tr.name(g).split("_"))]
-            assert len(mask) >= 32 and all(c == "pointwise, copies" for c, _, g in rows if g in mask)
+            assert len(mask) >= 32 and all(
+                c == "pointwise, copies" for c, _, g in rows if g in mask
+            )
         assert min(x.n["norms, argmax"] + x.n["pointwise, copies"] for x in tu.runs) >= max(
-            x.n["norms, argmax"] + x.n["pointwise, copies"] for x in t8.runs)
+            x.n["norms, argmax"] + x.n["pointwise, copies"] for x in t8.runs
+        )
         assert min(x.small for x in tu.runs) > max(x.small for x in t8.runs)
         return f
 
@@ -1034,14 +1401,21 @@ class Chapter:
         f1 = [res(r)["hbm_fraction_spec"] for r in self.recs("loop_fused_1b")]
         fr = self.per["loop_fused_8b"]["frac"]
         assert max(f1) < min(fr)
-        f: Facts = {"class_table_1b": t1.markdown(), "s1_frac": 100 * statistics.median(f1),
-                    "s8_frac": 100 * statistics.median(fr),
-                    "s1_kernels": statistics.median(decode_steps(r.trace())[0].kernels for r in self.recs("loop_fused_1b")),
-                    "s8_kernels": statistics.median(self.per["loop_fused_8b"]["kernels"])}
+        f: Facts = {
+            "class_table_1b": t1.markdown(),
+            "s1_frac": 100 * statistics.median(f1),
+            "s8_frac": 100 * statistics.median(fr),
+            "s1_kernels": statistics.median(
+                decode_steps(r.trace())[0].kernels for r in self.recs("loop_fused_1b")
+            ),
+            "s8_kernels": statistics.median(self.per["loop_fused_8b"]["kernels"]),
+        }
         b1, b8 = gemv_bytes(self.shapes["1b"]), gemv_bytes(self.shapes["8b"])
         for c in ("o", "down", "qkv"):
             f[f"s1_{c}_gbs"] = t1.gbs[c]
-            assert max(x.gbs[c] for x in t1.runs) < min(x.gbs[c] for x in t8.runs), c  # every repeat
+            assert max(x.gbs[c] for x in t1.runs) < min(x.gbs[c] for x in t8.runs), (
+                c
+            )  # every repeat
             assert b1[c] / b8[c] < 0.3
 
         def other_share(t: Table) -> list[float]:
@@ -1050,7 +1424,10 @@ class Chapter:
 
         o1, o8 = other_share(t1), other_share(t8)
         assert min(o1) > max(o8)
-        f["s1_other_pct"], f["s8_other_pct"] = 100 * statistics.median(o1), 100 * statistics.median(o8)
+        f["s1_other_pct"], f["s8_other_pct"] = (
+            100 * statistics.median(o1),
+            100 * statistics.median(o8),
+        )
         for c in OTHER:
             k = c.split(",")[0]
             f[f"s1_{k}_per_layer"], f[f"s8_{k}_per_layer"] = t1.med[c] / 16, t8.med[c] / 32
@@ -1068,17 +1445,34 @@ class Chapter:
         for r in rs:
             x = res(r)
             n = len(x["positions"])
-            assert n == tim(r)["new_tokens"] - 1 and x["weights_match"] and x["graphs_compiled_while_timed"] == 0
-            assert all(len(x[k]) == n for k in ("max_abs_diff", "rel_err", "argmax_agrees", "ref_gap"))
+            assert (
+                n == tim(r)["new_tokens"] - 1
+                and x["weights_match"]
+                and x["graphs_compiled_while_timed"] == 0
+            )
+            assert all(
+                len(x[k]) == n for k in ("max_abs_diff", "rel_err", "argmax_agrees", "ref_gap")
+            )
         per = [res(r) for r in rs]
         fused = max(tim(r)["fused_logits_max_abs_diff"] for r in self.recs("loop_fused_8b"))
-        for x in per:  # where the loop's token is not fp32's top token, the two are within the loop's error
+        for x in (
+            per
+        ):  # where the loop's token is not fp32's top token, the two are within the loop's error
             assert x["prefill_agrees"] and x["weights_match"]
-            flips = [(g, d) for g, d, ok in zip(x["ref_gap"], x["max_abs_diff"], x["argmax_agrees"], strict=True)
-                     if not ok]
+            flips = [
+                (g, d)
+                for g, d, ok in zip(
+                    x["ref_gap"], x["max_abs_diff"], x["argmax_agrees"], strict=True
+                )
+                if not ok
+            ]
             assert all(0 < g < d for g, d in flips)
-            assert 0.5 * fused < statistics.median(x["max_abs_diff"]) < 2 * fused  # the size reordering makes
-        for r in rs:  # the profiled loop reads every token: one synchronize per token, then the GPU idles
+            assert (
+                0.5 * fused < statistics.median(x["max_abs_diff"]) < 2 * fused
+            )  # the size reordering makes
+        for r in (
+            rs
+        ):  # the profiled loop reads every token: one synchronize per token, then the GPU idles
             tr = r.trace()
             assert set(calls_per_step(tr, "cudaStreamSynchronize")) == {1}
             assert any(g.cause == "sync" for g in tracereader.gaps(tr, min_gap_us=100))
@@ -1089,29 +1483,53 @@ class Chapter:
             assert min(t["ms_per_token_item"]) > max(t["ms_per_token"])
         rel = [e for x in per for e in x["rel_err"]]
         agree = [sum(x["argmax_agrees"]) for x in per]
-        gaps = [g for x in per for g, ok in zip(x["ref_gap"], x["argmax_agrees"], strict=True) if not ok]
-        f.update(lg_positions=len(per[0]["positions"]), lg_first=per[0]["positions"][0],
-                 lg_last=per[0]["positions"][-1], lg_rel_max=max(rel), lg_rel_med=statistics.median(rel),
-                 lg_abs_max=max(e for x in per for e in x["max_abs_diff"]),
-                 lg_agree=statistics.median(agree), lg_agree_lo=min(agree), lg_agree_hi=max(agree),
-                 lg_n_disagree=len(gaps), lg_gap_max=max(gaps) if gaps else 0.0,
-                 lg_prefill_all=all(x["prefill_agrees"] for x in per),
-                 item_us=statistics.median(item), item_us_lo=min(item), item_us_hi=max(item),
-                 item_tps=statistics.median(1e3 / x["ms_per_token_item"] for x in per),
-                 check_tps=statistics.median(x["tokens_per_s"] for x in per), fused_diff=fused,
-                 lg_abs_med=statistics.median(e for x in per for e in x["max_abs_diff"]),
-                 l2_mib=(self.l2_bytes() or 0) / 2**20, read_gap_ms=statistics.median(
-                     max((g.end_ns - g.start_ns) / 1e6 for g in tracereader.gaps(r.trace(), min_gap_us=100)
-                         if g.cause == "sync") for r in rs))
-        rows = [f"| {k + 1} | {statistics.median(x['rel_err']):.3f} | {max(x['rel_err']):.3f} | "
-                f"{statistics.median(x['max_abs_diff']):.2f} | {max(x['max_abs_diff']):.2f} | "
-                f"{sum(x['argmax_agrees'])} of {len(x['positions'])} | "
-                f"{max((g for g, ok in zip(x['ref_gap'], x['argmax_agrees'], strict=True) if not ok), default=0):.3f} | "
-                f"{x['ms_per_token']:.3f} | {x['ms_per_token_item']:.3f} |" for k, x in enumerate(per)]
-        f["lg_table"] = ("| repeat | relative error, median | relative error, largest | largest difference, median "
-                         "| largest difference, largest | top token agrees | fp32 margin where not, largest "
-                         "| ms per token | ms per token with `.item()` |\n"
-                         "|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n" + "\n".join(rows))
+        gaps = [
+            g for x in per for g, ok in zip(x["ref_gap"], x["argmax_agrees"], strict=True) if not ok
+        ]
+        f.update(
+            lg_positions=len(per[0]["positions"]),
+            lg_first=per[0]["positions"][0],
+            lg_last=per[0]["positions"][-1],
+            lg_rel_max=max(rel),
+            lg_rel_med=statistics.median(rel),
+            lg_abs_max=max(e for x in per for e in x["max_abs_diff"]),
+            lg_agree=statistics.median(agree),
+            lg_agree_lo=min(agree),
+            lg_agree_hi=max(agree),
+            lg_n_disagree=len(gaps),
+            lg_gap_max=max(gaps) if gaps else 0.0,
+            lg_prefill_all=all(x["prefill_agrees"] for x in per),
+            item_us=statistics.median(item),
+            item_us_lo=min(item),
+            item_us_hi=max(item),
+            item_tps=statistics.median(1e3 / x["ms_per_token_item"] for x in per),
+            check_tps=statistics.median(x["tokens_per_s"] for x in per),
+            fused_diff=fused,
+            lg_abs_med=statistics.median(e for x in per for e in x["max_abs_diff"]),
+            l2_mib=(self.l2_bytes() or 0) / 2**20,
+            read_gap_ms=statistics.median(
+                max(
+                    (g.end_ns - g.start_ns) / 1e6
+                    for g in tracereader.gaps(r.trace(), min_gap_us=100)
+                    if g.cause == "sync"
+                )
+                for r in rs
+            ),
+        )
+        rows = [
+            f"| {k + 1} | {statistics.median(x['rel_err']):.3f} | {max(x['rel_err']):.3f} | "
+            f"{statistics.median(x['max_abs_diff']):.2f} | {max(x['max_abs_diff']):.2f} | "
+            f"{sum(x['argmax_agrees'])} of {len(x['positions'])} | "
+            f"{max((g for g, ok in zip(x['ref_gap'], x['argmax_agrees'], strict=True) if not ok), default=0):.3f} | "
+            f"{x['ms_per_token']:.3f} | {x['ms_per_token_item']:.3f} |"
+            for k, x in enumerate(per)
+        ]
+        f["lg_table"] = (
+            "| repeat | relative error, median | relative error, largest | largest difference, median "
+            "| largest difference, largest | top token agrees | fp32 margin where not, largest "
+            "| ms per token | ms per token with `.item()` |\n"
+            "|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n" + "\n".join(rows)
+        )
         return f
 
     def l2_bytes(self) -> int | None:
@@ -1180,7 +1598,9 @@ def python_gap_op(tr: Trace) -> int:
     return int(max(tracereader.gaps(tr, window=sync_window(tr)), key=lambda g: g.gap_us).next_op)
 
 
-def decode_zoom(tr: Trace, before_us: float = 120, after_us: float = 80) -> tuple[tuple[int, int], int, int]:
+def decode_zoom(
+    tr: Trace, before_us: float = 120, after_us: float = 80
+) -> tuple[tuple[int, int], int, int]:
     """A window in the middle of an eager decode token (step 2): the window, one of its
     nvjet GEMMs and that GEMM's launch call."""
     nv = [g for g in token_ops(tr) if tile(tr.name(g))]
@@ -1212,7 +1632,9 @@ def longest_gap_us(tr: Trace, step: str = "ProfilerStep#2") -> float:
     return float((starts[1:] - ends[:-1]).max()) / 1e3
 
 
-def layer_window(tr: Trace, layers: int = 32, layer: int = 5) -> tuple[tuple[int, int], dict[str, int]]:
+def layer_window(
+    tr: Trace, layers: int = 32, layer: int = 5
+) -> tuple[tuple[int, int], dict[str, int]]:
     """One layer of a fused loop's step-2 token: the window from its q/k/v GEMV to the
     next layer's, and the row of its first op of each class."""
     rows = classify(tr, token_ops(tr), layers)

@@ -47,7 +47,9 @@ def test_three_repeats():
 
 
 def test_generate_per_repeat(k):
-    f = m.generate_facts(recs("generate_dynamic_1b")[k], recs("generate_static_1b")[k], chapter().shapes["1b"])
+    f = m.generate_facts(
+        recs("generate_dynamic_1b")[k], recs("generate_static_1b")[k], chapter().shapes["1b"]
+    )
     assert f["dyn_dtoh"] == 2 and f["dyn_busy_pct"] < 30
     assert "8" in f["dec_tiles"]
 
@@ -68,14 +70,23 @@ def test_path_and_bound():
 def test_classes_add_up():
     t = chapter().table("loop_fused_8b")
     for x in t.runs:
-        assert sum(x.n.values()) == sum(len(m.token_ops(r.trace())) for r in recs("loop_fused_8b")[:1])
+        assert sum(x.n.values()) == sum(
+            len(m.token_ops(r.trace())) for r in recs("loop_fused_8b")[:1]
+        )
         assert x.rest > 0
 
 
 def test_kernel_pages_facts():
     c, source = chapter(), SOURCE.read_text(encoding="utf-8")
-    facts = {**c.fused_facts(), **c.attempt_facts(), **c.gemv_kernel_facts(source), **c.attention_facts(source),
-             **c.session_facts(), **c.final_facts(), **c.small_model_facts()}
+    facts = {
+        **c.fused_facts(),
+        **c.attempt_facts(),
+        **c.gemv_kernel_facts(source),
+        **c.attention_facts(source),
+        **c.session_facts(),
+        **c.final_facts(),
+        **c.small_model_facts(),
+    }
     assert facts["final_frac_lo"] >= 100 * m.GOAL
     assert facts["f_small_us"] > facts["f_gemv_over_us"] > facts["f_rest_us"] > 0
     assert facts["s1_frac"] < facts["s8_frac"]
