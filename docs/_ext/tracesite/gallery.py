@@ -102,10 +102,10 @@ def replayer(
         harness, params = variants[name]
         try:
             variant = load(source.stem, name)
-        except RecordingError as exc:  # not recorded yet: a strict build fails, others say so
+        except RecordingError:  # not recorded yet: a strict build fails, others say so
             if _strict():
                 raise
-            return Pending(name, str(exc))
+            return Pending(name, f"{source.stem}/{name} is not recorded yet; record it with {RECORD_COMMAND}")
         digest = code_hash(source, harness.__name__, params)
         for rec in variant.repeats:
             if rec.meta.get("code_hash") != digest:
