@@ -153,6 +153,19 @@ def test_replay_of_stale_recording_fails_when_strict(tmp_path, monkeypatch):
     assert "repeat 2:" in shown._repr_html_() and "r1.json.gz" in shown._repr_html_()
 
 
+def test_replay_of_a_variant_not_recorded_yet_is_pending_unless_strict(tmp_path, monkeypatch):
+    monkeypatch.setenv("TRACESITE_RECORDINGS", str(tmp_path / "recordings"))
+    script = write(tmp_path, EXAMPLE + "\nVARIANTS = {'v': (profile_thing, {'size': 4})}\n")
+    replay = record.replayer(lambda name: None, script)
+    monkeypatch.setenv("TRACEREADER_STRICT", "0")
+    shown = replay("v")
+    assert shown.table.startswith("Recording pending") and "scripts/record.py" in shown.table
+    assert "pending" in repr(shown) and "pending" in shown._repr_html_()
+    monkeypatch.setenv("TRACEREADER_STRICT", "1")
+    with pytest.raises(record.RecordingError, match="scripts/record.py"):
+        replay("v")
+
+
 def test_missing_recording_names_the_command(tmp_path, monkeypatch):
     monkeypatch.setenv("TRACESITE_RECORDINGS", str(tmp_path))
     with pytest.raises(record.RecordingError, match="scripts/record.py"):

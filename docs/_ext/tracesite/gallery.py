@@ -16,11 +16,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ._source import StaleRecordingError, code_hash, load_definitions
+from ._source import RecordingError, StaleRecordingError, code_hash, load_definitions
 from .html import Snippet, format_size, trace_links_html
 from .recordings import RECORD_COMMAND, Variant, iter_variants, load
 
-__all__ = ["Replayed", "all_recordings_html", "replayer"]
+__all__ = ["Pending", "Replayed", "all_recordings_html", "replayer"]
 
 #: The example sphinx-gallery is running (set by the build's reset hook).
 CURRENT_EXAMPLE: Path | None = None
@@ -68,27 +68,48 @@ class Replayed:
         return f"{self.name}: {self.stamp_line()}"
 
 
+class Pending:
+    """A variant with no recording yet, as an example page shows it (a non-strict build
+    only): its table and its text name the command that records it."""
+
+    def __init__(self, name: str, reason: str) -> None:
+        self.name, self.reason, self.trace_path = name, reason, None
+        self.table = f"Recording pending: {reason}"
+
+    def _repr_html_(self) -> str:
+        return f'<div class="tr-recording"><p class="tr-stamp">{html.escape(self.table)}</p></div>'
+
+    def __repr__(self) -> str:
+        return f"{self.name}: {self.table}"
+
+
 def _strict() -> bool:
     return os.environ.get("TRACEREADER_STRICT", "").strip() in {"1", "true", "yes"}
 
 
 def replayer(
     live_run: Callable[..., Any], example_file: str | os.PathLike[str] | None = None
-) -> Callable[..., Replayed]:
+) -> Callable[..., Replayed | Pending]:
     """A stand-in for an example's ``run(name)`` that replays the recorded variant.
 
     It checks the recording against the example's current code: a stale one
-    fails a strict build (``TRACEREADER_STRICT=1``) and is marked otherwise.
+    fails a strict build (``TRACEREADER_STRICT=1``) and is marked otherwise; so does
+    a variant not recorded yet, which a non-strict build shows as :class:`Pending`.
     ``example_file`` defaults to the example being built.
     """
     source = Path(example_file) if example_file else _current()
     variants = load_definitions(source)["VARIANTS"]
 
-    def replay(name: str, **overrides: Any) -> Replayed:
+    def replay(name: str, **overrides: Any) -> Replayed | Pending:
         if overrides:
             raise TypeError("a replayed run takes no overrides: run the example on a GPU")
         harness, params = variants[name]
-        variant = load(source.stem, name)
+        try:
+            variant = load(source.stem, name)
+        except RecordingError:  # not recorded yet: a strict build fails, others say so
+            if _strict():
+                raise
+            return Pending(name, f"{source.stem}/{name} is not recorded yet; record it with {RECORD_COMMAND}")
         digest = code_hash(source, harness.__name__, params)
         for rec in variant.repeats:
             if rec.meta.get("code_hash") != digest:
