@@ -550,17 +550,6 @@ def autotune_cold(timings: dict[str, Any], cold_default: dict[str, Any], tr: Tra
             "races": races}  # fmt: skip
 
 
-def cache_held(warm_walls_s: Sequence[float], cold_first_calls_s: Sequence[float]) -> Values:
-    """The warm variants' compile cache already held this MLP when the recordings began: the
-    warm max-autotune variant (compile, forwards and profiling) took a fraction of the time one
-    max-autotune compile takes from an empty cache, in every repeat, the first process's too."""
-    claim(max(warm_walls_s) < 0.1 * min(cold_first_calls_s), "the warm compiles read a cache")
-    return {
-        "warm_autotune_wall_s": max(warm_walls_s),
-        "cold_autotune_min_s": min(cold_first_calls_s),
-    }
-
-
 # ------------------------------------------------------------------ the launch configurations
 #: How each variant compiled: (mode, compile cache). See the recorder's docs: COLD_VARIANTS run
 #: in a fresh process with an empty Inductor cache; the others share one process per repeat

@@ -122,12 +122,3 @@ def test_fusion_outcomes():
     assert out["liger_vs_warm"] == "slower than" and out["liger_vs_cold"] == "faster than"
     assert out["warm_bw_word"] == "near" and out["cold_bw_word"] == "short of"
     assert out["cold_vs_warm_x"] > 1.3  # the cold compiles kept the slower configuration
-
-
-def test_cache_held_before_the_recordings():
-    warm = [r.env["wall_s"] for r in load("03_mlp", "autotune").repeats]
-    cold = [r.timings()["first_call_s"] for r in load("03_mlp", "autotune_cold").repeats]
-    out = m.cache_held(warm, cold)
-    assert out["warm_autotune_wall_s"] < out["cold_autotune_min_s"]
-    with pytest.raises(AssertionError):
-        m.cache_held([5.0], cold)  # a warm compile as slow as a cold one: no cache read
