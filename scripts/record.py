@@ -19,13 +19,16 @@ recordings stamped::
     python scripts/record.py --shard 2/4       # the 2nd of 4 balanced parts of the queue
     python scripts/record.py --plan --shard 1/4   # what would run, and how long, without a GPU
     python scripts/record.py --plan --readme   # the full plan, written into README.md
+    python scripts/record.py --retrim          # apply KEEP_* trimming to the recordings (no GPU)
 
 ``--stale`` re-records the variants with missing repeats or whose code hash (entry
 function, all it reaches, and the settings ``VARIANTS`` gives it now) differs from their
 recordings. ``--shard K/N`` splits the queue of processes into N parts of about equal
 length (by the wall times the last recordings stamped, longest first), so that N one-GPU
 jobs together re-record everything; copying their ``docs/recordings`` over one another
-merges them. ``--plan`` prints the queue and its estimated time on 1, 2, 4 and 8 GPUs.
+merges them. ``--plan`` prints the queue and its estimated time on 1, 2, 4 and 8 GPUs. ``--retrim``
+applies the examples' current trimming settings (``KEEP_STEPS``, ``KEEP_PYTHON_STEPS``,
+``KEEP_REGIONS``) to their recordings in place; it needs no GPU and no torch.
 """
 
 from __future__ import annotations
@@ -47,6 +50,7 @@ from tracesite.recorder import (  # noqa: E402
     past_walls_s,
     plan,
     record_examples,
+    retrim,
     shard_of,
     stale_variants,
 )  # fmt: skip
@@ -167,7 +171,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--readme", action="store_true", help="with --plan: also write it into README.md"
     )
+    parser.add_argument(
+        "--retrim", action="store_true", help="apply the trimming settings to the recordings; record nothing"
+    )
     args = parser.parse_args(argv)
+    if args.retrim:
+        chosen = sorted((ROOT / "examples").glob("[0-9][0-9]_*.py"))
+        chosen = [s for s in chosen if not args.examples or s.stem in args.examples]
+        for name, size in retrim(chosen).items():
+            print(f"{name:>16}  {size / 1e6:5.2f} MB of traces")
+        return 0
     try:
         import torch
     except ImportError:

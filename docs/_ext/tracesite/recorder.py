@@ -44,7 +44,7 @@ from typing import Any
 
 from ._source import RecordingError, code_hash, load_definitions
 from .recordings import META, RESULTS, TABLE, TRACE, iter_recordings, recordings_root
-from .trim import trim_steps
+from .trim import trim_regions, trim_steps
 
 __all__ = [
     "estimate_s",
@@ -129,18 +129,78 @@ def _child(argv: list[str]) -> int:
     return 0
 
 
-def _gzip_trace(
-    src: Path, dst: Path, keep: tuple[list[int] | None, list[int] | None] = (None, None)
-) -> dict[str, int]:
-    """Gzip the exported trace, dropping the ``traceName`` path it leaks and the profiler
-    steps the example does not keep (:mod:`tracesite.trim`); return what was trimmed."""
-    data = json.loads(src.read_text(encoding="utf-8", errors="replace"), strict=False)
-    data.pop("traceName", None)
-    dropped = trim_steps(data, *keep) if keep != (None, None) else {}
+#: What an example keeps of a variant's trace: (KEEP_STEPS, KEEP_PYTHON_STEPS, KEEP_REGIONS).
+Keep = tuple[list[int] | None, list[int] | None, list[str] | None]
+
+
+def _trim(data: dict[str, Any], keep: Keep) -> dict[str, int]:
+    """Apply an example's trimming settings to one trace, in place (:mod:`tracesite.trim`)."""
+    dropped = trim_steps(data, keep[0], keep[1]) if keep[:2] != (None, None) else {}
+    if keep[2] is not None:
+        for cat, n in trim_regions(data, keep[2]).items():
+            dropped[cat] = dropped.get(cat, 0) + n
+    return dropped
+
+
+def _write_gz(data: dict[str, Any], dst: Path) -> None:
     raw = json.dumps(data, separators=(",", ":")).encode()
     with gzip.GzipFile(dst, "wb", compresslevel=9, mtime=0) as fh:
         fh.write(raw)
+
+
+def _gzip_trace(src: Path, dst: Path, keep: Keep = (None, None, None)) -> dict[str, int]:
+    """Gzip the exported trace, dropping the ``traceName`` path it leaks and what the
+    example does not keep (:mod:`tracesite.trim`); return what was trimmed."""
+    data = json.loads(src.read_text(encoding="utf-8", errors="replace"), strict=False)
+    data.pop("traceName", None)
+    dropped = _trim(data, keep)
+    _write_gz(data, dst)
     return dropped
+
+
+def _keep_of(ns: dict[str, Any], variant: str) -> Keep:
+    return (
+        ns.get("KEEP_STEPS", {}).get(variant),
+        ns.get("KEEP_PYTHON_STEPS", {}).get(variant),
+        ns.get("KEEP_REGIONS", {}).get(variant),
+    )
+
+
+def retrim(sources: list[Path], root: Path | None = None) -> dict[str, int]:
+    """Apply each example's current trimming settings to its recordings in place, without
+    a GPU (trimming only drops events, so a trimmed trace trims to itself); return the
+    bytes each example's traces take now."""
+    out: dict[str, int] = {}
+    for source in sources:
+        ns = load_definitions(source)
+        for rec in iter_recordings(root):
+            if rec.example != source.stem:
+                continue
+            keep = _keep_of(ns, rec.variant)
+            if keep == (None, None, None):
+                out[rec.example] = out.get(rec.example, 0) + rec.trace_bytes
+                continue
+            path = rec.trace_path
+            data = json.loads(gzip.decompress(path.read_bytes()))
+            dropped = _trim(data, keep)
+            if dropped:
+                _write_gz(data, path)
+                meta_path = path.parent / META
+                meta = json.loads(meta_path.read_text(encoding="utf-8"))
+                before = meta.get("trimmed", {}).get("dropped", {})
+                for cat, n in before.items():
+                    dropped[cat] = dropped.get(cat, 0) + n
+                meta["trimmed"] = _trimmed(keep, dropped)
+                meta_path.write_text(json.dumps(meta, indent=1, sort_keys=True), encoding="utf-8")
+            out[rec.example] = out.get(rec.example, 0) + path.stat().st_size
+    return out
+
+
+def _trimmed(keep: Keep, dropped: dict[str, int]) -> dict[str, Any]:
+    out: dict[str, Any] = {"keep_steps": keep[0], "keep_python_steps": keep[1], "dropped": dropped}
+    if keep[2] is not None:
+        out["keep_regions"] = keep[2]
+    return out
 
 
 #: Seconds a fresh recording process takes to start (torch, CUDA) and finish, on an H200.
@@ -157,8 +217,7 @@ class _Example:
     variants: dict[str, Any]
     processes: list[list[tuple[str, int]]]
     staging: Path
-    keep_steps: dict[str, list[int]]
-    keep_python_steps: dict[str, list[int]]
+    ns: dict[str, Any]
     fresh_compile_cache: bool = False
     whole: bool = True  # every variant, every process: the run replaces the example's folder
     processes_run: int = 0
@@ -283,8 +342,7 @@ def record_examples(
             variants,
             processes,
             staging,
-            dict(ns.get("KEEP_STEPS", {})),
-            dict(ns.get("KEEP_PYTHON_STEPS", {})),
+            ns,
             bool(ns.get("FRESH_COMPILE_CACHE", False)),
             whole=len(chosen) == len(variants),
         )
@@ -410,7 +468,7 @@ def _run_process(
                 ex.variants[name],
                 ex.source,
                 jobs,
-                (ex.keep_steps.get(name), ex.keep_python_steps.get(name)),
+                _keep_of(ex.ns, name),
                 ex.fresh_compile_cache,
             )
     except RecordingError as exc:
@@ -440,7 +498,7 @@ def _finish(
     entry: Any,
     source: Path,
     jobs: list[tuple[str, int]],
-    keep: tuple[list[int] | None, list[int] | None] = (None, None),
+    keep: Keep = (None, None, None),
     fresh_compile_cache: bool = False,
 ) -> None:
     """Stamp, hash and gzip one repeat's output folder in place."""
@@ -470,7 +528,7 @@ def _finish(
         results.unlink()
     dropped = _gzip_trace(exported, out / TRACE, keep)
     if dropped:
-        meta["trimmed"] = {"keep_steps": keep[0], "keep_python_steps": keep[1], "dropped": dropped}
+        meta["trimmed"] = _trimmed(keep, dropped)
     exported.unlink()
     (out / "env.json").unlink()
     (out / META).write_text(json.dumps(meta, indent=1, sort_keys=True), encoding="utf-8")

@@ -5,6 +5,12 @@ Python frames to keep (``KEEP_PYTHON_STEPS``; ``with_stack`` traces are mostly f
 
     KEEP_STEPS = {"loop_8b": [1, 2, 3, 4]}          # drop the prefill's step 0
     KEEP_PYTHON_STEPS = {"generate_1b": [2]}        # frames of one token only
+    KEEP_REGIONS = {"eager_foreach": ["optimizer"]}  # the CPU side of one region only
+
+``KEEP_REGIONS`` keeps the CPU events inside the named ``record_function`` regions
+(and the regions, the profiler steps and the memory events themselves); the other CPU
+events go with what they launched. An empty list keeps only the regions and the
+memory events.
 
 A CPU event lying wholly inside a dropped step's window goes, with the GPU work it
 launched (kernels, copies and sets sharing its correlation id) and the flow arrows
@@ -18,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-__all__ = ["trim_steps"]
+__all__ = ["trim_regions", "trim_steps"]
 
 _GPU_CATS = {"kernel", "gpu_memcpy", "gpu_memset"}
 _LAUNCH_CATS = {"cuda_runtime", "cuda_driver"}
@@ -31,6 +37,70 @@ def _windows(events: list[dict[str, Any]]) -> dict[int, tuple[float, float]]:
         if e.get("cat") == "user_annotation" and name.startswith("ProfilerStep#"):
             out[int(name.split("#")[1])] = (float(e["ts"]), float(e["ts"]) + float(e.get("dur", 0)))
     return out
+
+
+def _drop(
+    events: list[dict[str, Any]], gone: Any, dropped: dict[str, int]
+) -> list[dict[str, Any]]:
+    """``events`` without ``gone`` CPU events and the GPU work and arrows of their launches."""
+    gone_corr: set[Any] = set()
+    kept: list[Any] = []
+    for e in events:
+        if gone(e):
+            cat = e.get("cat")
+            dropped[cat] = dropped.get(cat, 0) + 1
+            if cat in _LAUNCH_CATS and "correlation" in e.get("args", {}):
+                gone_corr.add(e["args"]["correlation"])
+            continue
+        kept.append(e)
+    final = []
+    for e in kept:
+        cat = e.get("cat")
+        corr = (
+            e.get("args", {}).get("correlation")
+            if cat in _GPU_CATS
+            else e.get("id")
+            if cat == "ac2g"
+            else None
+        )
+        if corr is not None and corr in gone_corr:
+            dropped[cat] = dropped.get(cat, 0) + 1
+            continue
+        final.append(e)
+    return final
+
+
+def trim_regions(data: dict[str, Any], keep: Iterable[str]) -> dict[str, int]:
+    """Drop, in place, every CPU event outside the ``record_function`` regions named in
+    ``keep``, with what it launched; the regions (every ``user_annotation``), the memory
+    and other instant events stay. Return how many events went, by category."""
+    events = data.get("traceEvents", [])
+    names = set(keep)
+    spans = [
+        (float(e["ts"]), float(e["ts"]) + float(e.get("dur", 0)))
+        for e in events
+        if e.get("cat") == "user_annotation" and e.get("name") in names
+    ]
+
+    def outside(e: dict[str, Any]) -> bool:
+        start = float(e.get("ts", 0))
+        end = start + float(e.get("dur", 0))
+        return not any(lo <= start and end <= hi for lo, hi in spans)
+
+    # A forward-backward arrow goes when either of its ends does.
+    cut_arrows = {e.get("id") for e in events if e.get("cat") == "fwdbwd" and outside(e)}
+
+    def gone(e: dict[str, Any]) -> bool:
+        cat = e.get("cat")
+        if cat == "fwdbwd":
+            return e.get("id") in cut_arrows
+        if e.get("ph") != "X" or cat in _GPU_CATS or cat in ("gpu_user_annotation", "user_annotation"):
+            return False
+        return outside(e)
+
+    dropped: dict[str, int] = {}
+    data["traceEvents"] = _drop(events, gone, dropped)
+    return dropped
 
 
 def trim_steps(
@@ -54,34 +124,13 @@ def trim_steps(
         end = start + float(e.get("dur", 0))
         return any(lo <= start and end <= hi for lo, hi in spans)
 
-    gone_corr: set[Any] = set()
-    kept: list[Any] = []
-    dropped: dict[str, int] = {}
-    for e in events:
+    def gone(e: dict[str, Any]) -> bool:
         cat = e.get("cat")
         if cat in _GPU_CATS or cat in ("ac2g", "gpu_user_annotation") or e.get("ph") != "X":
-            kept.append(e)
-            continue
+            return False
         spans = drop_py if cat == "python_function" else drop_all
-        if spans and inside(e, spans):
-            dropped[cat] = dropped.get(cat, 0) + 1
-            if cat in _LAUNCH_CATS and "correlation" in e.get("args", {}):
-                gone_corr.add(e["args"]["correlation"])
-            continue
-        kept.append(e)
-    final = []
-    for e in kept:
-        cat = e.get("cat")
-        corr = (
-            e.get("args", {}).get("correlation")
-            if cat in _GPU_CATS
-            else e.get("id")
-            if cat == "ac2g"
-            else None
-        )
-        if corr is not None and corr in gone_corr:
-            dropped[cat] = dropped.get(cat, 0) + 1
-            continue
-        final.append(e)
-    data["traceEvents"] = final
+        return bool(spans) and inside(e, spans)
+
+    dropped: dict[str, int] = {}
+    data["traceEvents"] = _drop(events, gone, dropped)
     return dropped
