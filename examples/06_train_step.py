@@ -22,10 +22,11 @@ The variants change one thing at a time, each a setup you could adopt:
 * ``loader_inline``, ``loader_workers``, ``loader_async``: the batch comes from a
   ``DataLoader`` doing CPU work per sample: in the training process, then in worker
   processes, then pinned and copied without waiting, the loss read only at the end;
-* ``compile``: the forward and the loss compiled with ``torch.compile``;
 * the attempts towards 50 % MFU, one lever each on top of the one before:
-  ``compile_b8_bf16`` (batch 8, bf16 weights), ``final`` (attention told it is
-  causal), ``final_cudnn`` (cuDNN's attention first).
+  ``compile_b8_bf16`` (the forward and the loss compiled with ``torch.compile``,
+  batch 8, bf16 weights), ``final`` (attention told it is
+  causal), ``final_flash`` (FlashAttention first instead of cuDNN's attention),
+  ``final_b16`` (batch 16).
 
 Each variant times steps without the profiler first and writes ``results.json``:
 tokens per second, ms per step, MFU and peak memory; then it profiles one step.
@@ -519,10 +520,12 @@ def profile_steps(out_dir, train, device, **options):
 #   the total allocated after it).
 # * ``loader_*``: the ``data`` region, the gaps in the GPU lane it causes, and the
 #   copy and the waits after it.
-# * ``compile``: the same step with fewer, fused kernels in forward and backward;
-#   the first step's time (``first_step_s``) includes the compilation.
-# * ``compile_b8_bf16``, ``final``, ``final_cudnn``: the attempts. ``final`` records
-#   shapes too, for the account of where its time goes per kernel class.
+# * ``compile_b8_bf16``, ``final``, ``final_flash``, ``final_b16``: the attempts.
+#   Compiled, the step runs fewer, fused kernels in forward and backward; the first
+#   step's time (``first_step_s``) includes the compilation.
+#   ``final`` records shapes too, for the account of where its time goes per kernel
+#   class. PyTorch 2.11 tries cuDNN's attention first on this GPU: ``final_flash``
+#   puts FlashAttention first instead.
 
 FINAL = {"compile": "default", "batch": 8, "weights": "bf16", "attention": "causal"}
 VARIANTS = {
@@ -536,10 +539,10 @@ VARIANTS = {
     "loader_workers": (profile_train_step, {"loader": True, "workers": 4}),
     "loader_async": (profile_train_step, {"loader": True, "workers": 4, "pin": True, "non_blocking": True,
                                           "read_loss": False}),
-    "compile": (profile_train_step, {"compile": "default"}),
     "compile_b8_bf16": (profile_train_step, {"compile": "default", "batch": 8, "weights": "bf16"}),
     "final": (profile_train_step, {**FINAL, "record_shapes": True}),
-    "final_cudnn": (profile_train_step, {**FINAL, "sdpa_first": "CUDNN_ATTENTION"}),
+    "final_flash": (profile_train_step, {**FINAL, "sdpa_first": "FLASH_ATTENTION"}),
+    "final_b16": (profile_train_step, {**FINAL, "batch": 16}),
 }  # fmt: skip
 # Further levers, as settings of ``profile_train_step`` for a variant of your own:
 # ``loss="chunked"`` (the loss a slice of tokens at a time), ``compile=
@@ -552,8 +555,15 @@ COLD_VARIANTS = ()
 #: Compiled variants share Inductor's cache across processes: a later process's compile
 #: can reuse what an earlier one generated (its ``first_step_s`` is then shorter).
 FRESH_COMPILE_CACHE = False
-#: Each trace holds one step (the profiler's third); nothing to trim.
+#: Each trace holds one step (the profiler's third); nothing to trim by step.
 KEEP_STEPS = {}
+#: The site keeps, of some variants, the CPU side of the regions its pages read (the
+#: other CPU events go with the kernels they launched): the recordings stay small.
+KEEP_REGIONS = {
+    "eager_foreach": ["optimizer"], "eager_forloop": ["optimizer"], "eager_bf16": ["forward"],
+    "eager_checkpoint": ["backward"], "memory": [], "loader_inline": ["data", "forward"],
+    "loader_workers": ["data", "forward"], "loader_async": ["data", "forward"],
+}  # fmt: skip
 
 
 class Run:
