@@ -478,7 +478,14 @@ def test_trim_regions_keeps_the_named_regions_cpu_side_and_what_it_launched(tmp_
     }
     dropped = trim_regions(data, ["optimizer"])
     names = {e.get("name") for e in data["traceEvents"]}
-    assert {"ProfilerStep#2", "forward", "optimizer", "aten::_fused_adamw_", "adamw", "[memory]"} <= names
+    assert {
+        "ProfilerStep#2",
+        "forward",
+        "optimizer",
+        "aten::_fused_adamw_",
+        "adamw",
+        "[memory]",
+    } <= names
     assert not {"aten::mm", "gemm"} & names
     assert not [e for e in data["traceEvents"] if e.get("cat") == "fwdbwd"]
     assert dropped == {"cpu_op": 1, "cuda_runtime": 1, "kernel": 1, "ac2g": 1, "fwdbwd": 2}
