@@ -583,3 +583,17 @@ def test_the_readme_quotes_the_recording_plan_of_the_current_recordings():
     assert quoted.strip().strip("`").strip() == done.stdout.strip(), (
         "README's recording plan is out of date: run python scripts/record.py --plan --readme"
     )
+
+
+def test_the_check_names_variants_that_have_no_recording_with_their_current_settings(tmp_path):
+    from tracesite.recordings import _unrecorded
+
+    (tmp_path / "99_new.py").write_text(
+        "def profile_new(out_dir, *, size=1):\n    return ''\n\n"
+        "VARIANTS = {'small': (profile_new, {'size': 1})}\n",
+        encoding="utf-8",
+    )
+    (line,) = _unrecorded(tmp_path)
+    assert "99_new/small is stale or missing" in line
+    assert line.endswith("python scripts/record.py 99_new --variants small")
+    assert _unrecorded(ROOT / "examples") == []  # every variant recorded as VARIANTS says
