@@ -704,7 +704,7 @@ KEEP_STEPS = {}
 #: other CPU events go with the kernels they launched): the recordings stay small.
 KEEP_REGIONS = {
     "eager_foreach": ["optimizer"], "eager_forloop": ["optimizer"], "eager_bf16": ["forward"],
-    "eager_checkpoint": ["backward"], "memory": [], "loader_inline": ["data", "forward"],
+    "eager_checkpoint": ["backward"], "memory": ["optimizer"], "loader_inline": ["data", "forward"],
     "loader_workers": ["data", "forward"], "loader_async": ["data", "forward"],
 }  # fmt: skip
 

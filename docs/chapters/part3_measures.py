@@ -442,6 +442,10 @@ def math_facts(tm: Trace, naive: Trace) -> Facts:
     assert {"aten::isneginf", "aten::all", "aten::where", "aten::add_"} <= set(names)
     gemms = [o.name for o in ops if "gemm" in o.name]
     assert len(gemms) == 2 and all("f32f32" in n and "ffma" in n for n in gemms)
+    # five conversions: q, k, v to fp32, then two back, the longest of which (the
+    # attention weights, a (seq x seq) matrix per head) outlasts the other four together
+    casts = sorted((o.us for o in ops if o.issuer == "aten::copy_"), reverse=True)
+    assert len(casts) == 5 and casts[0] > sum(casts[1:])
     acc = math_account(tm)
     total = sum(acc.values())
     assert acc["fp32 GEMMs"] < 0.45 * total  # the GEMMs are not most of it
