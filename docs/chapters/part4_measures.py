@@ -249,6 +249,12 @@ def generate_facts(dyn: Rec, static: Rec, shape: dict[str, int]) -> Facts:
     assert big.cause == "python" and "prepare_inputs_for_generation" in tr.name(big.cause_event)
     assert big.gap_us == max(g.gap_us for g in step_gaps)  # the token's longest wait
     in2 = _in(tr, "ProfilerStep#2")
+    # most of the python gaps' time falls inside the model's forward, not generate()'s code
+    model = [(int(tr.ts_ns[i]), int(tr.end_ns[i]))
+             for i in tr.where(prefix="nn.Module: LlamaForCausalLM", within=in2)]  # fmt: skip
+    py_gaps = [g for g in step_gaps if g.cause == "python"]
+    in_model = sum(g.gap_us for g in py_gaps if any(a <= g.start_ns < b for a, b in model))
+    assert in_model > 0.5 * sum(g.gap_us for g in py_gaps)
     callers = [
         frames_around(tr, int(i)) for i in tr.where(name="cudaStreamSynchronize", within=in2)
     ]
