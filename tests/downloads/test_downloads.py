@@ -163,14 +163,19 @@ def test_downloaded_script_runs_with_only_torch(download_run, request, tmp_path)
         assert "no GPU lane" in done.stdout
 
 
+#: A variant of each example that needs transformers, to run without it.
+FIRST_VARIANT = {"05_llm_decode": "loop_fused_1b", "06_train_step": "eager"}
+
+
 def test_without_transformers_the_llm_example_says_what_to_install(torch_only, site, tmp_path):
-    """Only torch: 05_llm_decode stops with one line naming the package, no traceback."""
+    """Only torch: 05_llm_decode and 06_train_step stop with one line naming the package,
+    no traceback."""
     if os.environ.get("TORCH_SPEC") == "system":
         pytest.skip("TORCH_SPEC=system reuses a torch environment that may hold transformers")
     for script in [s for s in _downloads(site, ".py") if _needs_transformers(s)]:
         shutil.copyfile(script, tmp_path / script.name)
         done = subprocess.run(
-            [torch_only, script.name, "--variant", "loop_fused_1b"],
+            [torch_only, script.name, "--variant", FIRST_VARIANT.get(script.stem, "eager")],
             cwd=tmp_path,
             env=_env(),
             capture_output=True,
