@@ -1,0 +1,337 @@
+"""The computations behind Part 5 (``part5.md``): one training step of a 1.24 B Llama.
+
+Each function takes one repeat (a :class:`tracereader.Trace`, or the trace file where a
+field tracereader does not keep is needed: the profiler's memory events and the input
+shapes of ``aten::mm``), asserts what the page says of it, and returns the numbers the
+page glues, keyed by the names the prose uses. The page calls them in ``%%repeats``
+cells, so every claim holds on every repeat. ``tests/site/test_part5_measures.py`` runs
+them against every recorded repeat.
+
+Only :mod:`tracereader`, numpy and the standard library here: no drawing, no site glue.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import statistics
+from collections import Counter
+from collections.abc import Sequence
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from tracereader import Kind, Trace, link, step_times
+
+Facts = dict[str, Any]  # glue key -> float (a number) or str (Markdown)
+Rows = npt.NDArray[np.int64]
+PHASES = ("data", "forward", "loss", "backward", "optimizer")
+SPEC_FLOPS = 989e12  # H200 SXM datasheet: dense bf16, FLOP/s (the MFU's denominator)
+#: The variants of the goal's table, in the order of the attempts.
+ATTEMPTS = ("eager", "eager_foreach", "eager_bf16", "eager_checkpoint", "loader_inline", "loader_workers",
+            "loader_async", "compile_b8_bf16", "final", "final_flash", "final_b16")  # fmt: skip
+KERNEL_CLASSES = ("GEMM", "attention", "Triton", "AdamW", "other")
+
+
+def claim(ok: bool, what: str) -> None:
+    """Raise with ``what`` when a claim the page makes is false."""
+    if not ok:
+        raise AssertionError(f"claim failed: {what}")
+
+
+@cache
+def raw_events(path: str) -> list[dict[str, Any]]:
+    """The trace file's events as torch wrote them (for args tracereader does not keep)."""
+    with gzip.open(path, "rt", encoding="utf-8") as f:
+        events: list[dict[str, Any]] = json.load(f)["traceEvents"]
+    return events
+
+
+def _gpu_ops_launched_in(tr: Trace, start_ns: int, end_ns: int) -> Rows:
+    """GPU ops whose launch call, on any CPU thread, started inside [start_ns, end_ns]."""
+    ln = link(tr)
+    ops = ln.gpu_ops[ln.launch[ln.gpu_ops] >= 0]
+    at = tr.ts_ns[ln.launch[ops]]
+    return ops[(at >= start_ns) & (at <= end_ns)]
+
+
+def _kernels(tr: Trace, ops: Rows) -> Rows:
+    return ops[tr.kind[ops] == Kind.KERNEL]
+
+
+def _inside(tr: Trace, rows: Rows, start_ns: int, end_ns: int) -> Rows:
+    return rows[(tr.ts_ns[rows] >= start_ns) & (tr.end_ns[rows] <= end_ns)]
+
+
+def phase_times(tr: Trace) -> dict[str, tuple[float, float, int]]:
+    """Each phase's (CPU ms, GPU kernel ms, kernels): the region's span on the CPU, and the
+    kernels launched while it ran, from any thread (the backward's come from the autograd
+    thread, not from the thread that holds the region)."""
+    out = {}
+    for name in PHASES:
+        (region,) = tr.regions(name)
+        k = _kernels(tr, _gpu_ops_launched_in(tr, region.start_ns, region.end_ns))
+        out[name] = ((region.end_ns - region.start_ns) / 1e6, float(tr.dur_ns[k].sum()) / 1e6, len(k))
+    return out
+
+
+def lanes(tr: Trace) -> tuple[int, int]:
+    """(main thread's lane, autograd thread's lane): the lane that holds ``forward``, and the
+    one that holds the backward's ``autograd::engine::evaluate_function`` ops."""
+    main = int(tr.lane[tr.regions("forward")[0].event])
+    evaluate = tr.where(prefix="autograd::engine::evaluate_function: ")
+    backward = {int(x) for x in tr.lane[evaluate]}
+    claim(len(backward) == 1 and main not in backward, "every backward op on one other thread")
+    return main, backward.pop()
+
+
+def step_facts(tr: Trace) -> Facts:
+    """Section 1: phases, the autograd thread, sequence numbers, the wait in ``loss.item()``."""
+    phases = phase_times(tr)
+    main, auto = lanes(tr)
+    (step,) = step_times(tr)
+    seq = tr.extra["seq"]
+    evaluate = tr.where(prefix="autograd::engine::evaluate_function: ")
+    ops = tr.where(kind=Kind.CPU_OP)
+    forward_seqs = set(seq[ops[(tr.lane[ops] == main) & (seq[ops] >= 0)]].tolist())
+    unmatched = Counter(tr.name(int(i)).split(": ", 1)[1] for i in evaluate if int(seq[i]) not in forward_seqs)
+    claim(set(unmatched) == {"torch::autograd::AccumulateGrad"}, "only AccumulateGrad has no forward twin")
+    mm_bwd = tr.where(name="autograd::engine::evaluate_function: MmBackward0")
+    claim(all(int(seq[i]) in forward_seqs for i in mm_bwd), "each MmBackward0 ties to a forward op")
+    bwd, fwd_cpu = phases["backward"], phases["forward"]
+    claim(bwd[1] > 1.5 * fwd_cpu[1], "the backward's kernels take well over the forward's")
+    # loss.item() after the optimizer: the CPU waits there for the GPU to finish the step.
+    opt_end = tr.regions("optimizer")[0].end_ns
+    items = tr.where(name="aten::item")
+    items = items[(tr.ts_ns[items] >= opt_end) & (tr.lane[items] == main)]
+    claim(len(items) == 1, "one loss.item() after the optimizer")
+    item = int(items[0])
+    ln = link(tr)
+    first_gpu = int(tr.ts_ns[ln.gpu_ops].min())
+    step_ms = (step.end_ns - step.start_ns) / 1e6
+    claim(tr.dur_ns[item] / 1e6 > 0.2 * step_ms, "the CPU waits a large part of the step in item()")
+    return {
+        **{f"{p}_cpu_ms": v[0] for p, v in phases.items()},
+        **{f"{p}_gpu_ms": v[1] for p, v in phases.items()},
+        **{f"{p}_kernels": v[2] for p, v in phases.items()},
+        "bwd_over_fwd": bwd[1] / fwd_cpu[1],
+        "evaluate_ops": len(evaluate),
+        "accumulate_grads": unmatched["torch::autograd::AccumulateGrad"],
+        "step_kernels": step.kernels,
+        "gpu_busy_pct": 100 * step.gpu_busy_us / 1e3 / step_ms,
+        "item_ms": tr.dur_ns[item] / 1e6,
+        "first_kernel_ms": (first_gpu - step.start_ns) / 1e6,
+        "launch_done_ms": (int(tr.ts_ns[item]) - step.start_ns) / 1e6,
+        "main_lane": main,
+        "auto_lane": auto,
+    }
+
+
+def seq_pair(tr: Trace, occurrence: int = 0) -> tuple[int, int, int]:
+    """(forward ``aten::mm``, its backward's evaluate_function, the sequence number): the
+    ``occurrence``-th ``MmBackward0`` of the step and the forward op with its number."""
+    main, _ = lanes(tr)
+    seq = tr.extra["seq"]
+    bwd = int(tr.where(name="autograd::engine::evaluate_function: MmBackward0")[occurrence])
+    fwd = tr.where(name="aten::mm")
+    fwd = fwd[(seq[fwd] == seq[bwd]) & (tr.lane[fwd] == main)]
+    claim(len(fwd) == 1, "one forward aten::mm carries the backward op's number")
+    return int(fwd[0]), bwd, int(seq[bwd])
+
+
+def optimizer_facts(tr: Trace) -> Facts:
+    """Section 2: the ``optimizer`` region's CPU time, kernels, launch calls, kernel time."""
+    (region,) = tr.regions("optimizer")
+    ops = _gpu_ops_launched_in(tr, region.start_ns, region.end_ns)
+    k = _kernels(tr, ops)
+    ln = link(tr)
+    return {
+        "cpu_ms": (region.end_ns - region.start_ns) / 1e6,
+        "kernels": len(k),
+        "launches": len(set(ln.launch[ops].tolist())),
+        "gpu_ms": float(tr.dur_ns[k].sum()) / 1e6,
+        "top": Counter(tr.name(int(i)).split("<")[0].split("(")[0] for i in k).most_common(1)[0][0],
+    }
+
+
+def optimizer_window(tr: Trace, us: float) -> tuple[int, int]:
+    """The first ``us`` microseconds of the ``optimizer`` region (ns, as timelines take them)."""
+    (region,) = tr.regions("optimizer")
+    return region.start_ns, region.start_ns + int(us * 1e3)
+
+
+def cast_facts(tr: Trace) -> Facts:
+    """Section 3: autocast's ``aten::_to_copy`` casts in the forward, and their kernels' time."""
+    (region,) = tr.regions("forward")
+    casts = _inside(tr, tr.where(name="aten::_to_copy"), region.start_ns, region.end_ns)
+    ln = link(tr)
+    ks = [ln.gpu_ops_of(int(i)) for i in casts]
+    kernels = np.concatenate(ks) if ks else np.empty(0, dtype=np.int64)
+    k = _kernels(tr, _gpu_ops_launched_in(tr, region.start_ns, region.end_ns))
+    return {
+        "casts": len(casts),
+        "cast_ms": float(tr.dur_ns[kernels].sum()) / 1e6,
+        "fwd_kernels": len(k),
+        "fwd_gpu_ms": float(tr.dur_ns[k].sum()) / 1e6,
+    }
+
+
+def first_cast(tr: Trace) -> int:
+    """The forward's first ``aten::_to_copy`` that launched a kernel."""
+    (region,) = tr.regions("forward")
+    ln = link(tr)
+    for i in _inside(tr, tr.where(name="aten::_to_copy"), region.start_ns, region.end_ns):
+        if len(ln.gpu_ops_of(int(i))):
+            return int(i)
+    raise AssertionError("claim failed: a cast launched a kernel")
+
+
+def memory_curve(path: str) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64], dict[str, tuple[float, float]]]:
+    """The profiler's memory events on the GPU: (ms since the step's start, GiB allocated
+    after each event), and each region's (start, end) in the same ms."""
+    events = raw_events(path)
+    spans = {
+        e["name"]: e
+        for e in events
+        if e.get("cat") == "user_annotation" and e["name"] in (*PHASES, "ProfilerStep#2")
+    }
+    t0 = float(spans["ProfilerStep#2"]["ts"])
+    mem = [e for e in events if e.get("name") == "[memory]" and e["args"].get("Device Type") == 1]
+    mem.sort(key=lambda e: float(e["ts"]))
+    ms = np.array([(float(e["ts"]) - t0) / 1e3 for e in mem])
+    gib = np.array([e["args"]["Total Allocated"] / 2**30 for e in mem])
+    regions = {n: ((float(e["ts"]) - t0) / 1e3, (float(e["ts"]) + float(e["dur"]) - t0) / 1e3)
+               for n, e in spans.items() if n in PHASES}  # fmt: skip
+    return ms, gib, regions
+
+
+def memory_facts(path: str, peak_gib: float) -> Facts:
+    """Section 4: the peak of the memory events, and the phase it falls in."""
+    ms, gib, regions = memory_curve(path)
+    top = int(np.argmax(gib))
+    where = [n for n, (a, b) in regions.items() if a <= ms[top] <= b]
+    claim(where == ["backward"], "the peak falls in the backward")
+    claim(abs(gib.max() - peak_gib) < 0.05 * peak_gib, "the events' peak is the allocator's peak")
+    (fa, fb) = regions["forward"]
+    start = gib[ms <= fa][-1] if (ms <= fa).any() else gib[0]
+    return {
+        "events": len(ms),
+        "peak_gib": float(gib.max()),
+        "peak_ms": float(ms[top]),
+        "start_gib": float(start),
+        "after_fwd_gib": float(gib[ms <= fb][-1]),
+        "end_gib": float(gib[-1]),
+        "peak_phase": where[0],
+    }
+
+
+def loader_facts(tr: Trace) -> Facts:
+    """Section 5: the ``data`` region's CPU time, the GPU's work during it, its copy and syncs."""
+    (region,) = tr.regions("data")
+    ln = link(tr)
+    during = ln.gpu_ops[(tr.end_ns[ln.gpu_ops] > region.start_ns) & (tr.ts_ns[ln.gpu_ops] < region.end_ns)]
+    runtime = _inside(tr, tr.where(kind=Kind.RUNTIME), region.start_ns, region.end_ns)
+    names = Counter(tr.name(int(i)) for i in runtime)
+    launched = _gpu_ops_launched_in(tr, region.start_ns, region.end_ns)
+    copies = [tr.name(int(i)) for i in launched if tr.kind[i] == Kind.MEMCPY]
+    claim(len(copies) == 1, "one copy of the batch launched in the data region")
+    busy = float(np.minimum(tr.end_ns[during], region.end_ns).sum() - np.maximum(tr.ts_ns[during], region.start_ns).sum())
+    (step,) = step_times(tr)
+    return {
+        "data_ms": (region.end_ns - region.start_ns) / 1e6,
+        "gpu_busy_in_data_ms": busy / 1e6,
+        "syncs": names["cudaStreamSynchronize"],
+        "copies": names["cudaMemcpyAsync"],
+        "pinned": int(any("Pinned" in c for c in copies)),
+        "step_kernels": step.kernels,
+    }
+
+
+def compile_facts(tr: Trace) -> Facts:
+    """Section 6: kernels per step, Triton kernels, the compiled autograd nodes."""
+    (step,) = step_times(tr)
+    k = tr.where(kind=Kind.KERNEL)
+    names = [tr.name(int(i)) for i in k]
+    claim(len(tr.where(name="CompiledFunction")) >= 1, "CompiledFunction in the forward")
+    claim(len(tr.where(name="CompiledFunctionBackward")) >= 1, "CompiledFunctionBackward in the backward")
+    _, auto = lanes(tr)
+    cfb = tr.where(name="autograd::engine::evaluate_function: CompiledFunctionBackward")
+    claim(all(int(tr.lane[i]) == auto for i in cfb), "compiled backward on the autograd thread")
+    return {
+        "kernels": step.kernels,
+        "triton": sum(n.startswith("triton_") for n in names),
+        "triton_kinds": len({n for n in names if n.startswith("triton_")}),
+    }
+
+
+def kernel_class(name: str) -> str:
+    """GEMM (cuBLAS's nvjet, cuBLASLt), attention (cuDNN's or Flash's SDPA), Triton, AdamW, other."""
+    low = name.lower()
+    if name.startswith("nvjet") or "gemm" in low or "cublaslt" in low:
+        return "GEMM"
+    if "sdpa" in low or "flash" in low or "fmha" in low or "cudnn" in low:
+        return "attention"
+    if name.startswith("triton_"):
+        return "Triton"
+    if "multi_tensor_apply" in name:
+        return "AdamW"
+    return "other"
+
+
+def account(tr: Trace, path: str) -> Facts:
+    """Section 7: GPU time per kernel class, the GEMMs' achieved TFLOP/s from the input shapes
+    of ``aten::mm`` (record_shapes), the GPU's idle time, the tied output projection's share."""
+    (step,) = step_times(tr)
+    k = tr.where(kind=Kind.KERNEL)
+    total = float(tr.dur_ns[k].sum())
+    per: Counter[str] = Counter()
+    for i in k:
+        per[kernel_class(tr.name(int(i)))] += float(tr.dur_ns[i])
+    flops = head = 0.0
+    for e in raw_events(path):
+        if e.get("name") == "aten::mm" and e.get("ph") == "X":
+            (m, kk), (_, n) = e["args"]["Input Dims"][:2]
+            f = 2.0 * m * kk * n
+            flops += f
+            head += f if 128256 in (m, kk, n) else 0.0
+    step_ns = step.end_ns - step.start_ns
+    gemm_s = per["GEMM"] / 1e9
+    out = {f"pct_{c}": 100 * per[c] / total for c in KERNEL_CLASSES}
+    return {
+        **out,
+        "gemm_tflops": flops / gemm_s / 1e12,
+        "gemm_pct_of_spec": 100 * flops / gemm_s / SPEC_FLOPS,
+        "idle_pct": 100 * (1 - step.gpu_busy_us * 1e3 / step_ns),
+        "head_pct": 100 * head / flops,
+        "kernels": step.kernels,
+    }
+
+
+def median(values: Sequence[float]) -> float:
+    return float(statistics.median(values))
+
+
+def results_row(results: Sequence[dict[str, Any]]) -> dict[str, float]:
+    """The medians over repeats of a variant's headline results, and the step's min and max."""
+    return {
+        "tokens_per_s": median([r["tokens_per_s"] for r in results]),
+        "step_ms": median([r["step_ms"] for r in results]),
+        "step_ms_min": min(r["step_ms_min"] for r in results),
+        "step_ms_max": max(r["step_ms_max"] for r in results),
+        "mfu": median([r["mfu_spec"] for r in results]),
+        "peak_gib": median([r["peak_gib"] for r in results]),
+        "first_step_s": median([r["first_step_s"] for r in results]),
+    }
+
+
+def results_table(rows: dict[str, dict[str, float]]) -> str:
+    """A Markdown table of every variant's results (medians; the step's range over all repeats)."""
+    lines = ["| variant | tokens/s | step ms (median, min-max) | MFU | peak GiB |", "|---|--:|--:|--:|--:|"]
+    for name, r in rows.items():
+        lines.append(f"| `{name}` | {r['tokens_per_s']:,.0f} | {r['step_ms']:.1f} ({r['step_ms_min']:.1f}-"
+                     f"{r['step_ms_max']:.1f}) | {r['mfu']:.3f} | {r['peak_gib']:.1f} |")  # fmt: skip
+    return "\n".join(lines)
+
