@@ -18,7 +18,6 @@ import statistics
 from collections import Counter
 from collections.abc import Sequence
 from functools import cache
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -59,7 +58,8 @@ def _gpu_ops_launched_in(tr: Trace, start_ns: int, end_ns: int) -> Rows:
 
 
 def _kernels(tr: Trace, ops: Rows) -> Rows:
-    return ops[tr.kind[ops] == Kind.KERNEL]
+    kernels: Rows = ops[tr.kind[ops] == Kind.KERNEL]
+    return kernels
 
 
 def _inside(tr: Trace, rows: Rows, start_ns: int, end_ns: int) -> Rows:
@@ -74,7 +74,11 @@ def phase_times(tr: Trace) -> dict[str, tuple[float, float, int]]:
     for name in PHASES:
         (region,) = tr.regions(name)
         k = _kernels(tr, _gpu_ops_launched_in(tr, region.start_ns, region.end_ns))
-        out[name] = ((region.end_ns - region.start_ns) / 1e6, float(tr.dur_ns[k].sum()) / 1e6, len(k))
+        out[name] = (
+            (region.end_ns - region.start_ns) / 1e6,
+            float(tr.dur_ns[k].sum()) / 1e6,
+            len(k),
+        )
     return out
 
 
@@ -97,8 +101,13 @@ def step_facts(tr: Trace) -> Facts:
     evaluate = tr.where(prefix="autograd::engine::evaluate_function: ")
     ops = tr.where(kind=Kind.CPU_OP)
     forward_seqs = set(seq[ops[(tr.lane[ops] == main) & (seq[ops] >= 0)]].tolist())
-    unmatched = Counter(tr.name(int(i)).split(": ", 1)[1] for i in evaluate if int(seq[i]) not in forward_seqs)
-    claim(set(unmatched) == {"torch::autograd::AccumulateGrad"}, "only AccumulateGrad has no forward twin")
+    unmatched = Counter(
+        tr.name(int(i)).split(": ", 1)[1] for i in evaluate if int(seq[i]) not in forward_seqs
+    )
+    claim(
+        set(unmatched) == {"torch::autograd::AccumulateGrad"},
+        "only AccumulateGrad has no forward twin",
+    )
     mm_bwd = tr.where(name="autograd::engine::evaluate_function: MmBackward0")
     claim(all(int(seq[i]) in forward_seqs for i in mm_bwd), "each MmBackward0 ties to a forward op")
     bwd, fwd_cpu = phases["backward"], phases["forward"]
@@ -189,7 +198,9 @@ def first_cast(tr: Trace) -> int:
     raise AssertionError("claim failed: a cast launched a kernel")
 
 
-def memory_curve(path: str) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64], dict[str, tuple[float, float]]]:
+def memory_curve(
+    path: str,
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64], dict[str, tuple[float, float]]]:
     """The profiler's memory events on the GPU: (ms since the step's start, GiB allocated
     after each event), and each region's (start, end) in the same ms."""
     events = raw_events(path)
@@ -232,13 +243,18 @@ def loader_facts(tr: Trace) -> Facts:
     """Section 5: the ``data`` region's CPU time, the GPU's work during it, its copy and syncs."""
     (region,) = tr.regions("data")
     ln = link(tr)
-    during = ln.gpu_ops[(tr.end_ns[ln.gpu_ops] > region.start_ns) & (tr.ts_ns[ln.gpu_ops] < region.end_ns)]
+    during = ln.gpu_ops[
+        (tr.end_ns[ln.gpu_ops] > region.start_ns) & (tr.ts_ns[ln.gpu_ops] < region.end_ns)
+    ]
     runtime = _inside(tr, tr.where(kind=Kind.RUNTIME), region.start_ns, region.end_ns)
     names = Counter(tr.name(int(i)) for i in runtime)
     launched = _gpu_ops_launched_in(tr, region.start_ns, region.end_ns)
     copies = [tr.name(int(i)) for i in launched if tr.kind[i] == Kind.MEMCPY]
     claim(len(copies) == 1, "one copy of the batch launched in the data region")
-    busy = float(np.minimum(tr.end_ns[during], region.end_ns).sum() - np.maximum(tr.ts_ns[during], region.start_ns).sum())
+    busy = float(
+        np.minimum(tr.end_ns[during], region.end_ns).sum()
+        - np.maximum(tr.ts_ns[during], region.start_ns).sum()
+    )
     (step,) = step_times(tr)
     return {
         "data_ms": (region.end_ns - region.start_ns) / 1e6,
@@ -256,7 +272,10 @@ def compile_facts(tr: Trace) -> Facts:
     k = tr.where(kind=Kind.KERNEL)
     names = [tr.name(int(i)) for i in k]
     claim(len(tr.where(name="CompiledFunction")) >= 1, "CompiledFunction in the forward")
-    claim(len(tr.where(name="CompiledFunctionBackward")) >= 1, "CompiledFunctionBackward in the backward")
+    claim(
+        len(tr.where(name="CompiledFunctionBackward")) >= 1,
+        "CompiledFunctionBackward in the backward",
+    )
     _, auto = lanes(tr)
     cfb = tr.where(name="autograd::engine::evaluate_function: CompiledFunctionBackward")
     claim(all(int(tr.lane[i]) == auto for i in cfb), "compiled backward on the autograd thread")
@@ -287,7 +306,7 @@ def account(tr: Trace, path: str) -> Facts:
     (step,) = step_times(tr)
     k = tr.where(kind=Kind.KERNEL)
     total = float(tr.dur_ns[k].sum())
-    per: Counter[str] = Counter()
+    per: dict[str, float] = dict.fromkeys(KERNEL_CLASSES, 0.0)
     for i in k:
         per[kernel_class(tr.name(int(i)))] += float(tr.dur_ns[i])
     flops = head = 0.0
@@ -329,9 +348,11 @@ def results_row(results: Sequence[dict[str, Any]]) -> dict[str, float]:
 
 def results_table(rows: dict[str, dict[str, float]]) -> str:
     """A Markdown table of every variant's results (medians; the step's range over all repeats)."""
-    lines = ["| variant | tokens/s | step ms (median, min-max) | MFU | peak GiB |", "|---|--:|--:|--:|--:|"]
+    lines = [
+        "| variant | tokens/s | step ms (median, min-max) | MFU | peak GiB |",
+        "|---|--:|--:|--:|--:|",
+    ]
     for name, r in rows.items():
         lines.append(f"| `{name}` | {r['tokens_per_s']:,.0f} | {r['step_ms']:.1f} ({r['step_ms_min']:.1f}-"
                      f"{r['step_ms_max']:.1f}) | {r['mfu']:.3f} | {r['peak_gib']:.1f} |")  # fmt: skip
     return "\n".join(lines)
-
