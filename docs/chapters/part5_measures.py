@@ -23,14 +23,14 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from tracereader import Kind, Trace, link, step_times
+from tracereader import Kind, Trace, gaps, link, step_times
 
 Facts = dict[str, Any]  # glue key -> float (a number) or str (Markdown)
 Rows = npt.NDArray[np.int64]
 PHASES = ("data", "forward", "loss", "backward", "optimizer")
 SPEC_FLOPS = 989e12  # H200 SXM datasheet: dense bf16, FLOP/s (the MFU's denominator)
 #: The variants of the goal's table, in the order of the attempts.
-ATTEMPTS = ("eager", "eager_foreach", "eager_bf16", "eager_checkpoint", "loader_inline", "loader_workers",
+ATTEMPTS = ("eager", "eager_foreach", "eager_forloop", "eager_bf16", "eager_checkpoint", "loader_inline", "loader_workers",
             "loader_async", "compile_b8_bf16", "final", "final_flash", "final_b16")  # fmt: skip
 KERNEL_CLASSES = ("GEMM", "attention", "Triton", "AdamW", "other")
 
@@ -122,6 +122,13 @@ def step_facts(tr: Trace) -> Facts:
     first_gpu = int(tr.ts_ns[ln.gpu_ops].min())
     step_ms = (step.end_ns - step.start_ns) / 1e6
     claim(tr.dur_ns[item] / 1e6 > 0.2 * step_ms, "the CPU waits a large part of the step in item()")
+    idle = gaps(tr)
+    idle_ms = step_ms - step.gpu_busy_us / 1e3
+    longest = max((g.end_ns - g.start_ns) / 1e6 for g in idle)
+    claim(
+        longest < 0.5 and len(idle) > 1000,
+        "the GPU's idle time is many short gaps, none of half a ms",
+    )
     return {
         **{f"{p}_cpu_ms": v[0] for p, v in phases.items()},
         **{f"{p}_gpu_ms": v[1] for p, v in phases.items()},
@@ -132,6 +139,9 @@ def step_facts(tr: Trace) -> Facts:
         "step_kernels": step.kernels,
         "gpu_busy_pct": 100 * step.gpu_busy_us / 1e3 / step_ms,
         "item_ms": tr.dur_ns[item] / 1e6,
+        "idle_ms": idle_ms,
+        "n_gaps": len(idle),
+        "longest_gap_ms": longest,
         "first_kernel_ms": (first_gpu - step.start_ns) / 1e6,
         "launch_done_ms": (int(tr.ts_ns[item]) - step.start_ns) / 1e6,
         "main_lane": main,
@@ -181,6 +191,7 @@ def cast_facts(tr: Trace) -> Facts:
     kernels = np.concatenate(ks) if ks else np.empty(0, dtype=np.int64)
     k = _kernels(tr, _gpu_ops_launched_in(tr, region.start_ns, region.end_ns))
     return {
+        "linear_casts": sum(_under_linear(tr, int(i)) for i in casts),
         "casts": len(casts),
         "cast_ms": float(tr.dur_ns[kernels].sum()) / 1e6,
         "fwd_kernels": len(k),
@@ -188,12 +199,16 @@ def cast_facts(tr: Trace) -> Facts:
     }
 
 
+def _under_linear(tr: Trace, i: int) -> bool:
+    return any(tr.name(j) == "aten::linear" for j in link(tr).stack(i))
+
+
 def first_cast(tr: Trace) -> int:
     """The forward's first ``aten::_to_copy`` that launched a kernel."""
     (region,) = tr.regions("forward")
     ln = link(tr)
     for i in _inside(tr, tr.where(name="aten::_to_copy"), region.start_ns, region.end_ns):
-        if len(ln.gpu_ops_of(int(i))):
+        if len(ln.gpu_ops_of(int(i))) and _under_linear(tr, int(i)):
             return int(i)
     raise AssertionError("claim failed: a cast launched a kernel")
 
@@ -219,8 +234,9 @@ def memory_curve(
     return ms, gib, regions
 
 
-def memory_facts(path: str, peak_gib: float) -> Facts:
-    """Section 4: the peak of the memory events, and the phase it falls in."""
+def memory_facts(path: str, peak_gib: float, params: int) -> Facts:
+    """Section 4: the peak of the memory events, the phase it falls in, and what the step
+    starts with: ``params`` fp32 weights and AdamW's two fp32 moments (12 bytes each)."""
     ms, gib, regions = memory_curve(path)
     top = int(np.argmax(gib))
     where = [n for n, (a, b) in regions.items() if a <= ms[top] <= b]
@@ -228,7 +244,11 @@ def memory_facts(path: str, peak_gib: float) -> Facts:
     claim(abs(gib.max() - peak_gib) < 0.05 * peak_gib, "the events' peak is the allocator's peak")
     (fa, fb) = regions["forward"]
     start = gib[ms <= fa][-1] if (ms <= fa).any() else gib[0]
+    state = 12 * params / 2**30
+    claim(abs(start - state) < 0.01 * state, "the step starts with weights and moments alone")
     return {
+        "state_gib": state,
+        "halved_gib": 8 * params / 2**30,  # weights, gradients, two moments: 16 -> 8 bytes each
         "events": len(ms),
         "peak_gib": float(gib.max()),
         "peak_ms": float(ms[top]),
@@ -262,6 +282,7 @@ def loader_facts(tr: Trace) -> Facts:
         "syncs": names["cudaStreamSynchronize"],
         "copies": names["cudaMemcpyAsync"],
         "pinned": int(any("Pinned" in c for c in copies)),
+        "busy_frac": busy / (region.end_ns - region.start_ns),
         "step_kernels": step.kernels,
     }
 
@@ -279,6 +300,11 @@ def compile_facts(tr: Trace) -> Facts:
     _, auto = lanes(tr)
     cfb = tr.where(name="autograd::engine::evaluate_function: CompiledFunctionBackward")
     claim(all(int(tr.lane[i]) == auto for i in cfb), "compiled backward on the autograd thread")
+    claim(
+        not any(n.startswith("triton_tem") for n in names),
+        "no GEMM template: the GEMMs stay cuBLAS's",
+    )
+    claim(any(n.startswith("nvjet") for n in names), "cuBLAS's nvjet GEMMs")
     return {
         "kernels": step.kernels,
         "triton": sum(n.startswith("triton_") for n in names),
@@ -355,4 +381,28 @@ def results_table(rows: dict[str, dict[str, float]]) -> str:
     for name, r in rows.items():
         lines.append(f"| `{name}` | {r['tokens_per_s']:,.0f} | {r['step_ms']:.1f} ({r['step_ms_min']:.1f}-"
                      f"{r['step_ms_max']:.1f}) | {r['mfu']:.3f} | {r['peak_gib']:.1f} |")  # fmt: skip
+    return "\n".join(lines)
+
+
+def repeat_row(eager: Trace, final: Trace, final_path: str) -> dict[str, float]:
+    """One repeat's trace counts for the evidence table."""
+    s = step_facts(eager)
+    a = account(final, final_path)
+    return {
+        "eager kernels": s["step_kernels"],
+        "eager GPU busy %": s["gpu_busy_pct"],
+        "eager item() ms": s["item_ms"],
+        "final kernels": a["kernels"],
+        "final GEMM %": a["pct_GEMM"],
+        "final GEMM TFLOP/s": a["gemm_tflops"],
+        "final idle %": a["idle_pct"],
+    }
+
+
+def repeats_table(rows: Sequence[dict[str, float]]) -> str:
+    """A Markdown table, one column per repeat, one row per measure."""
+    head = "| measure | " + " | ".join(f"r{k}" for k in range(len(rows))) + " |"
+    lines = [head, "|---|" + "--:|" * len(rows)]
+    for key in rows[0]:
+        lines.append(f"| {key} | " + " | ".join(f"{r[key]:,.1f}" for r in rows) + " |")
     return "\n".join(lines)
