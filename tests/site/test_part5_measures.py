@@ -56,6 +56,7 @@ def test_optimizers_per_repeat(k):
 def test_casts_per_repeat(k):
     c32, c16 = (m.cast_facts(recs(v)[k].trace()) for v in ("eager", "eager_bf16"))
     assert c16["casts"] < c32["casts"] and c32["cast_ms"] < 0.2 * c32["fwd_gpu_ms"]
+    assert c16["linear_casts"] == 0 < c32["linear_casts"]
     assert recs("eager_bf16")[k].results["peak_gib"] < recs("eager")[k].results["peak_gib"]
     tr = recs("eager")[k].trace()
     assert tr.name(m.first_cast(tr)) == "aten::_to_copy"
@@ -63,10 +64,14 @@ def test_casts_per_repeat(k):
 
 def test_memory_per_repeat(k):
     r = recs("memory")[k]
-    f = m.memory_facts(str(r.trace_path), r.results["peak_gib"])
+    f = m.memory_facts(str(r.trace_path), r.results["peak_gib"], r.timings()["params"])
     assert f["peak_phase"] == "backward"
     assert f["start_gib"] < f["after_fwd_gib"] < f["peak_gib"]
     assert abs(f["end_gib"] - f["start_gib"]) < 0.1
+    assert (
+        f["halved_gib"]
+        < recs("eager")[k].results["peak_gib"] - recs("eager_bf16")[k].results["peak_gib"]
+    )
     ck = recs("eager_checkpoint")[k].results
     assert (
         ck["peak_gib"] < r.results["peak_gib"]
