@@ -167,7 +167,10 @@ def optimizer_facts(tr: Trace) -> Facts:
     ops = _gpu_ops_launched_in(tr, region.start_ns, region.end_ns)
     k = _kernels(tr, ops)
     ln = link(tr)
+    queue_ms = float(np.median(tr.ts_ns[k] - tr.ts_ns[ln.launch[k]])) / 1e6
+    claim(queue_ms > 10, "the optimizer's kernels wait in the GPU's queue, behind the backward's")
     return {
+        "queue_ms": queue_ms,
         "cpu_ms": (region.end_ns - region.start_ns) / 1e6,
         "kernels": len(k),
         "launches": len(set(ln.launch[ops].tolist())),
@@ -335,6 +338,8 @@ def account(tr: Trace, path: str) -> Facts:
     per: dict[str, float] = dict.fromkeys(KERNEL_CLASSES, 0.0)
     for i in k:
         per[kernel_class(tr.name(int(i)))] += float(tr.dur_ns[i])
+    attention = {tr.name(int(i)) for i in k if kernel_class(tr.name(int(i))) == "attention"}
+    claim(all("cudnn" in n for n in attention), "final's attention kernels are cuDNN's")
     flops = head = 0.0
     for e in raw_events(path):
         if e.get("name") == "aten::mm" and e.get("ph") == "X":
@@ -406,3 +411,13 @@ def repeats_table(rows: Sequence[dict[str, float]]) -> str:
     for key in rows[0]:
         lines.append(f"| {key} | " + " | ".join(f"{r[key]:,.1f}" for r in rows) + " |")
     return "\n".join(lines)
+
+
+def overlap(
+    a: dict[str, float], b: dict[str, float], per_a: float = 1.0, per_b: float = 1.0
+) -> bool:
+    """Whether two variants' step ranges overlap, each divided by its ``per`` (batch ratio)."""
+    return (
+        a["step_ms_min"] / per_a <= b["step_ms_max"] / per_b
+        and b["step_ms_min"] / per_b <= a["step_ms_max"] / per_a
+    )
