@@ -14,10 +14,12 @@ from __future__ import annotations
 
 import gzip
 import json
+import pickle
 import statistics
 from collections import Counter
 from collections.abc import Sequence
 from functools import cache
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -421,3 +423,40 @@ def overlap(
         a["step_ms_min"] / per_a <= b["step_ms_max"] / per_b
         and b["step_ms_min"] / per_b <= a["step_ms_max"] / per_a
     )
+
+
+def snapshot_at_peak(path: str) -> tuple[float, list[tuple[str, float]]]:
+    """The memory snapshot's peak over the recorded step (GiB allocated during the step,
+    on top of what was allocated before it), and what is alive then, in GiB, by the
+    innermost Python frame that asked for it ("no Python frame": C++ code, such as the
+    autograd thread's)."""
+    with open(path, "rb") as f:
+        snapshot = pickle.load(f)  # plain dicts and lists: torch is not needed to read it
+    live: dict[int, dict[str, Any]] = {}
+    current = peak = 0
+    at_peak: dict[int, dict[str, Any]] = {}
+    for e in snapshot["device_traces"][0]:
+        if e["action"] == "alloc":
+            live[e["addr"]] = e
+            current += e["size"]
+        elif e["action"] == "free_completed" and e["addr"] in live:
+            current -= live.pop(e["addr"])["size"]
+        if current > peak:
+            peak, at_peak = current, dict(live)
+    by: Counter[str] = Counter()
+    for e in at_peak.values():
+        frame = e["frames"][0] if e["frames"] else None
+        label = (
+            f"`{frame['name']}` ({Path(frame['filename']).name}:{frame['line']})"
+            if frame
+            else "no Python frame"
+        )
+        by[label] += e["size"]
+    return peak / 2**30, [(k, v / 2**30) for k, v in by.most_common()]
+
+
+def snapshot_table(rows: Sequence[tuple[str, float]], top: int = 5) -> str:
+    """Markdown: the ``top`` largest groups alive at the snapshot's peak."""
+    lines = ["| allocated in | GiB alive at the peak |", "|---|--:|"]
+    lines += [f"| {label} | {gib:.2f} |" for label, gib in rows[:top]]
+    return "\n".join(lines)

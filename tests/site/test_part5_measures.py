@@ -123,3 +123,13 @@ def test_results_table():
         > rows["eager"]["mfu"]
     )
     assert max(r["mfu"] for r in rows.values()) < 0.5
+
+
+def test_snapshot_per_repeat(k):
+    r = recs("memory")[k]
+    peak, alive = m.snapshot_at_peak(str(r.trace_path.parent / "memory_snapshot.pickle"))
+    assert sum(g for _, g in alive) == pytest.approx(peak)
+    assert peak + 12 * r.timings()["params"] / 2**30 == pytest.approx(
+        r.results["peak_gib"], rel=0.01
+    )
+    assert m.snapshot_table(alive, top=3).count("\n") == 4
