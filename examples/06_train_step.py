@@ -79,7 +79,11 @@ WEIGHTS = {"fp32": torch.float32, "bf16": torch.bfloat16}
 # AdamW's three implementations: one kernel per tensor and operation (``forloop``),
 # one per operation over lists of tensors (``foreach``), the whole update in one
 # kernel over lists of tensors (``fused``).
-OPTIMIZERS = {"fused": {"fused": True}, "foreach": {"foreach": True}, "forloop": {"foreach": False, "fused": False}}
+OPTIMIZERS = {
+    "fused": {"fused": True},
+    "foreach": {"foreach": True},
+    "forloop": {"foreach": False, "fused": False},
+}
 
 
 # %%
@@ -104,8 +108,9 @@ def causal_sdpa(module, query, key, value, attention_mask, scaling=None, dropout
     # global of this file (the site's recorder loads it under a name nothing can import).
     from torch.nn.functional import scaled_dot_product_attention
 
-    out = scaled_dot_product_attention(query, key, value, dropout_p=dropout, scale=scaling, is_causal=True,
-                                       enable_gqa=True)
+    out = scaled_dot_product_attention(
+        query, key, value, dropout_p=dropout, scale=scaling, is_causal=True, enable_gqa=True
+    )
     return out.transpose(1, 2).contiguous(), None
 
 
@@ -127,14 +132,18 @@ def build_model(shape, device, weights, attention="sdpa", seq=SEQ):
     try:
         import transformers as tf
     except ImportError:
-        raise SystemExit("06_train_step needs Hugging Face transformers: pip install transformers") from None
+        raise SystemExit(
+            "06_train_step needs Hugging Face transformers: pip install transformers"
+        ) from None
     if attention == "causal":
         tf.AttentionInterface.register("causal_sdpa", causal_sdpa)
     config = tf.LlamaConfig(**SHAPES[shape], max_position_embeddings=max(seq, SEQ), use_cache=False)
     implementation = {"sdpa": "sdpa", "causal": "causal_sdpa", "flex": "flex_attention"}[attention]
     torch.manual_seed(0)
     with torch.device(device):
-        model = tf.LlamaForCausalLM._from_config(config, dtype=WEIGHTS[weights], attn_implementation=implementation)
+        model = tf.LlamaForCausalLM._from_config(
+            config, dtype=WEIGHTS[weights], attn_implementation=implementation
+        )
     return model.train()
 
 
@@ -154,7 +163,11 @@ def flops_per_token(model, seq):
     cfg = model.config
     params = sum(p.numel() for p in model.parameters())  # a tied table counts once
     embedding = model.get_input_embeddings().weight.numel()
-    return 6 * (params - embedding) + 12 * cfg.num_hidden_layers * cfg.hidden_size * seq, params, embedding
+    return (
+        6 * (params - embedding) + 12 * cfg.num_hidden_layers * cfg.hidden_size * seq,
+        params,
+        embedding,
+    )
 
 
 # %%
@@ -177,12 +190,15 @@ def full_cross_entropy(hidden, head, labels):
 
 def chunked_cross_entropy(hidden, head, labels, tokens=8192):
     """The same loss, ``tokens`` tokens at a time, each slice's scores recomputed in the backward."""
+
     def piece(h, y):
         return F.cross_entropy(head(h).float(), y, reduction="sum")
 
     hidden, labels = hidden.flatten(0, 1), labels.flatten()
-    total = sum(torch.utils.checkpoint.checkpoint(piece, h, y, use_reentrant=False)
-                for h, y in zip(hidden.split(tokens), labels.split(tokens), strict=True))
+    total = sum(
+        torch.utils.checkpoint.checkpoint(piece, h, y, use_reentrant=False)
+        for h, y in zip(hidden.split(tokens), labels.split(tokens), strict=True)
+    )
     return total / labels.numel()
 
 
@@ -202,7 +218,21 @@ def chunked_cross_entropy(hidden, head, labels, tokens=8192):
 # (pageable) memory makes PyTorch wait for the GPU to finish all the work queued
 # before it: in the trace, a ``cudaStreamSynchronize`` after the copy.
 
-WORDS = ("the", "a", "of", "to", "in", "training", "step", "trace", "kernel", "memory", "gradient", "token", "loss")
+WORDS = (
+    "the",
+    "a",
+    "of",
+    "to",
+    "in",
+    "training",
+    "step",
+    "trace",
+    "kernel",
+    "memory",
+    "gradient",
+    "token",
+    "loss",
+)
 
 
 class SyntheticText(torch.utils.data.Dataset):
@@ -216,14 +246,19 @@ class SyntheticText(torch.utils.data.Dataset):
 
     def __getitem__(self, index):
         rng = random.Random(index)
-        ids = [zlib.crc32(rng.choice(WORDS).encode() + bytes([i % 7])) % self.vocab for i in range(self.seq + 1)]
+        ids = [
+            zlib.crc32(rng.choice(WORDS).encode() + bytes([i % 7])) % self.vocab
+            for i in range(self.seq + 1)
+        ]
         deadline = time.perf_counter() + self.cpu_ms / 1e3
         while time.perf_counter() < deadline:
             zlib.crc32(bytes(64))
         return torch.tensor(ids)
 
 
-def batches(loader, *, batch, seq, vocab, device, pin=False, non_blocking=False, cpu_ms=40.0, workers=0):
+def batches(
+    loader, *, batch, seq, vocab, device, pin=False, non_blocking=False, cpu_ms=40.0, workers=0
+):
     """An endless iterator of (batch, seq + 1) token tensors on ``device``: random tokens made
     once on the device when ``loader`` is false, else a DataLoader's batches copied over."""
     # Without a loader the input costs nothing: one batch of random tokens, made on
@@ -232,8 +267,13 @@ def batches(loader, *, batch, seq, vocab, device, pin=False, non_blocking=False,
         tokens = torch.randint(0, vocab, (batch, seq + 1), device=device)
         while True:
             yield tokens
-    data = torch.utils.data.DataLoader(SyntheticText(seq, vocab, cpu_ms), batch_size=batch, num_workers=workers,
-                                       pin_memory=pin and device == "cuda", persistent_workers=workers > 0)
+    data = torch.utils.data.DataLoader(
+        SyntheticText(seq, vocab, cpu_ms),
+        batch_size=batch,
+        num_workers=workers,
+        pin_memory=pin and device == "cuda",
+        persistent_workers=workers > 0,
+    )
     for tokens in data:
         yield tokens.to(device, non_blocking=non_blocking)
 
@@ -260,16 +300,26 @@ def make_step(model, optimizer, *, autocast, compile, loss, sdpa_first, device):
     decoder, head = model.model, model.lm_head
     loss_fn = chunked_cross_entropy if loss == "chunked" else full_cross_entropy
     if compile:
-        options = {"backend": "aot_eager"} if device == "cpu" else {"mode": None if compile == "default" else compile}
-        decoder, loss_fn = torch.compile(decoder, dynamic=False, **options), torch.compile(loss_fn, dynamic=False,
-                                                                                             **options)
+        options = (
+            {"backend": "aot_eager"}
+            if device == "cpu"
+            else {"mode": None if compile == "default" else compile}
+        )
+        decoder, loss_fn = (
+            torch.compile(decoder, dynamic=False, **options),
+            torch.compile(loss_fn, dynamic=False, **options),
+        )
     # The chosen backend first, the others behind it as fallbacks.
     names = (sdpa_first, "FLASH_ATTENTION", "EFFICIENT_ATTENTION", "CUDNN_ATTENTION", "MATH")
     order = list(dict.fromkeys(getattr(SDPBackend, n) for n in names if n))
 
     def step(tokens):
         inputs, labels = tokens[:, :-1], tokens[:, 1:]
-        first = sdpa_kernel(order, set_priority=True) if sdpa_first and device == "cuda" else contextlib.nullcontext()
+        first = (
+            sdpa_kernel(order, set_priority=True)
+            if sdpa_first and device == "cuda"
+            else contextlib.nullcontext()
+        )
         with torch.autocast(device, dtype=torch.bfloat16, enabled=autocast), first:
             with record_function("forward"):
                 hidden = decoder(input_ids=inputs).last_hidden_state
@@ -297,7 +347,9 @@ def time_steps(train, steps, device):
         if cuda:
             marks[-1].record()
     _sync(device)
-    return [a.elapsed_time(b) if cuda else (b - a) * 1e3 for a, b in zip(marks, marks[1:], strict=False)]
+    return [
+        a.elapsed_time(b) if cuda else (b - a) * 1e3 for a, b in zip(marks, marks[1:], strict=False)
+    ]
 
 
 def _sync(device):
@@ -320,7 +372,13 @@ def _sync(device):
 # write the pickle and the page ``torch.cuda._memory_viz.trace_plot`` makes of it:
 # the snapshot inside, the viewer's script loaded from the web when opened.
 
-PLUMBING = ("torch/nn/modules/module.py", "contextlib.py", "transformers/utils/", "torch/utils/_", "torch/_dynamo/")
+PLUMBING = (
+    "torch/nn/modules/module.py",
+    "contextlib.py",
+    "transformers/utils/",
+    "torch/utils/_",
+    "torch/_dynamo/",
+)
 
 
 def write_memory_snapshot(out_dir, snapshot, frames=4):
@@ -331,20 +389,33 @@ def write_memory_snapshot(out_dir, snapshot, frames=4):
 
     def stack(entries):
         kept = [f for f in entries if not any(p in f["filename"] for p in PLUMBING)][:frames]
-        kept = [shared.setdefault((f["filename"], f["line"], f["name"]),
-                                  {"filename": f["filename"], "line": f["line"], "name": f["name"]}) for f in kept]
+        kept = [
+            shared.setdefault(
+                (f["filename"], f["line"], f["name"]),
+                {"filename": f["filename"], "line": f["line"], "name": f["name"]},
+            )
+            for f in kept
+        ]
         return shared.setdefault(("stack", *map(id, kept)), kept)
 
     def slim(entry):
-        return {shared.setdefault(k, k): stack(v) if k == "frames" else
-                shared.setdefault(v, v) if isinstance(v, str) else v for k, v in entry.items()}
+        return {
+            shared.setdefault(k, k): stack(v)
+            if k == "frames"
+            else shared.setdefault(v, v)
+            if isinstance(v, str)
+            else v
+            for k, v in entry.items()
+        }
 
     snapshot["device_traces"] = [[slim(e) for e in trace] for trace in snapshot["device_traces"]]
     for segment in snapshot["segments"]:
         segment["blocks"] = [slim(b) for b in segment["blocks"]]
         segment["frames"] = stack(segment.get("frames", []))
     (Path(out_dir) / "memory_snapshot.pickle").write_bytes(pickle.dumps(snapshot))
-    (Path(out_dir) / "memory_viz.html").write_text(_memory_viz.trace_plot(snapshot), encoding="utf-8")
+    (Path(out_dir) / "memory_viz.html").write_text(
+        _memory_viz.trace_plot(snapshot), encoding="utf-8"
+    )
 
 
 # %%
@@ -363,10 +434,30 @@ def write_memory_snapshot(out_dir, snapshot, frames=4):
 # of one step and profiles with ``profile_memory=True``.
 
 
-def profile_train_step(out_dir, *, device=None, batch=4, seq=SEQ, weights="fp32", optimizer="fused",
-                       compile=None, attention="sdpa", sdpa_first=None, loss="full", checkpointing=False,
-                       loader=False, workers=0, pin=False, non_blocking=False, cpu_ms=40.0, read_loss=True,
-                       record_shapes=False, memory=False, timed_steps=8, warmup_steps=3):
+def profile_train_step(
+    out_dir,
+    *,
+    device=None,
+    batch=4,
+    seq=SEQ,
+    weights="fp32",
+    optimizer="fused",
+    compile=None,
+    attention="sdpa",
+    sdpa_first=None,
+    loss="full",
+    checkpointing=False,
+    loader=False,
+    workers=0,
+    pin=False,
+    non_blocking=False,
+    cpu_ms=40.0,
+    read_loss=True,
+    record_shapes=False,
+    memory=False,
+    timed_steps=8,
+    warmup_steps=3,
+):
     """Time, then profile, training steps of one setup; write ``trace.json``, return the table.
 
     Parameters
@@ -397,18 +488,42 @@ def profile_train_step(out_dir, *, device=None, batch=4, seq=SEQ, weights="fp32"
     device = device or ("cuda" if torch.cuda.is_available() else "cpu")
     shape = "1b" if device == "cuda" else "tiny"
     if device != "cuda":  # the tiny model, a small batch, a few steps
-        batch, seq, cpu_ms, timed_steps, warmup_steps = min(batch, 2), min(seq, 64), min(cpu_ms, 1.0), 2, 1
+        batch, seq, cpu_ms, timed_steps, warmup_steps = (
+            min(batch, 2),
+            min(seq, 64),
+            min(cpu_ms, 1.0),
+            2,
+            1,
+        )
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     torch._dynamo.reset()
     model = build_model(shape, device, weights, attention, seq)
-    if checkpointing:  # transformers' name for it until 5.17; later ones call it activation checkpointing
+    if (
+        checkpointing
+    ):  # transformers' name for it until 5.17; later ones call it activation checkpointing
         getattr(model, "activation_checkpointing_enable", model.gradient_checkpointing_enable)()
     optim = torch.optim.AdamW(model.parameters(), lr=1e-4, **OPTIMIZERS[optimizer])
-    step = make_step(model, optim, autocast=weights == "fp32", compile=compile, loss=loss,
-                     sdpa_first=sdpa_first, device=device)
-    data = batches(loader, batch=batch, seq=seq, vocab=model.config.vocab_size, device=device, pin=pin,
-                   non_blocking=non_blocking, cpu_ms=cpu_ms, workers=workers)
+    step = make_step(
+        model,
+        optim,
+        autocast=weights == "fp32",
+        compile=compile,
+        loss=loss,
+        sdpa_first=sdpa_first,
+        device=device,
+    )
+    data = batches(
+        loader,
+        batch=batch,
+        seq=seq,
+        vocab=model.config.vocab_size,
+        device=device,
+        pin=pin,
+        non_blocking=non_blocking,
+        cpu_ms=cpu_ms,
+        workers=workers,
+    )
     losses = []
 
     def train():
@@ -436,27 +551,51 @@ def profile_train_step(out_dir, *, device=None, batch=4, seq=SEQ, weights="fp32"
     # One more step with the allocator's history on, for the memory snapshot. A reader
     # would call torch.cuda.memory._dump_snapshot("snapshot.pickle") after it.
     if memory and device == "cuda":
-        torch.cuda.memory._record_memory_history(max_entries=100_000, context="alloc", stacks="python")
+        torch.cuda.memory._record_memory_history(
+            max_entries=100_000, context="alloc", stacks="python"
+        )
         train()
         _sync(device)
         snapshot = torch.cuda.memory._snapshot()
         torch.cuda.memory._record_memory_history(enabled=None)
         write_memory_snapshot(out_dir, snapshot)
-    table = profile_steps(out_dir, train, device, record_shapes=record_shapes, profile_memory=memory)
+    table = profile_steps(
+        out_dir, train, device, record_shapes=record_shapes, profile_memory=memory
+    )
     # The headline numbers (``results.json``, which the site keeps with the recording)
     # and every step's time (``timings.json``), as the median and its spread.
     flops, params, embedding = flops_per_token(model, seq)
     median = statistics.median(step_ms)
     tokens_per_s = batch * seq / (median / 1e3)
-    (out_dir / "results.json").write_text(json.dumps({
-        "tokens_per_s": round(tokens_per_s), "step_ms": round(median, 2), "step_ms_min": round(min(step_ms), 2),
-        "step_ms_max": round(max(step_ms), 2), "peak_gib": round(peak_gib, 2) if peak_gib else None,
-        "mfu_spec": round(tokens_per_s * flops / H200_BF16_FLOPS, 4) if device == "cuda" else None,
-        "first_step_s": round(first_step_s, 2)}))
-    (out_dir / "timings.json").write_text(json.dumps({
-        "what": "ms per training step without the profiler, end to end", "step_ms": step_ms, "batch": batch,
-        "seq": seq, "flops_per_token": flops, "params": params, "embedding_params": embedding,
-        "losses": [float(v) for v in losses]}))
+    (out_dir / "results.json").write_text(
+        json.dumps(
+            {
+                "tokens_per_s": round(tokens_per_s),
+                "step_ms": round(median, 2),
+                "step_ms_min": round(min(step_ms), 2),
+                "step_ms_max": round(max(step_ms), 2),
+                "peak_gib": round(peak_gib, 2) if peak_gib else None,
+                "mfu_spec": round(tokens_per_s * flops / H200_BF16_FLOPS, 4)
+                if device == "cuda"
+                else None,
+                "first_step_s": round(first_step_s, 2),
+            }
+        )
+    )
+    (out_dir / "timings.json").write_text(
+        json.dumps(
+            {
+                "what": "ms per training step without the profiler, end to end",
+                "step_ms": step_ms,
+                "batch": batch,
+                "seq": seq,
+                "flops_per_token": flops,
+                "params": params,
+                "embedding_params": embedding,
+                "losses": [float(v) for v in losses],
+            }
+        )
+    )
     # Free everything before the next variant in this process: the DataLoader's
     # workers, the model, its optimizer, and what torch.compile keeps of them.
     data.close()
@@ -485,8 +624,12 @@ def profile_steps(out_dir, train, device, **options):
     """Profile three steps, record the third, write ``trace.json``; return the table."""
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device == "cuda" else [])
     trace = str(Path(out_dir) / "trace.json")
-    with profile(activities=activities, schedule=schedule(wait=1, warmup=1, active=1, repeat=1),
-                 on_trace_ready=lambda p: p.export_chrome_trace(trace), **options) as prof:
+    with profile(
+        activities=activities,
+        schedule=schedule(wait=1, warmup=1, active=1, repeat=1),
+        on_trace_ready=lambda p: p.export_chrome_trace(trace),
+        **options,
+    ) as prof:
         for i in range(3):
             train()
             if i == 2:
@@ -561,7 +704,7 @@ KEEP_STEPS = {}
 #: other CPU events go with the kernels they launched): the recordings stay small.
 KEEP_REGIONS = {
     "eager_foreach": ["optimizer"], "eager_forloop": ["optimizer"], "eager_bf16": ["forward"],
-    "eager_checkpoint": ["backward"], "memory": [], "loader_inline": ["data", "forward"],
+    "eager_checkpoint": ["backward"], "memory": ["optimizer"], "loader_inline": ["data", "forward"],
     "loader_workers": ["data", "forward"], "loader_async": ["data", "forward"],
 }  # fmt: skip
 
@@ -576,8 +719,10 @@ class Run:
         if self.device == "cuda":
             where = f"live on {torch.cuda.get_device_name(0)}"
         else:
-            where = ("on the CPU with the tiny model: no CUDA device here, so the profiler "
-                     "recorded CPU activity only and the trace has no GPU lane")
+            where = (
+                "on the CPU with the tiny model: no CUDA device here, so the profiler "
+                "recorded CPU activity only and the trace has no GPU lane"
+            )
         return f"{self.name}: profiled {where}; trace written to {self.trace_path}"
 
 

@@ -172,7 +172,9 @@ def main(argv: list[str] | None = None) -> int:
         "--readme", action="store_true", help="with --plan: also write it into README.md"
     )
     parser.add_argument(
-        "--retrim", action="store_true", help="apply the trimming settings to the recordings; record nothing"
+        "--retrim",
+        action="store_true",
+        help="apply the trimming settings to the recordings; record nothing",
     )
     args = parser.parse_args(argv)
     if args.retrim:

@@ -90,6 +90,7 @@ REAL_CASES = [
                                "tests/data/h200/compile.json.gz"]),
     ("train_eager_kernels_step2_markdown", ["kernels", "tests/data/h200/train_eager.json.gz",
                                             "--step", "2", "--format", "markdown"]),
+    ("train_eager_regions", ["regions", "tests/data/h200/train_eager.json.gz"]),
 ]  # fmt: skip
 
 
@@ -113,7 +114,7 @@ def test_summary_json_is_one_object_with_the_keys(synth, capsys):
     assert (data["gpu_ops"], data["linked_gpu_ops"], data["graph_launches"]) == (17, 16, 1)
 
 
-@pytest.mark.parametrize("cmd", ["kernels", "ops", "launches", "gaps"])
+@pytest.mark.parametrize("cmd", ["kernels", "ops", "launches", "gaps", "regions"])
 @pytest.mark.parametrize("fmt", ["text", "json", "markdown"])
 def test_every_format(synth, capsys, cmd, fmt):
     rc, out, err = cli(capsys, cmd, "gaps.json", "--format", fmt)
@@ -160,6 +161,11 @@ def test_unknown_step(synth, capsys):
     rc, out, err = cli(capsys, "kernels", "paths.json", "--step", "7")
     _one_line_error(rc, out, err)
     assert "ProfilerStep#7" in err
+
+
+def test_unknown_region(synth, capsys):
+    rc, out, err = cli(capsys, "regions", "gaps.json", "--name", "backward")
+    assert rc == 2 and out == "" and err.startswith("tracereader: no region named backward")
 
 
 def test_bad_labels(synth, capsys):

@@ -329,3 +329,29 @@ def test_a_step_without_gpu_work_has_no_bound_verdict():
         StepTime("s", 0, 1000, 1.0, 0.0, 0, 0, 3).verdict == "overhead-bound"
     )  # launched, nothing seen
     assert StepTime("s", 0, 1000, 1.0, 0.8, 2, 2, 2).verdict == "compute-bound"
+
+
+def test_region_times_count_the_gpu_work_launched_while_open_from_any_thread():
+    from tracereader import region_table, region_times
+
+    events = [
+        step(2, 0, 1000),
+        ev("forward", 10, 100, "user_annotation"),
+        ev("inner", 25, 10, "user_annotation"),  # nested: not listed by default
+        call("cudaLaunchKernel", 30, 5, corr=1),
+        gpu("k_fwd", 200, 50, corr=1),
+        ev("backward", 150, 300, "user_annotation"),
+        call("cudaLaunchKernel", 160, 5, corr=2, tid=2),  # the autograd engine's thread
+        call("cudaLaunchKernel", 170, 5, corr=3, tid=2),
+        gpu("k_bwd1", 260, 40, corr=2),
+        gpu("k_bwd2", 290, 30, corr=3),  # overlaps k_bwd1: busy is the union
+    ]
+    rows = {r.name: r for r in region_times(make(events))}
+    assert list(rows) == ["forward", "backward"]
+    fwd, bwd = rows["forward"], rows["backward"]
+    assert (fwd.launches, fwd.kernels, fwd.gpu_busy_us, fwd.cpu_us) == (1, 1, 50.0, 100.0)
+    assert (bwd.launches, bwd.kernels, bwd.gpu_busy_us) == (2, 2, 60.0)
+    assert bwd.step == "ProfilerStep#2" and bwd.gpu_end_us == pytest.approx(320.0)
+    named = region_times(make(events), names=["inner"])
+    assert [r.name for r in named] == ["inner"] and named[0].kernels == 1
+    assert region_table(make(events)).columns[:2] == ["step", "region"]

@@ -55,7 +55,7 @@ PUBLIC = {
     "load", "TraceError", "Trace", "Kind", "Lane", "Region",
     # link, measure, gaps
     "link", "Links", "summary", "gpu_busy_us", "launches", "LaunchTable", "step_times",
-    "StepTime", "gaps", "Gap", "CAUSES",
+    "StepTime", "gaps", "Gap", "CAUSES", "region_times", "RegionTime", "region_table",
     # several ranks
     "load_ranks", "rank_summary", "RankSummary",
     # tables

@@ -199,7 +199,7 @@ def speed_facts(peaks: Trace, small: Trace, big: Trace, t4k: Trace) -> Facts:
     # traffic probably hits the L2 cache (the GEMM's output, just written, is 32 MiB).
     add_us = median_us(big, kind=Kind.KERNEL, contains="elementwise")
     add_tbs = 3 * 4096 * 4096 * 2 / (add_us * 1e-6) / 1e12
-    assert add_tbs > peak_tbs
+    assert 0.9 < add_tbs / peak_tbs < 1.15  # about a large copy's rate: memory-bound
     assert (
         len(peaks.where(kind=Kind.MEMCPY))
         and max(peaks.extra["bytes"][peaks.where(kind=Kind.MEMCPY)]) == 2**31

@@ -442,6 +442,10 @@ def math_facts(tm: Trace, naive: Trace) -> Facts:
     assert {"aten::isneginf", "aten::all", "aten::where", "aten::add_"} <= set(names)
     gemms = [o.name for o in ops if "gemm" in o.name]
     assert len(gemms) == 2 and all("f32f32" in n and "ffma" in n for n in gemms)
+    # five conversions: q, k, v to fp32, then two back, the longest of which (the
+    # attention weights, a (seq x seq) matrix per head) outlasts the other four together
+    casts = sorted((o.us for o in ops if o.issuer == "aten::copy_"), reverse=True)
+    assert len(casts) == 5 and casts[0] > sum(casts[1:])
     acc = math_account(tm)
     total = sum(acc.values())
     assert acc["fp32 GEMMs"] < 0.45 * total  # the GEMMs are not most of it
@@ -518,7 +522,9 @@ def stream_facts(
     for v in fused:
         assert bs[v].cpu_us < kernel_us[v], v  # at the series' shape the GPU is the slower side
         assert bs[v].wall_us < 1.2 * kernel_us[v], v  # so a call takes about its kernel's time
-        assert ss[v].wall_us > 2 * float(out[f"sm_{v}_kernel"])  # small: the GPU idle half the call or more
+        assert ss[v].wall_us > 2 * float(
+            out[f"sm_{v}_kernel"]
+        )  # small: the GPU idle half the call or more
         assert ss[v].wall_us < 1.3 * ss[v].cpu_us + 10  # the call's CPU time sets the pace
     assert bs["math"].cpu_us > 3 * max(bs[v].cpu_us for v in fused)
     # at the small shape the kernel ranking and the per-call ranking are reversed

@@ -15,6 +15,7 @@ from ._load import TraceError, load
 from ._measure import LaunchTable, StepTime, gpu_busy_us, launches, step_times, summary
 from ._names import shorten_kernel_name
 from ._ranks import RankSummary, load_ranks, rank_summary
+from ._regions import RegionTime, region_table, region_times
 from ._tables import Comparison, Table, compare, kernel_table, op_table
 from ._validate import Finding, validate
 
@@ -30,6 +31,7 @@ __all__ = [
     "Links",
     "RankSummary",
     "Region",
+    "RegionTime",
     "StepTime",
     "Table",
     "Trace",
@@ -46,6 +48,8 @@ __all__ = [
     "load_ranks",
     "op_table",
     "rank_summary",
+    "region_table",
+    "region_times",
     "shorten_kernel_name",
     "step_times",
     "summary",

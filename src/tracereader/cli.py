@@ -9,6 +9,7 @@
     tracereader ops trace.json.gz --top 20       # self/total CPU and GPU time per op
     tracereader launches trace.json.gz           # launch latency per launch API
     tracereader gaps trace.json.gz               # GPU idle gaps and their CPU-side cause
+    tracereader regions train.json.gz            # time per record_function region (forward, ...)
     tracereader compare eager.json.gz compiled.json.gz
     tracereader validate trace.json.gz           # what could mislead an analysis
     tracereader render trace.json.gz --out step.png --step 2
@@ -208,6 +209,18 @@ def _gaps(args: argparse.Namespace) -> int:
     return 0
 
 
+def _regions(args: argparse.Namespace) -> int:
+    from ._regions import region_table
+
+    trace = _load(args.file)
+    names = [n for n in args.name.split(",") if n] if args.name else None
+    table = region_table(trace, names, _window(trace, args.step))
+    if names and not len(table):
+        raise UserError(f"no region named {', '.join(names)} in {args.file}")
+    _emit(table.head(args.top), args.format)
+    return 0
+
+
 def _compare(args: argparse.Namespace) -> int:
     from ._tables import compare
 
@@ -298,6 +311,11 @@ def _parser() -> argparse.ArgumentParser:
     p = add("gaps", _gaps, "GPU idle gaps and what the launching CPU thread was doing")
     p.add_argument("--min-gap-us", type=float, default=1.0, help="ignore shorter gaps")
     p.set_defaults(top=20)
+    p = add(
+        "regions", _regions, "Time per record_function region: CPU time open, GPU work launched"
+    )
+    p.add_argument("--name", default=None, help="only these regions, comma-separated "
+                   "(default: every outermost region)")  # fmt: skip
     p = add("compare", _compare, "Compare two traces per step", step=False, top=False)
     p.add_argument("--labels", default="eager,compiled", help="two names, comma-separated")
     add("validate", _validate, "Check what could mislead an analysis (exit 1 on errors)",

@@ -51,7 +51,7 @@ def test_speed(k):
     t = getter(k)
     f = m.speed_facts(t("peaks"), t("64_bf16"), t("4096_bf16_20steps"), t("4096_bf16"))
     assert f["r4k_pct"] > 70 and f["r64_pct"] < 0.1
-    assert f["add_tbs"] > f["peak_tbs"] and f["sm_bound"] > 1
+    assert 0.9 < f["add_tbs"] / f["peak_tbs"] < 1.15 and f["sm_bound"] > 1
 
 
 def test_lanes_and_chain(k):

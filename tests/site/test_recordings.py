@@ -478,7 +478,14 @@ def test_trim_regions_keeps_the_named_regions_cpu_side_and_what_it_launched(tmp_
     }
     dropped = trim_regions(data, ["optimizer"])
     names = {e.get("name") for e in data["traceEvents"]}
-    assert {"ProfilerStep#2", "forward", "optimizer", "aten::_fused_adamw_", "adamw", "[memory]"} <= names
+    assert {
+        "ProfilerStep#2",
+        "forward",
+        "optimizer",
+        "aten::_fused_adamw_",
+        "adamw",
+        "[memory]",
+    } <= names
     assert not {"aten::mm", "gemm"} & names
     assert not [e for e in data["traceEvents"] if e.get("cat") == "fwdbwd"]
     assert dropped == {"cpu_op": 1, "cuda_runtime": 1, "kernel": 1, "ac2g": 1, "fwdbwd": 2}
@@ -576,3 +583,17 @@ def test_the_readme_quotes_the_recording_plan_of_the_current_recordings():
     assert quoted.strip().strip("`").strip() == done.stdout.strip(), (
         "README's recording plan is out of date: run python scripts/record.py --plan --readme"
     )
+
+
+def test_the_check_names_variants_that_have_no_recording_with_their_current_settings(tmp_path):
+    from tracesite.recordings import _unrecorded
+
+    (tmp_path / "99_new.py").write_text(
+        "def profile_new(out_dir, *, size=1):\n    return ''\n\n"
+        "VARIANTS = {'small': (profile_new, {'size': 1})}\n",
+        encoding="utf-8",
+    )
+    (line,) = _unrecorded(tmp_path)
+    assert "99_new/small is stale or missing" in line
+    assert line.endswith("python scripts/record.py 99_new --variants small")
+    assert _unrecorded(ROOT / "examples") == []  # every variant recorded as VARIANTS says

@@ -109,7 +109,9 @@ def replayer(
         except RecordingError:  # not recorded yet: a strict build fails, others say so
             if _strict():
                 raise
-            return Pending(name, f"{source.stem}/{name} is not recorded yet; record it with {RECORD_COMMAND}")
+            return Pending(
+                name, f"{source.stem}/{name} is not recorded yet; record it with {RECORD_COMMAND}"
+            )
         digest = code_hash(source, harness.__name__, params)
         for rec in variant.repeats:
             if rec.meta.get("code_hash") != digest:

@@ -252,12 +252,42 @@ def main(argv: list[str]) -> int:
         print(f"recordings: {examples}: no such folder of examples", file=sys.stderr)
         return 2
     problems = check_examples(examples)
+    problems += [
+        line
+        for line in _unrecorded(examples)
+        if not any(p.startswith(line.split(" is ")[0] + " ") for p in problems)
+    ]
     for line in problems:
         print(f"recordings: {line}", file=sys.stderr)
     if not problems:
         n = sum(1 for _ in iter_recordings())
         print(f"recordings: all {n} recordings are fresh")
     return 1 if problems else 0
+
+
+def _unrecorded(examples: Path) -> list[str]:
+    """One message per variant that ``VARIANTS`` names now but no full set of repeats
+    recorded with its current settings: new variants, and changed settings.
+
+    This executes the examples' definitions, so it needs torch; without it, it says
+    so and checks nothing (the hash check above still runs)."""
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        print("recordings: torch is not installed here: new variants and changed settings "
+              "in VARIANTS are not checked", file=sys.stderr)  # fmt: skip
+        return []
+    from .recorder import stale_variants  # executes the examples: only here
+
+    out = []
+    for source in sorted(examples.glob("[0-9][0-9]_*.py")):
+        for name in stale_variants(source):
+            out.append(
+                f"recording {source.stem}/{name} is stale or missing (VARIANTS gives it "
+                f"settings no full set of repeats was recorded with); record it with "
+                f"python scripts/record.py {source.stem} --variants {name}"
+            )
+    return out
 
 
 if __name__ == "__main__":

@@ -39,15 +39,13 @@ def _windows(events: list[dict[str, Any]]) -> dict[int, tuple[float, float]]:
     return out
 
 
-def _drop(
-    events: list[dict[str, Any]], gone: Any, dropped: dict[str, int]
-) -> list[dict[str, Any]]:
+def _drop(events: list[dict[str, Any]], gone: Any, dropped: dict[str, int]) -> list[dict[str, Any]]:
     """``events`` without ``gone`` CPU events and the GPU work and arrows of their launches."""
     gone_corr: set[Any] = set()
     kept: list[Any] = []
     for e in events:
         if gone(e):
-            cat = e.get("cat")
+            cat = str(e.get("cat"))
             dropped[cat] = dropped.get(cat, 0) + 1
             if cat in _LAUNCH_CATS and "correlation" in e.get("args", {}):
                 gone_corr.add(e["args"]["correlation"])
@@ -94,7 +92,11 @@ def trim_regions(data: dict[str, Any], keep: Iterable[str]) -> dict[str, int]:
         cat = e.get("cat")
         if cat == "fwdbwd":
             return e.get("id") in cut_arrows
-        if e.get("ph") != "X" or cat in _GPU_CATS or cat in ("gpu_user_annotation", "user_annotation"):
+        if (
+            e.get("ph") != "X"
+            or cat in _GPU_CATS
+            or cat in ("gpu_user_annotation", "user_annotation")
+        ):
             return False
         return outside(e)
 
