@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from tracereader import Kind, Trace, gaps, link, step_times
+from tracereader import Kind, Trace, gaps, link, region_times, step_times
 
 Facts = dict[str, Any]  # glue key -> float (a number) or str (Markdown)
 Rows = npt.NDArray[np.int64]
@@ -69,18 +69,15 @@ def _inside(tr: Trace, rows: Rows, start_ns: int, end_ns: int) -> Rows:
 
 
 def phase_times(tr: Trace) -> dict[str, tuple[float, float, int]]:
-    """Each phase's (CPU ms, GPU kernel ms, kernels): the region's span on the CPU, and the
-    kernels launched while it ran, from any thread (the backward's come from the autograd
-    thread, not from the thread that holds the region)."""
+    """Each phase's (CPU ms, GPU busy ms, kernels), as :func:`tracereader.region_times` gives
+    them: the region's span on the CPU, and the GPU work launched while it ran, from any
+    thread (the backward's comes from the autograd thread, not the one holding the region)."""
     out = {}
-    for name in PHASES:
-        (region,) = tr.regions(name)
+    for r in region_times(tr, names=PHASES):
+        (region,) = tr.regions(r.name)
         k = _kernels(tr, _gpu_ops_launched_in(tr, region.start_ns, region.end_ns))
-        out[name] = (
-            (region.end_ns - region.start_ns) / 1e6,
-            float(tr.dur_ns[k].sum()) / 1e6,
-            len(k),
-        )
+        claim(len(k) == r.kernels, "region_times counts the kernels launched from any thread")
+        out[r.name] = (r.cpu_us / 1e3, r.gpu_busy_us / 1e3, r.kernels)
     return out
 
 
