@@ -107,6 +107,16 @@ def step_facts(tr: Trace) -> Facts:
         set(unmatched) == {"torch::autograd::AccumulateGrad"},
         "only AccumulateGrad has no forward twin",
     )
+    accumulate = tr.where(
+        name="autograd::engine::evaluate_function: torch::autograd::AccumulateGrad"
+    )
+    claim(
+        unmatched["torch::autograd::AccumulateGrad"] == len(accumulate),
+        "no AccumulateGrad has a twin",
+    )
+    if tr.source.endswith(".json.gz"):  # Perfetto's arrows: one fwdbwd flow per matched pair
+        flows = sum(e.get("cat") == "fwdbwd" and e.get("ph") == "s" for e in raw_events(tr.source))
+        claim(flows == len(evaluate) - len(accumulate), "a fwdbwd arrow for every matched pair")
     mm_bwd = tr.where(name="autograd::engine::evaluate_function: MmBackward0")
     claim(all(int(seq[i]) in forward_seqs for i in mm_bwd), "each MmBackward0 ties to a forward op")
     bwd, fwd_cpu = phases["backward"], phases["forward"]
