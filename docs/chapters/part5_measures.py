@@ -31,6 +31,7 @@ Facts = dict[str, Any]  # glue key -> float (a number) or str (Markdown)
 Rows = npt.NDArray[np.int64]
 PHASES = ("data", "forward", "loss", "backward", "optimizer")
 SPEC_FLOPS = 989e12  # H200 SXM datasheet: dense bf16, FLOP/s (the MFU's denominator)
+LAYERS, HIDDEN = 16, 2048  # the model's config (Llama-3.2-1B's shape): attention's 12 x L x H x seq
 #: The variants of the goal's table, in the order of the attempts.
 ATTEMPTS = ("eager", "eager_foreach", "eager_forloop", "eager_bf16", "eager_checkpoint", "loader_inline", "loader_workers",
             "loader_async", "compile_b8_bf16", "final", "final_flash", "final_b16")  # fmt: skip
@@ -117,10 +118,16 @@ def step_facts(tr: Trace) -> Facts:
     if tr.source.endswith(".json.gz"):  # Perfetto's arrows: one fwdbwd flow per matched pair
         flows = sum(e.get("cat") == "fwdbwd" and e.get("ph") == "s" for e in raw_events(tr.source))
         claim(flows == len(evaluate) - len(accumulate), "a fwdbwd arrow for every matched pair")
+    on_main = {n: set(seq[o[tr.lane[o] == main]].tolist()) - {-1}
+               for n in ("aten::linear", "aten::t") for o in [tr.where(name=n)]}  # fmt: skip
+    claim(bool(on_main["aten::linear"] & on_main["aten::t"]), "aten::linear shows aten::t's number")
     mm_bwd = tr.where(name="autograd::engine::evaluate_function: MmBackward0")
     claim(all(int(seq[i]) in forward_seqs for i in mm_bwd), "each MmBackward0 ties to a forward op")
-    bwd, fwd_cpu = phases["backward"], phases["forward"]
+    bwd, fwd_cpu, loss = phases["backward"], phases["forward"], phases["loss"]
     claim(bwd[1] > 1.5 * fwd_cpu[1], "the backward's kernels take well over the forward's")
+    # The backward differentiates the forward and the loss (output projection, cross-entropy).
+    bwd_over_fwd_loss = bwd[1] / (fwd_cpu[1] + loss[1])
+    claim(1.8 < bwd_over_fwd_loss < 2.1, "the backward's GPU work is about twice forward + loss")
     # loss.item() after the optimizer: the CPU waits there for the GPU to finish the step.
     opt_end = tr.regions("optimizer")[0].end_ns
     items = tr.where(name="aten::item")
@@ -143,6 +150,7 @@ def step_facts(tr: Trace) -> Facts:
         **{f"{p}_gpu_ms": v[1] for p, v in phases.items()},
         **{f"{p}_kernels": v[2] for p, v in phases.items()},
         "bwd_over_fwd": bwd[1] / fwd_cpu[1],
+        "bwd_over_fwd_loss": bwd_over_fwd_loss,
         "evaluate_ops": len(evaluate),
         "accumulate_grads": unmatched["torch::autograd::AccumulateGrad"],
         "step_kernels": step.kernels,
@@ -202,13 +210,37 @@ def cast_facts(tr: Trace) -> Facts:
     ks = [ln.gpu_ops_of(int(i)) for i in casts]
     kernels = np.concatenate(ks) if ks else np.empty(0, dtype=np.int64)
     k = _kernels(tr, _gpu_ops_launched_in(tr, region.start_ns, region.end_ns))
+    linear_casts = sum(_under_linear(tr, int(i)) for i in casts)
+    weights, inputs = _linear_cast_args(tr.source) if linear_casts else (0, 0)
+    claim(weights + inputs == linear_casts, "a cast inside aten::linear casts its weight or input")
     return {
-        "linear_casts": sum(_under_linear(tr, int(i)) for i in casts),
+        "linear_casts": linear_casts,
+        "weight_casts": weights,
+        "input_casts": inputs,
+        "other_casts": len(casts) - linear_casts,
         "casts": len(casts),
         "cast_ms": float(tr.dur_ns[kernels].sum()) / 1e6,
         "fwd_kernels": len(k),
         "fwd_gpu_ms": float(tr.dur_ns[k].sum()) / 1e6,
     }
+
+
+def _linear_cast_args(path: str) -> tuple[int, int]:
+    """(weights, inputs): the forward's ``aten::_to_copy`` calls inside an ``aten::linear``,
+    told apart by the shape ``record_shapes`` stored: a weight is 2-D, an input 3-D."""
+    events = [e for e in raw_events(path) if e.get("ph") == "X"]
+    (fwd,) = (e for e in events if e["name"] == "forward" and e.get("cat") == "user_annotation")
+    start, end = fwd["ts"], fwd["ts"] + fwd["dur"]
+    on_main = [e for e in events if e["tid"] == fwd["tid"] and start <= e["ts"] <= end]
+    linear = [(e["ts"], e["ts"] + e["dur"]) for e in on_main if e["name"] == "aten::linear"]
+    ranks = Counter(
+        len(e["args"]["Input Dims"][0])
+        for e in on_main
+        if e["name"] == "aten::_to_copy"
+        and any(a <= e["ts"] and e["ts"] + e["dur"] <= b for a, b in linear)
+    )
+    claim(set(ranks) <= {2, 3}, "each cast inside aten::linear is of a 2-D weight or a 3-D input")
+    return ranks[2], ranks[3]
 
 
 def _under_linear(tr: Trace, i: int) -> bool:
@@ -258,9 +290,12 @@ def memory_facts(path: str, peak_gib: float, params: int) -> Facts:
     start = gib[ms <= fa][-1] if (ms <= fa).any() else gib[0]
     state = 12 * params / 2**30
     claim(abs(start - state) < 0.01 * state, "the step starts with weights and moments alone")
+    roles = linear_roles(str(Path(path).parent / "memory_snapshot.pickle"), params)
     return {
+        **{f"lin_{k}_gib": v for k, v in roles.items()},
         "state_gib": state,
-        "halved_gib": 8 * params / 2**30,  # weights, gradients, two moments: 16 -> 8 bytes each
+        "lin_copies_gib": roles["weight"] + roles["input"],
+        "state_saved_gib": 6 * params / 2**30,  # weights and two moments: 12 -> 6 bytes each
         "events": len(ms),
         "peak_gib": float(gib.max()),
         "peak_ms": float(ms[top]),
@@ -311,13 +346,20 @@ def compile_facts(tr: Trace) -> Facts:
     )
     _, auto = lanes(tr)
     cfb = tr.where(name="autograd::engine::evaluate_function: CompiledFunctionBackward")
+    claim(len(cfb) == 2, "two compiled graphs, each one backward node: the decoder and the loss")
     claim(all(int(tr.lane[i]) == auto for i in cfb), "compiled backward on the autograd thread")
     claim(
         not any(n.startswith("triton_tem") for n in names),
         "no GEMM template: the GEMMs stay cuBLAS's",
     )
     claim(any(n.startswith("nvjet") for n in names), "cuBLAS's nvjet GEMMs")
+    sdpa = {tr.name(int(i)) for i in tr.where(prefix="aten::_scaled_dot_product_")}
+    claim(sdpa == {"aten::_scaled_dot_product_cudnn_attention",
+                   "aten::_scaled_dot_product_cudnn_attention_backward"}, "cuDNN's SDPA only")  # fmt: skip
+    attention = [i for i, n in zip(k, names, strict=True) if kernel_class(n) == "attention"]
+    claim(all("cudnn" in n for n in names if kernel_class(n) == "attention"), "cuDNN kernels")
     return {
+        "attn_ms": float(tr.dur_ns[np.array(attention, dtype=np.int64)].sum()) / 1e6,
         "kernels": step.kernels,
         "triton": sum(n.startswith("triton_") for n in names),
         "triton_kinds": len({n for n in names if n.startswith("triton_")}),
@@ -373,9 +415,27 @@ def median(values: Sequence[float]) -> float:
     return float(statistics.median(values))
 
 
-def results_row(results: Sequence[dict[str, Any]]) -> dict[str, float]:
-    """The medians over repeats of a variant's headline results, and the step's min and max."""
+def mfu_foundry(results: dict[str, Any], timings: dict[str, Any]) -> float:
+    """MFU by llm-foundry's count (``mpt_get_active_params``): every parameter, the tied
+    embedding table once, as the output projection. The example's ``mfu_spec`` leaves the
+    table out: 6 x (params - embedding) + 12 x L x H x seq FLOPs per token, checked here."""
+    attention = 12 * LAYERS * HIDDEN * timings["seq"]
+    strict = 6 * (timings["params"] - timings["embedding_params"]) + attention
+    claim(strict == timings["flops_per_token"], "mfu_spec counts 6 x non-embedding + attention")
+    return float(results["tokens_per_s"] * (6 * timings["params"] + attention) / SPEC_FLOPS)
+
+
+def results_row(
+    results: Sequence[dict[str, Any]], timings: Sequence[dict[str, Any]]
+) -> dict[str, float]:
+    """The medians over repeats of a variant's headline results, the step's min and max,
+    and both MFU counts' lowest and highest repeat."""
+    foundry = [mfu_foundry(r, t) for r, t in zip(results, timings, strict=True)]
     return {
+        "mfu_foundry": median(foundry),
+        "mfu_foundry_min": min(foundry),
+        "mfu_foundry_max": max(foundry),
+        "mfu_max": max(r["mfu_spec"] for r in results),
         "tokens_per_s": median([r["tokens_per_s"] for r in results]),
         "step_ms": median([r["step_ms"] for r in results]),
         "step_ms_min": min(r["step_ms_min"] for r in results),
@@ -389,12 +449,13 @@ def results_row(results: Sequence[dict[str, Any]]) -> dict[str, float]:
 def results_table(rows: dict[str, dict[str, float]]) -> str:
     """A Markdown table of every variant's results (medians; the step's range over all repeats)."""
     lines = [
-        "| variant | tokens/s | step ms (median, min-max) | MFU | peak GiB |",
-        "|---|--:|--:|--:|--:|",
+        "| variant | tokens/s | step ms (median, min-max) | MFU, llm-foundry's count "
+        "| MFU without the output projection | peak GiB |",
+        "|---|--:|--:|--:|--:|--:|",
     ]
     for name, r in rows.items():
         lines.append(f"| `{name}` | {r['tokens_per_s']:,.0f} | {r['step_ms']:.1f} ({r['step_ms_min']:.1f}-"
-                     f"{r['step_ms_max']:.1f}) | {r['mfu']:.3f} | {r['peak_gib']:.1f} |")  # fmt: skip
+                     f"{r['step_ms_max']:.1f}) | {r['mfu_foundry']:.3f} | {r['mfu']:.3f} | {r['peak_gib']:.1f} |")  # fmt: skip
     return "\n".join(lines)
 
 
@@ -439,6 +500,21 @@ def snapshot_at_peak(path: str) -> tuple[float, list[tuple[str, float]]]:
     autograd thread's)."""
     with open(path, "rb") as f:
         snapshot = pickle.load(f)  # plain dicts and lists: torch is not needed to read it
+    peak, alive = _alive_at_peak(snapshot)
+    by: Counter[str] = Counter()
+    for e in alive:
+        frame = e["frames"][0] if e["frames"] else None
+        label = (
+            f"`{frame['name']}` ({Path(frame['filename']).name}:{frame['line']})"
+            if frame
+            else "no Python frame"
+        )
+        by[label] += e["size"]
+    return peak / 2**30, [(k, v / 2**30) for k, v in by.most_common()]
+
+
+def _alive_at_peak(snapshot: dict[str, Any]) -> tuple[int, list[dict[str, Any]]]:
+    """(peak bytes allocated during the step, the blocks alive then) of a snapshot's trace."""
     live: dict[int, dict[str, Any]] = {}
     current = peak = 0
     at_peak: dict[int, dict[str, Any]] = {}
@@ -450,16 +526,43 @@ def snapshot_at_peak(path: str) -> tuple[float, list[tuple[str, float]]]:
             current -= live.pop(e["addr"])["size"]
         if current > peak:
             peak, at_peak = current, dict(live)
-    by: Counter[str] = Counter()
-    for e in at_peak.values():
-        frame = e["frames"][0] if e["frames"] else None
-        label = (
-            f"`{frame['name']}` ({Path(frame['filename']).name}:{frame['line']})"
-            if frame
-            else "no Python frame"
-        )
-        by[label] += e["size"]
-    return peak / 2**30, [(k, v / 2**30) for k, v in by.most_common()]
+    return peak, list(at_peak.values())
+
+
+def linear_roles(path: str, params: int) -> dict[str, float]:
+    """GiB alive at the snapshot's peak that ``nn.Linear`` (linear.py) allocated, by role.
+    One call of a Linear under autocast allocates, in this order, the bf16 copy of its
+    weight, the bf16 copy of its input where the input is fp32, and its output: a run of
+    2 or 3 allocations with the same Python stack, the output last."""
+    with open(path, "rb") as f:
+        snapshot = pickle.load(f)
+    role: dict[int, str] = {}
+    runs: list[list[dict[str, Any]]] = []
+    previous = None
+    for e in snapshot["device_traces"][0]:
+        if e["action"] != "alloc":
+            continue
+        stack = tuple((fr["filename"], fr["line"]) for fr in e["frames"])
+        key = stack if stack and stack[0][0].endswith("linear.py") else None
+        if key is not None and key == previous:
+            runs[-1].append(e)
+        elif key is not None:
+            runs.append([e])
+        previous = key
+    claim(all(len(r) in (2, 3) for r in runs), "each Linear call allocates 2 or 3 blocks")
+    for run in runs:
+        names = ("weight", "input", "output") if len(run) == 3 else ("weight", "output")
+        role.update({id(e): r for e, r in zip(run, names, strict=True)})
+    weights = sum(e["size"] for run in runs for e in run if role[id(e)] == "weight")
+    linear_weights = params - (2 * LAYERS + 1) * HIDDEN  # all but the RMSNorm weights
+    claim(weights == 2 * linear_weights, "one bf16 copy of every Linear weight, the head's too")
+    _, alive = _alive_at_peak(snapshot)
+    out = dict.fromkeys(("weight", "input", "output"), 0.0)
+    for e in alive:
+        if id(e) in role:
+            out[role[id(e)]] += e["size"] / 2**30
+    claim(out["weight"] == weights / 2**30, "every weight copy is alive at the peak")
+    return out
 
 
 def snapshot_table(rows: Sequence[tuple[str, float]], top: int = 5) -> str:

@@ -57,6 +57,7 @@ def test_casts_per_repeat(k):
     c32, c16 = (m.cast_facts(recs(v)[k].trace()) for v in ("eager", "eager_bf16"))
     assert c16["casts"] < c32["casts"] and c32["cast_ms"] < 0.2 * c32["fwd_gpu_ms"]
     assert c16["linear_casts"] == 0 < c32["linear_casts"]
+    assert c32["weight_casts"] > c32["input_casts"] > 0 and c32["other_casts"] > 0
     assert recs("eager_bf16")[k].results["peak_gib"] < recs("eager")[k].results["peak_gib"]
     tr = recs("eager")[k].trace()
     assert tr.name(m.first_cast(tr)) == "aten::_to_copy"
@@ -69,9 +70,11 @@ def test_memory_per_repeat(k):
     assert f["start_gib"] < f["after_fwd_gib"] < f["peak_gib"]
     assert abs(f["end_gib"] - f["start_gib"]) < 0.1
     assert (
-        f["halved_gib"]
+        f["state_saved_gib"]
         < recs("eager")[k].results["peak_gib"] - recs("eager_bf16")[k].results["peak_gib"]
     )
+    assert f["lin_weight_gib"] + f["lin_input_gib"] == pytest.approx(f["lin_copies_gib"])
+    assert f["lin_output_gib"] > max(f["lin_weight_gib"], f["lin_input_gib"]) > 2
     ck = recs("eager_checkpoint")[k].results
     assert (
         ck["peak_gib"] < r.results["peak_gib"]
@@ -94,6 +97,8 @@ def test_compile_per_repeat(k):
         m.compile_facts(recs(v)[k].trace()) for v in ("compile_b8_bf16", "final", "final_b16")
     )
     assert final["kernels"] == b16["kernels"]
+    flash = m.compile_facts(recs("final_flash")[k].trace())  # asserts cuDNN's SDPA, as final's
+    assert flash["kernels"] == final["kernels"] and final["attn_ms"] < 0.5 * cc["attn_ms"]
     assert 0 < cc["triton"] < cc["kernels"]
     assert cc["kernels"] < m.step_facts(recs("eager")[k].trace())["step_kernels"] / 2
 
@@ -114,7 +119,10 @@ def test_kernel_classes():
 
 
 def test_results_table():
-    rows = {v: m.results_row([r.results for r in recs(v)]) for v in m.ATTEMPTS}
+    rows = {
+        v: m.results_row([r.results for r in recs(v)], [r.timings() for r in recs(v)])
+        for v in m.ATTEMPTS
+    }
     assert m.results_table(rows).count("\n") == len(m.ATTEMPTS) + 1
     assert (
         rows["final_b16"]["mfu"]
@@ -122,7 +130,9 @@ def test_results_table():
         > rows["compile_b8_bf16"]["mfu"]
         > rows["eager"]["mfu"]
     )
-    assert max(r["mfu"] for r in rows.values()) < 0.5
+    assert max(r["mfu_max"] for r in rows.values()) < 0.5
+    assert rows["compile_b8_bf16"]["mfu_foundry_max"] < 0.5 < rows["final"]["mfu_foundry_min"]
+    assert all(r["mfu_foundry"] > r["mfu"] for r in rows.values())
 
 
 def test_snapshot_per_repeat(k):
