@@ -217,9 +217,10 @@ def chunked_cross_entropy(hidden, head, labels, tokens=8192):
 # it between steps, and the GPU waits. Worker processes (``workers``) prepare
 # batches ahead, in parallel. ``pin`` makes the DataLoader return batches in
 # page-locked memory, which the GPU can copy from while the CPU goes on; only then
-# does ``non_blocking=True`` let the copy return at once. A copy from ordinary
-# (pageable) memory makes PyTorch wait for the GPU to finish all the work queued
-# before it: in the trace, a ``cudaStreamSynchronize`` after the copy.
+# does ``non_blocking=True`` let the copy return at once. A copy made with
+# ``non_blocking=False`` waits for the GPU to finish all the work queued before it,
+# pinned memory or not (PyTorch's ``copy_kernel_cuda`` follows the copy with a
+# ``cudaStreamSynchronize``): in the trace, that sync after the copy.
 
 WORDS = (
     "the",
