@@ -1523,6 +1523,81 @@ def llm_tuning() -> SmallFigure:
     )
 
 
+# --------------------------------------------------------------------------- Part 5
+
+
+def train_backward_thread() -> Callable[[], SmallFigure]:
+    """Entry: A second CPU thread that only works during the backward."""
+    t = rec("eager", "06_train_step").trace()
+    (fwd,) = t.regions("forward")
+    (bwd,) = t.regions("backward")
+    main = int(t.lane[fwd.event])
+    evaluate = t.where(prefix="autograd::engine::evaluate_function: ")
+    lanes = {int(x) for x in t.lane[evaluate]}
+    assert len(lanes) == 1 and main not in lanes, lanes
+    assert all(bwd.start_ns <= t.ts_ns[i] <= bwd.end_ns for i in evaluate)
+    on_it = np.flatnonzero(t.lane == next(iter(lanes)))
+    assert t.ts_ns[on_it].min() >= bwd.start_ns, "the thread is idle before the backward"
+    put("cs_train_evaluate", f"{len(evaluate):,}")
+    start = int(t.ts_ns[evaluate].min())
+    fig = timeline(
+        t, window=(start - 1_500_000, start + 1_000_000), arrows=False, width_in=WIDTH_IN
+    )
+    return lambda: picture(
+        "train_backward_thread",
+        fig,
+        "Recording 06_train_step eager: the start of the backward, on a second CPU thread.",
+    )
+
+
+def train_data_gap() -> Callable[[], SmallFigure]:
+    """Entry: The GPU lane empty under a long `enumerate(DataLoader)` span."""
+    t = rec("loader_inline", "06_train_step").trace()
+    (data,) = t.regions("data")
+    ln = link(t)
+    ops = ln.gpu_ops
+    during = ops[(t.ts_ns[ops] < data.end_ns) & (t.ts_ns[ops] + t.dur_ns[ops] > data.start_ns)]
+    busy = float(t.dur_ns[during].sum())
+    assert busy < 0.01 * (data.end_ns - data.start_ns), busy
+    (it,) = t.where(name="enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__")
+    assert t.dur_ns[it] > 0.95 * (data.end_ns - data.start_ns)
+    put("cs_train_data", us((data.end_ns - data.start_ns) / 1e3))
+    fig = timeline(t, window=(data.start_ns - 50_000, data.end_ns + 400_000), arrows=False,
+                   width_in=WIDTH_IN)  # fmt: skip
+    return lambda: picture(
+        "train_data_gap",
+        fig,
+        "Recording 06_train_step loader_inline: the data region, the DataLoader working in "
+        "the training process.",
+    )
+
+
+def train_optimizer_launches() -> Callable[[], SmallFigure]:
+    """Entry: Hundreds of launches inside `Optimizer.step`."""
+    counts = {}
+    for name in ("eager", "eager_forloop"):
+        t = rec(name, "06_train_step").trace()
+        (opt,) = t.regions("optimizer")
+        ln = link(t)
+        ops = ln.gpu_ops[ln.launch[ln.gpu_ops] >= 0]
+        at = t.ts_ns[ln.launch[ops]]
+        ops = ops[(at >= opt.start_ns) & (at <= opt.end_ns)]
+        counts[name] = int((t.kind[ops] == Kind.KERNEL).sum())
+    assert counts["eager_forloop"] > 10 * counts["eager"], counts
+    put("cs_train_forloop", f"{counts['eager_forloop']:,}")
+    put("cs_train_fused", f"{counts['eager']:,}")
+    t = rec("eager_forloop", "06_train_step").trace()
+    (opt,) = t.regions("optimizer")
+    fig = timeline(
+        t, window=(opt.start_ns, opt.start_ns + 2_000_000), arrows=False, width_in=WIDTH_IN
+    )
+    return lambda: picture(
+        "train_optimizer_launches",
+        fig,
+        "Recording 06_train_step eager_forloop: the first 2 ms of the for-loop AdamW step.",
+    )
+
+
 def check_entries() -> None:
     """Every entry (a level-3 heading) has exactly one picture, with alt text."""
     # Every entry (a level-3 heading) has exactly one picture, and every picture has alt text.

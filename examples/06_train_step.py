@@ -151,15 +151,18 @@ def build_model(shape, device, weights, attention="sdpa", seq=SEQ):
 # What the MFU counts
 # -------------------
 #
-# Model FLOPs utilisation as MosaicML's llm-foundry counts it: 6 FLOPs per
-# parameter per token (2 in the forward, 4 in the backward) for every parameter
-# but the embedding table, plus 12 x layers x hidden x sequence for attention's two
-# products, over the GPU's dense bf16 peak. The tied table also serves as the
-# output projection, whose work this count leaves out.
+# Model FLOPs utilisation: 6 FLOPs per parameter per token (2 in the forward, 4 in
+# the backward) for every parameter but the embedding table, plus 12 x layers x
+# hidden x sequence for attention's two products, over the GPU's dense bf16 peak.
+# That is stricter than MosaicML's llm-foundry, which leaves the table out only when
+# it is not tied: tied, as here, the table is also the output projection, and
+# llm-foundry counts its work: 6 x all parameters + the same attention term.
 
 
 def flops_per_token(model, seq):
-    """(FLOPs per token as llm-foundry counts them, all parameters, embedding parameters)."""
+    """(FLOPs per token without the embedding table, all parameters, embedding parameters).
+
+    llm-foundry's count of a tied model uses all parameters: ``6 * params + 12 * layers * hidden * seq``."""
     cfg = model.config
     params = sum(p.numel() for p in model.parameters())  # a tied table counts once
     embedding = model.get_input_embeddings().weight.numel()
@@ -214,9 +217,10 @@ def chunked_cross_entropy(hidden, head, labels, tokens=8192):
 # it between steps, and the GPU waits. Worker processes (``workers``) prepare
 # batches ahead, in parallel. ``pin`` makes the DataLoader return batches in
 # page-locked memory, which the GPU can copy from while the CPU goes on; only then
-# does ``non_blocking=True`` let the copy return at once. A copy from ordinary
-# (pageable) memory makes PyTorch wait for the GPU to finish all the work queued
-# before it: in the trace, a ``cudaStreamSynchronize`` after the copy.
+# does ``non_blocking=True`` let the copy return at once. A copy made with
+# ``non_blocking=False`` waits for the GPU to finish all the work queued before it,
+# pinned memory or not (PyTorch's ``copy_kernel_cuda`` follows the copy with a
+# ``cudaStreamSynchronize``): in the trace, that sync after the copy.
 
 WORDS = (
     "the",

@@ -1,0 +1,572 @@
+"""The computations behind Part 5 (``part5.md``): one training step of a 1.24 B Llama.
+
+Each function takes one repeat (a :class:`tracereader.Trace`, or the trace file where a
+field tracereader does not keep is needed: the profiler's memory events and the input
+shapes of ``aten::mm``), asserts what the page says of it, and returns the numbers the
+page glues, keyed by the names the prose uses. The page calls them in ``%%repeats``
+cells, so every claim holds on every repeat. ``tests/site/test_part5_measures.py`` runs
+them against every recorded repeat.
+
+Only :mod:`tracereader`, numpy and the standard library here: no drawing, no site glue.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import pickle
+import statistics
+from collections import Counter
+from collections.abc import Sequence
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from tracereader import Kind, Trace, gaps, link, region_times, step_times
+
+Facts = dict[str, Any]  # glue key -> float (a number) or str (Markdown)
+Rows = npt.NDArray[np.int64]
+PHASES = ("data", "forward", "loss", "backward", "optimizer")
+SPEC_FLOPS = 989e12  # H200 SXM datasheet: dense bf16, FLOP/s (the MFU's denominator)
+LAYERS, HIDDEN = 16, 2048  # the model's config (Llama-3.2-1B's shape): attention's 12 x L x H x seq
+#: The variants of the goal's table, in the order of the attempts.
+ATTEMPTS = ("eager", "eager_foreach", "eager_forloop", "eager_bf16", "eager_checkpoint", "loader_inline", "loader_workers",
+            "loader_async", "compile_b8_bf16", "final", "final_flash", "final_b16")  # fmt: skip
+KERNEL_CLASSES = ("GEMM", "attention", "Triton", "AdamW", "other")
+
+
+def claim(ok: bool, what: str) -> None:
+    """Raise with ``what`` when a claim the page makes is false."""
+    if not ok:
+        raise AssertionError(f"claim failed: {what}")
+
+
+@cache
+def raw_events(path: str) -> list[dict[str, Any]]:
+    """The trace file's events as torch wrote them (for args tracereader does not keep)."""
+    with gzip.open(path, "rt", encoding="utf-8") as f:
+        events: list[dict[str, Any]] = json.load(f)["traceEvents"]
+    return events
+
+
+def _gpu_ops_launched_in(tr: Trace, start_ns: int, end_ns: int) -> Rows:
+    """GPU ops whose launch call, on any CPU thread, started inside [start_ns, end_ns]."""
+    ln = link(tr)
+    ops = ln.gpu_ops[ln.launch[ln.gpu_ops] >= 0]
+    at = tr.ts_ns[ln.launch[ops]]
+    return ops[(at >= start_ns) & (at <= end_ns)]
+
+
+def _kernels(tr: Trace, ops: Rows) -> Rows:
+    kernels: Rows = ops[tr.kind[ops] == Kind.KERNEL]
+    return kernels
+
+
+def _inside(tr: Trace, rows: Rows, start_ns: int, end_ns: int) -> Rows:
+    return rows[(tr.ts_ns[rows] >= start_ns) & (tr.end_ns[rows] <= end_ns)]
+
+
+def phase_times(tr: Trace) -> dict[str, tuple[float, float, int]]:
+    """Each phase's (CPU ms, GPU busy ms, kernels), as :func:`tracereader.region_times` gives
+    them: the region's span on the CPU, and the GPU work launched while it ran, from any
+    thread (the backward's comes from the autograd thread, not the one holding the region)."""
+    out = {}
+    for r in region_times(tr, names=PHASES):
+        (region,) = tr.regions(r.name)
+        k = _kernels(tr, _gpu_ops_launched_in(tr, region.start_ns, region.end_ns))
+        claim(len(k) == r.kernels, "region_times counts the kernels launched from any thread")
+        out[r.name] = (r.cpu_us / 1e3, r.gpu_busy_us / 1e3, r.kernels)
+    return out
+
+
+def lanes(tr: Trace) -> tuple[int, int]:
+    """(main thread's lane, autograd thread's lane): the lane that holds ``forward``, and the
+    one that holds the backward's ``autograd::engine::evaluate_function`` ops."""
+    main = int(tr.lane[tr.regions("forward")[0].event])
+    evaluate = tr.where(prefix="autograd::engine::evaluate_function: ")
+    backward = {int(x) for x in tr.lane[evaluate]}
+    claim(len(backward) == 1 and main not in backward, "every backward op on one other thread")
+    return main, backward.pop()
+
+
+def step_facts(tr: Trace) -> Facts:
+    """Section 1: phases, the autograd thread, sequence numbers, the wait in ``loss.item()``."""
+    phases = phase_times(tr)
+    main, auto = lanes(tr)
+    (step,) = step_times(tr)
+    seq = tr.extra["seq"]
+    evaluate = tr.where(prefix="autograd::engine::evaluate_function: ")
+    ops = tr.where(kind=Kind.CPU_OP)
+    forward_seqs = set(seq[ops[(tr.lane[ops] == main) & (seq[ops] >= 0)]].tolist())
+    unmatched = Counter(
+        tr.name(int(i)).split(": ", 1)[1] for i in evaluate if int(seq[i]) not in forward_seqs
+    )
+    claim(
+        set(unmatched) == {"torch::autograd::AccumulateGrad"},
+        "only AccumulateGrad has no forward twin",
+    )
+    accumulate = tr.where(
+        name="autograd::engine::evaluate_function: torch::autograd::AccumulateGrad"
+    )
+    claim(
+        unmatched["torch::autograd::AccumulateGrad"] == len(accumulate),
+        "no AccumulateGrad has a twin",
+    )
+    if tr.source.endswith(".json.gz"):  # Perfetto's arrows: one fwdbwd flow per matched pair
+        flows = sum(e.get("cat") == "fwdbwd" and e.get("ph") == "s" for e in raw_events(tr.source))
+        claim(flows == len(evaluate) - len(accumulate), "a fwdbwd arrow for every matched pair")
+    on_main = {n: set(seq[o[tr.lane[o] == main]].tolist()) - {-1}
+               for n in ("aten::linear", "aten::t") for o in [tr.where(name=n)]}  # fmt: skip
+    claim(bool(on_main["aten::linear"] & on_main["aten::t"]), "aten::linear shows aten::t's number")
+    mm_bwd = tr.where(name="autograd::engine::evaluate_function: MmBackward0")
+    claim(all(int(seq[i]) in forward_seqs for i in mm_bwd), "each MmBackward0 ties to a forward op")
+    bwd, fwd_cpu, loss = phases["backward"], phases["forward"], phases["loss"]
+    claim(bwd[1] > 1.5 * fwd_cpu[1], "the backward's kernels take well over the forward's")
+    # The backward differentiates the forward and the loss (output projection, cross-entropy).
+    bwd_over_fwd_loss = bwd[1] / (fwd_cpu[1] + loss[1])
+    claim(1.8 < bwd_over_fwd_loss < 2.1, "the backward's GPU work is about twice forward + loss")
+    # loss.item() after the optimizer: the CPU waits there for the GPU to finish the step.
+    opt_end = tr.regions("optimizer")[0].end_ns
+    items = tr.where(name="aten::item")
+    items = items[(tr.ts_ns[items] >= opt_end) & (tr.lane[items] == main)]
+    claim(len(items) == 1, "one loss.item() after the optimizer")
+    item = int(items[0])
+    ln = link(tr)
+    first_gpu = int(tr.ts_ns[ln.gpu_ops].min())
+    step_ms = (step.end_ns - step.start_ns) / 1e6
+    claim(tr.dur_ns[item] / 1e6 > 0.2 * step_ms, "the CPU waits a large part of the step in item()")
+    idle = gaps(tr)
+    idle_ms = step_ms - step.gpu_busy_us / 1e3
+    longest = max((g.end_ns - g.start_ns) / 1e6 for g in idle)
+    claim(
+        longest < 0.5 and len(idle) > 1000,
+        "the GPU's idle time is many short gaps, none of half a ms",
+    )
+    return {
+        **{f"{p}_cpu_ms": v[0] for p, v in phases.items()},
+        **{f"{p}_gpu_ms": v[1] for p, v in phases.items()},
+        **{f"{p}_kernels": v[2] for p, v in phases.items()},
+        "bwd_over_fwd": bwd[1] / fwd_cpu[1],
+        "bwd_over_fwd_loss": bwd_over_fwd_loss,
+        "evaluate_ops": len(evaluate),
+        "accumulate_grads": unmatched["torch::autograd::AccumulateGrad"],
+        "step_kernels": step.kernels,
+        "gpu_busy_pct": 100 * step.gpu_busy_us / 1e3 / step_ms,
+        "item_ms": tr.dur_ns[item] / 1e6,
+        "idle_ms": idle_ms,
+        "n_gaps": len(idle),
+        "longest_gap_ms": longest,
+        "first_kernel_ms": (first_gpu - step.start_ns) / 1e6,
+        "launch_done_ms": (int(tr.ts_ns[item]) - step.start_ns) / 1e6,
+        "main_lane": main,
+        "auto_lane": auto,
+    }
+
+
+def seq_pair(tr: Trace, occurrence: int = 0) -> tuple[int, int, int]:
+    """(forward ``aten::mm``, its backward's evaluate_function, the sequence number): the
+    ``occurrence``-th ``MmBackward0`` of the step and the forward op with its number."""
+    main, _ = lanes(tr)
+    seq = tr.extra["seq"]
+    bwd = int(tr.where(name="autograd::engine::evaluate_function: MmBackward0")[occurrence])
+    fwd = tr.where(name="aten::mm")
+    fwd = fwd[(seq[fwd] == seq[bwd]) & (tr.lane[fwd] == main)]
+    claim(len(fwd) == 1, "one forward aten::mm carries the backward op's number")
+    return int(fwd[0]), bwd, int(seq[bwd])
+
+
+def optimizer_facts(tr: Trace) -> Facts:
+    """Section 2: the ``optimizer`` region's CPU time, kernels, launch calls, kernel time."""
+    (region,) = tr.regions("optimizer")
+    ops = _gpu_ops_launched_in(tr, region.start_ns, region.end_ns)
+    k = _kernels(tr, ops)
+    ln = link(tr)
+    queue_ms = float(np.median(tr.ts_ns[k] - tr.ts_ns[ln.launch[k]])) / 1e6
+    claim(queue_ms > 10, "the optimizer's kernels wait in the GPU's queue, behind the backward's")
+    return {
+        "queue_ms": queue_ms,
+        "cpu_ms": (region.end_ns - region.start_ns) / 1e6,
+        "kernels": len(k),
+        "launches": len(set(ln.launch[ops].tolist())),
+        "gpu_ms": float(tr.dur_ns[k].sum()) / 1e6,
+        "top": Counter(tr.name(int(i)).split("<")[0].split("(")[0] for i in k).most_common(1)[0][0],
+    }
+
+
+def optimizer_window(tr: Trace, us: float) -> tuple[int, int]:
+    """The first ``us`` microseconds of the ``optimizer`` region (ns, as timelines take them)."""
+    (region,) = tr.regions("optimizer")
+    return region.start_ns, region.start_ns + int(us * 1e3)
+
+
+def cast_facts(tr: Trace) -> Facts:
+    """Section 3: autocast's ``aten::_to_copy`` casts in the forward, and their kernels' time."""
+    (region,) = tr.regions("forward")
+    casts = _inside(tr, tr.where(name="aten::_to_copy"), region.start_ns, region.end_ns)
+    ln = link(tr)
+    ks = [ln.gpu_ops_of(int(i)) for i in casts]
+    kernels = np.concatenate(ks) if ks else np.empty(0, dtype=np.int64)
+    k = _kernels(tr, _gpu_ops_launched_in(tr, region.start_ns, region.end_ns))
+    linear_casts = sum(_under_linear(tr, int(i)) for i in casts)
+    weights, inputs = _linear_cast_args(tr.source) if linear_casts else (0, 0)
+    claim(weights + inputs == linear_casts, "a cast inside aten::linear casts its weight or input")
+    return {
+        "linear_casts": linear_casts,
+        "weight_casts": weights,
+        "input_casts": inputs,
+        "other_casts": len(casts) - linear_casts,
+        "casts": len(casts),
+        "cast_ms": float(tr.dur_ns[kernels].sum()) / 1e6,
+        "fwd_kernels": len(k),
+        "fwd_gpu_ms": float(tr.dur_ns[k].sum()) / 1e6,
+    }
+
+
+def _linear_cast_args(path: str) -> tuple[int, int]:
+    """(weights, inputs): the forward's ``aten::_to_copy`` calls inside an ``aten::linear``,
+    told apart by the shape ``record_shapes`` stored: a weight is 2-D, an input 3-D."""
+    events = [e for e in raw_events(path) if e.get("ph") == "X"]
+    (fwd,) = (e for e in events if e["name"] == "forward" and e.get("cat") == "user_annotation")
+    start, end = fwd["ts"], fwd["ts"] + fwd["dur"]
+    on_main = [e for e in events if e["tid"] == fwd["tid"] and start <= e["ts"] <= end]
+    linear = [(e["ts"], e["ts"] + e["dur"]) for e in on_main if e["name"] == "aten::linear"]
+    ranks = Counter(
+        len(e["args"]["Input Dims"][0])
+        for e in on_main
+        if e["name"] == "aten::_to_copy"
+        and any(a <= e["ts"] and e["ts"] + e["dur"] <= b for a, b in linear)
+    )
+    claim(set(ranks) <= {2, 3}, "each cast inside aten::linear is of a 2-D weight or a 3-D input")
+    return ranks[2], ranks[3]
+
+
+def _under_linear(tr: Trace, i: int) -> bool:
+    return any(tr.name(j) == "aten::linear" for j in link(tr).stack(i))
+
+
+def first_cast(tr: Trace) -> int:
+    """The forward's first ``aten::_to_copy`` that launched a kernel."""
+    (region,) = tr.regions("forward")
+    ln = link(tr)
+    for i in _inside(tr, tr.where(name="aten::_to_copy"), region.start_ns, region.end_ns):
+        if len(ln.gpu_ops_of(int(i))) and _under_linear(tr, int(i)):
+            return int(i)
+    raise AssertionError("claim failed: a cast launched a kernel")
+
+
+def memory_curve(
+    path: str,
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64], dict[str, tuple[float, float]]]:
+    """The profiler's memory events on the GPU: (ms since the step's start, GiB allocated
+    after each event), and each region's (start, end) in the same ms."""
+    events = raw_events(path)
+    spans = {
+        e["name"]: e
+        for e in events
+        if e.get("cat") == "user_annotation" and e["name"] in (*PHASES, "ProfilerStep#2")
+    }
+    t0 = float(spans["ProfilerStep#2"]["ts"])
+    mem = [e for e in events if e.get("name") == "[memory]" and e["args"].get("Device Type") == 1]
+    mem.sort(key=lambda e: float(e["ts"]))
+    ms = np.array([(float(e["ts"]) - t0) / 1e3 for e in mem])
+    gib = np.array([e["args"]["Total Allocated"] / 2**30 for e in mem])
+    regions = {n: ((float(e["ts"]) - t0) / 1e3, (float(e["ts"]) + float(e["dur"]) - t0) / 1e3)
+               for n, e in spans.items() if n in PHASES}  # fmt: skip
+    return ms, gib, regions
+
+
+def memory_facts(path: str, peak_gib: float, params: int) -> Facts:
+    """Section 4: the peak of the memory events, the phase it falls in, and what the step
+    starts with: ``params`` fp32 weights and AdamW's two fp32 moments (12 bytes each)."""
+    ms, gib, regions = memory_curve(path)
+    top = int(np.argmax(gib))
+    where = [n for n, (a, b) in regions.items() if a <= ms[top] <= b]
+    claim(where == ["backward"], "the peak falls in the backward")
+    claim(abs(gib.max() - peak_gib) < 0.05 * peak_gib, "the events' peak is the allocator's peak")
+    (fa, fb) = regions["forward"]
+    start = gib[ms <= fa][-1] if (ms <= fa).any() else gib[0]
+    state = 12 * params / 2**30
+    claim(abs(start - state) < 0.01 * state, "the step starts with weights and moments alone")
+    roles = linear_roles(str(Path(path).parent / "memory_snapshot.pickle"), params)
+    return {
+        **{f"lin_{k}_gib": v for k, v in roles.items()},
+        "state_gib": state,
+        "lin_copies_gib": roles["weight"] + roles["input"],
+        "state_saved_gib": 6 * params / 2**30,  # weights and two moments: 12 -> 6 bytes each
+        "events": len(ms),
+        "peak_gib": float(gib.max()),
+        "peak_ms": float(ms[top]),
+        "start_gib": float(start),
+        "after_fwd_gib": float(gib[ms <= fb][-1]),
+        "end_gib": float(gib[-1]),
+        "peak_phase": where[0],
+    }
+
+
+def loader_facts(tr: Trace) -> Facts:
+    """Section 5: the ``data`` region's CPU time, the GPU's work during it, its copy and syncs."""
+    (region,) = tr.regions("data")
+    ln = link(tr)
+    during = ln.gpu_ops[
+        (tr.end_ns[ln.gpu_ops] > region.start_ns) & (tr.ts_ns[ln.gpu_ops] < region.end_ns)
+    ]
+    runtime = _inside(tr, tr.where(kind=Kind.RUNTIME), region.start_ns, region.end_ns)
+    names = Counter(tr.name(int(i)) for i in runtime)
+    launched = _gpu_ops_launched_in(tr, region.start_ns, region.end_ns)
+    copies = [tr.name(int(i)) for i in launched if tr.kind[i] == Kind.MEMCPY]
+    claim(len(copies) == 1, "one copy of the batch launched in the data region")
+    busy = float(
+        np.minimum(tr.end_ns[during], region.end_ns).sum()
+        - np.maximum(tr.ts_ns[during], region.start_ns).sum()
+    )
+    (step,) = step_times(tr)
+    return {
+        "data_ms": (region.end_ns - region.start_ns) / 1e6,
+        "gpu_busy_in_data_ms": busy / 1e6,
+        "syncs": names["cudaStreamSynchronize"],
+        "copies": names["cudaMemcpyAsync"],
+        "pinned": int(any("Pinned" in c for c in copies)),
+        "busy_frac": busy / (region.end_ns - region.start_ns),
+        "step_kernels": step.kernels,
+    }
+
+
+def compile_facts(tr: Trace) -> Facts:
+    """Section 6: kernels per step, Triton kernels, the compiled autograd nodes."""
+    (step,) = step_times(tr)
+    k = tr.where(kind=Kind.KERNEL)
+    names = [tr.name(int(i)) for i in k]
+    claim(len(tr.where(name="CompiledFunction")) >= 1, "CompiledFunction in the forward")
+    claim(
+        len(tr.where(name="CompiledFunctionBackward")) >= 1,
+        "CompiledFunctionBackward in the backward",
+    )
+    _, auto = lanes(tr)
+    cfb = tr.where(name="autograd::engine::evaluate_function: CompiledFunctionBackward")
+    claim(len(cfb) == 2, "two compiled graphs, each one backward node: the decoder and the loss")
+    claim(all(int(tr.lane[i]) == auto for i in cfb), "compiled backward on the autograd thread")
+    claim(
+        not any(n.startswith("triton_tem") for n in names),
+        "no GEMM template: the GEMMs stay cuBLAS's",
+    )
+    claim(any(n.startswith("nvjet") for n in names), "cuBLAS's nvjet GEMMs")
+    sdpa = {tr.name(int(i)) for i in tr.where(prefix="aten::_scaled_dot_product_")}
+    claim(sdpa == {"aten::_scaled_dot_product_cudnn_attention",
+                   "aten::_scaled_dot_product_cudnn_attention_backward"}, "cuDNN's SDPA only")  # fmt: skip
+    attention = [i for i, n in zip(k, names, strict=True) if kernel_class(n) == "attention"]
+    claim(all("cudnn" in n for n in names if kernel_class(n) == "attention"), "cuDNN kernels")
+    return {
+        "attn_ms": float(tr.dur_ns[np.array(attention, dtype=np.int64)].sum()) / 1e6,
+        "kernels": step.kernels,
+        "triton": sum(n.startswith("triton_") for n in names),
+        "triton_kinds": len({n for n in names if n.startswith("triton_")}),
+    }
+
+
+def kernel_class(name: str) -> str:
+    """GEMM (cuBLAS's nvjet, cuBLASLt), attention (cuDNN's or Flash's SDPA), Triton, AdamW, other."""
+    low = name.lower()
+    if name.startswith("nvjet") or "gemm" in low or "cublaslt" in low:
+        return "GEMM"
+    if "sdpa" in low or "flash" in low or "fmha" in low or "cudnn" in low:
+        return "attention"
+    if name.startswith("triton_"):
+        return "Triton"
+    if "multi_tensor_apply" in name:
+        return "AdamW"
+    return "other"
+
+
+def account(tr: Trace, path: str) -> Facts:
+    """Section 7: GPU time per kernel class, the GEMMs' achieved TFLOP/s from the input shapes
+    of ``aten::mm`` (record_shapes), the GPU's idle time, the tied output projection's share."""
+    (step,) = step_times(tr)
+    k = tr.where(kind=Kind.KERNEL)
+    total = float(tr.dur_ns[k].sum())
+    per: dict[str, float] = dict.fromkeys(KERNEL_CLASSES, 0.0)
+    for i in k:
+        per[kernel_class(tr.name(int(i)))] += float(tr.dur_ns[i])
+    attention = {tr.name(int(i)) for i in k if kernel_class(tr.name(int(i))) == "attention"}
+    claim(all("cudnn" in n for n in attention), "final's attention kernels are cuDNN's")
+    flops = head = 0.0
+    for e in raw_events(path):
+        if e.get("name") == "aten::mm" and e.get("ph") == "X":
+            (m, kk), (_, n) = e["args"]["Input Dims"][:2]
+            f = 2.0 * m * kk * n
+            flops += f
+            head += f if 128256 in (m, kk, n) else 0.0
+    step_ns = step.end_ns - step.start_ns
+    gemm_s = per["GEMM"] / 1e9
+    out = {f"pct_{c}": 100 * per[c] / total for c in KERNEL_CLASSES}
+    return {
+        **out,
+        "gemm_tflops": flops / gemm_s / 1e12,
+        "gemm_pct_of_spec": 100 * flops / gemm_s / SPEC_FLOPS,
+        "idle_pct": 100 * (1 - step.gpu_busy_us * 1e3 / step_ns),
+        "head_pct": 100 * head / flops,
+        "kernels": step.kernels,
+    }
+
+
+def median(values: Sequence[float]) -> float:
+    return float(statistics.median(values))
+
+
+def mfu_foundry(results: dict[str, Any], timings: dict[str, Any]) -> float:
+    """MFU by llm-foundry's count (``mpt_get_active_params``): every parameter, the tied
+    embedding table once, as the output projection. The example's ``mfu_spec`` leaves the
+    table out: 6 x (params - embedding) + 12 x L x H x seq FLOPs per token, checked here."""
+    attention = 12 * LAYERS * HIDDEN * timings["seq"]
+    strict = 6 * (timings["params"] - timings["embedding_params"]) + attention
+    claim(strict == timings["flops_per_token"], "mfu_spec counts 6 x non-embedding + attention")
+    return float(results["tokens_per_s"] * (6 * timings["params"] + attention) / SPEC_FLOPS)
+
+
+def results_row(
+    results: Sequence[dict[str, Any]], timings: Sequence[dict[str, Any]]
+) -> dict[str, float]:
+    """The medians over repeats of a variant's headline results, the step's min and max,
+    and both MFU counts' lowest and highest repeat."""
+    foundry = [mfu_foundry(r, t) for r, t in zip(results, timings, strict=True)]
+    return {
+        "mfu_foundry": median(foundry),
+        "mfu_foundry_min": min(foundry),
+        "mfu_foundry_max": max(foundry),
+        "mfu_max": max(r["mfu_spec"] for r in results),
+        "tokens_per_s": median([r["tokens_per_s"] for r in results]),
+        "step_ms": median([r["step_ms"] for r in results]),
+        "step_ms_min": min(r["step_ms_min"] for r in results),
+        "step_ms_max": max(r["step_ms_max"] for r in results),
+        "mfu": median([r["mfu_spec"] for r in results]),
+        "peak_gib": median([r["peak_gib"] for r in results]),
+        "first_step_s": median([r["first_step_s"] for r in results]),
+    }
+
+
+def results_table(rows: dict[str, dict[str, float]]) -> str:
+    """A Markdown table of every variant's results (medians; the step's range over all repeats)."""
+    lines = [
+        "| variant | tokens/s | step ms (median, min-max) | MFU, llm-foundry's count "
+        "| MFU without the output projection | peak GiB |",
+        "|---|--:|--:|--:|--:|--:|",
+    ]
+    for name, r in rows.items():
+        lines.append(f"| `{name}` | {r['tokens_per_s']:,.0f} | {r['step_ms']:.1f} ({r['step_ms_min']:.1f}-"
+                     f"{r['step_ms_max']:.1f}) | {r['mfu_foundry']:.3f} | {r['mfu']:.3f} | {r['peak_gib']:.1f} |")  # fmt: skip
+    return "\n".join(lines)
+
+
+def repeat_row(eager: Trace, final: Trace, final_path: str) -> dict[str, float]:
+    """One repeat's trace counts for the evidence table."""
+    s = step_facts(eager)
+    a = account(final, final_path)
+    return {
+        "eager kernels": s["step_kernels"],
+        "eager GPU busy %": s["gpu_busy_pct"],
+        "eager item() ms": s["item_ms"],
+        "final kernels": a["kernels"],
+        "final GEMM %": a["pct_GEMM"],
+        "final GEMM TFLOP/s": a["gemm_tflops"],
+        "final idle %": a["idle_pct"],
+    }
+
+
+def repeats_table(rows: Sequence[dict[str, float]]) -> str:
+    """A Markdown table, one column per repeat, one row per measure."""
+    head = "| measure | " + " | ".join(f"r{k}" for k in range(len(rows))) + " |"
+    lines = [head, "|---|" + "--:|" * len(rows)]
+    for key in rows[0]:
+        lines.append(f"| {key} | " + " | ".join(f"{r[key]:,.1f}" for r in rows) + " |")
+    return "\n".join(lines)
+
+
+def overlap(
+    a: dict[str, float], b: dict[str, float], per_a: float = 1.0, per_b: float = 1.0
+) -> bool:
+    """Whether two variants' step ranges overlap, each divided by its ``per`` (batch ratio)."""
+    return (
+        a["step_ms_min"] / per_a <= b["step_ms_max"] / per_b
+        and b["step_ms_min"] / per_b <= a["step_ms_max"] / per_a
+    )
+
+
+def snapshot_at_peak(path: str) -> tuple[float, list[tuple[str, float]]]:
+    """The memory snapshot's peak over the recorded step (GiB allocated during the step,
+    on top of what was allocated before it), and what is alive then, in GiB, by the
+    innermost Python frame that asked for it ("no Python frame": C++ code, such as the
+    autograd thread's)."""
+    with open(path, "rb") as f:
+        snapshot = pickle.load(f)  # plain dicts and lists: torch is not needed to read it
+    peak, alive = _alive_at_peak(snapshot)
+    by: Counter[str] = Counter()
+    for e in alive:
+        frame = e["frames"][0] if e["frames"] else None
+        label = (
+            f"`{frame['name']}` ({Path(frame['filename']).name}:{frame['line']})"
+            if frame
+            else "no Python frame"
+        )
+        by[label] += e["size"]
+    return peak / 2**30, [(k, v / 2**30) for k, v in by.most_common()]
+
+
+def _alive_at_peak(snapshot: dict[str, Any]) -> tuple[int, list[dict[str, Any]]]:
+    """(peak bytes allocated during the step, the blocks alive then) of a snapshot's trace."""
+    live: dict[int, dict[str, Any]] = {}
+    current = peak = 0
+    at_peak: dict[int, dict[str, Any]] = {}
+    for e in snapshot["device_traces"][0]:
+        if e["action"] == "alloc":
+            live[e["addr"]] = e
+            current += e["size"]
+        elif e["action"] == "free_completed" and e["addr"] in live:
+            current -= live.pop(e["addr"])["size"]
+        if current > peak:
+            peak, at_peak = current, dict(live)
+    return peak, list(at_peak.values())
+
+
+def linear_roles(path: str, params: int) -> dict[str, float]:
+    """GiB alive at the snapshot's peak that ``nn.Linear`` (linear.py) allocated, by role.
+    One call of a Linear under autocast allocates, in this order, the bf16 copy of its
+    weight, the bf16 copy of its input where the input is fp32, and its output: a run of
+    2 or 3 allocations with the same Python stack, the output last."""
+    with open(path, "rb") as f:
+        snapshot = pickle.load(f)
+    role: dict[int, str] = {}
+    runs: list[list[dict[str, Any]]] = []
+    previous = None
+    for e in snapshot["device_traces"][0]:
+        if e["action"] != "alloc":
+            continue
+        stack = tuple((fr["filename"], fr["line"]) for fr in e["frames"])
+        key = stack if stack and stack[0][0].endswith("linear.py") else None
+        if key is not None and key == previous:
+            runs[-1].append(e)
+        elif key is not None:
+            runs.append([e])
+        previous = key
+    claim(all(len(r) in (2, 3) for r in runs), "each Linear call allocates 2 or 3 blocks")
+    for run in runs:
+        names = ("weight", "input", "output") if len(run) == 3 else ("weight", "output")
+        role.update({id(e): r for e, r in zip(run, names, strict=True)})
+    weights = sum(e["size"] for run in runs for e in run if role[id(e)] == "weight")
+    linear_weights = params - (2 * LAYERS + 1) * HIDDEN  # all but the RMSNorm weights
+    claim(weights == 2 * linear_weights, "one bf16 copy of every Linear weight, the head's too")
+    _, alive = _alive_at_peak(snapshot)
+    out = dict.fromkeys(("weight", "input", "output"), 0.0)
+    for e in alive:
+        if id(e) in role:
+            out[role[id(e)]] += e["size"] / 2**30
+    claim(out["weight"] == weights / 2**30, "every weight copy is alive at the peak")
+    return out
+
+
+def snapshot_table(rows: Sequence[tuple[str, float]], top: int = 5) -> str:
+    """Markdown: the ``top`` largest groups alive at the snapshot's peak."""
+    lines = ["| allocated in | GiB alive at the peak |", "|---|--:|"]
+    lines += [f"| {label} | {gib:.2f} |" for label, gib in rows[:top]]
+    return "\n".join(lines)

@@ -1,0 +1,145 @@
+"""Part 5's measures module (docs/chapters/part5_measures.py) against every recorded repeat."""
+
+from __future__ import annotations
+
+import sys
+from functools import cache
+from pathlib import Path
+
+import pytest
+from tracesite.recordings import load
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "docs" / "chapters"))
+import part5_measures as m  # noqa: E402
+
+EXAMPLE = "06_train_step"
+N = len(load(EXAMPLE, "eager").repeats)
+
+
+@cache
+def recs(name: str):
+    return load(EXAMPLE, name).repeats
+
+
+@pytest.fixture(params=range(N), ids=lambda k: f"r{k}")
+def k(request):
+    return request.param
+
+
+def test_three_repeats():
+    assert N >= 3
+    assert all(len(recs(v)) == N for v in m.ATTEMPTS)
+
+
+def test_step_per_repeat(k):
+    tr = recs("eager")[k].trace()
+    f = m.step_facts(tr)
+    assert f["main_lane"] != f["auto_lane"]
+    assert f["backward_kernels"] > f["forward_kernels"] > f["optimizer_kernels"] > 0
+    assert f["step_kernels"] >= sum(f[f"{p}_kernels"] for p in m.PHASES)
+    assert 0 < f["first_kernel_ms"] < f["launch_done_ms"]
+    fwd, bwd, seq = m.seq_pair(tr, 20)
+    assert tr.name(fwd) == "aten::mm" and "MmBackward0" in tr.name(bwd)
+    assert tr.ts_ns[fwd] < tr.ts_ns[bwd] and tr.extra["seq"][fwd] == seq
+
+
+def test_optimizers_per_repeat(k):
+    fused, foreach, loop = (
+        m.optimizer_facts(recs(v)[k].trace()) for v in ("eager", "eager_foreach", "eager_forloop")
+    )
+    assert fused["kernels"] < foreach["kernels"] < loop["kernels"]
+    assert fused["cpu_ms"] < foreach["cpu_ms"] < loop["cpu_ms"]
+    assert fused["gpu_ms"] < min(foreach["gpu_ms"], loop["gpu_ms"])
+
+
+def test_casts_per_repeat(k):
+    c32, c16 = (m.cast_facts(recs(v)[k].trace()) for v in ("eager", "eager_bf16"))
+    assert c16["casts"] < c32["casts"] and c32["cast_ms"] < 0.2 * c32["fwd_gpu_ms"]
+    assert c16["linear_casts"] == 0 < c32["linear_casts"]
+    assert c32["weight_casts"] > c32["input_casts"] > 0 and c32["other_casts"] > 0
+    assert recs("eager_bf16")[k].results["peak_gib"] < recs("eager")[k].results["peak_gib"]
+    tr = recs("eager")[k].trace()
+    assert tr.name(m.first_cast(tr)) == "aten::_to_copy"
+
+
+def test_memory_per_repeat(k):
+    r = recs("memory")[k]
+    f = m.memory_facts(str(r.trace_path), r.results["peak_gib"], r.timings()["params"])
+    assert f["peak_phase"] == "backward"
+    assert f["start_gib"] < f["after_fwd_gib"] < f["peak_gib"]
+    assert abs(f["end_gib"] - f["start_gib"]) < 0.1
+    assert (
+        f["state_saved_gib"]
+        < recs("eager")[k].results["peak_gib"] - recs("eager_bf16")[k].results["peak_gib"]
+    )
+    assert f["lin_weight_gib"] + f["lin_input_gib"] == pytest.approx(f["lin_copies_gib"])
+    assert f["lin_output_gib"] > max(f["lin_weight_gib"], f["lin_input_gib"]) > 2
+    ck = recs("eager_checkpoint")[k].results
+    assert (
+        ck["peak_gib"] < r.results["peak_gib"]
+        and ck["step_ms"] > recs("eager")[k].results["step_ms"]
+    )
+
+
+def test_loader_per_repeat(k):
+    inline, workers, fast = (m.loader_facts(recs(v)[k].trace()) for v in ("loader_inline", "loader_workers",
+                                                                          "loader_async"))  # fmt: skip
+    assert inline["gpu_busy_in_data_ms"] < 0.01 * inline["data_ms"]
+    assert workers["data_ms"] < 0.05 * inline["data_ms"]
+    assert inline["syncs"] == workers["syncs"] == 1 and fast["syncs"] == 0
+    assert fast["pinned"] == 1 and not inline["pinned"]
+    assert fast["step_kernels"] > workers["step_kernels"]
+
+
+def test_compile_per_repeat(k):
+    cc, final, b16 = (
+        m.compile_facts(recs(v)[k].trace()) for v in ("compile_b8_bf16", "final", "final_b16")
+    )
+    assert final["kernels"] == b16["kernels"]
+    flash = m.compile_facts(recs("final_flash")[k].trace())  # asserts cuDNN's SDPA, as final's
+    assert flash["kernels"] == final["kernels"] and final["attn_ms"] < 0.5 * cc["attn_ms"]
+    assert 0 < cc["triton"] < cc["kernels"]
+    assert cc["kernels"] < m.step_facts(recs("eager")[k].trace())["step_kernels"] / 2
+
+
+def test_account_per_repeat(k):
+    r = recs("final")[k]
+    a = m.account(r.trace(), str(r.trace_path))
+    assert sum(a[f"pct_{c}"] for c in m.KERNEL_CLASSES) == pytest.approx(100)
+    assert a["pct_GEMM"] > 70 and a["idle_pct"] < 2 and 15 < a["head_pct"] < 25
+    assert 500 < a["gemm_tflops"] < 989
+
+
+def test_kernel_classes():
+    assert m.kernel_class("nvjet_sm90_tst_128x256_64x4_2x1_v_bz_coopA_NTN") == "GEMM"
+    assert m.kernel_class("cudnn_generated_fort_native_sdpa_sm90_flash_bprop") == "attention"
+    assert m.kernel_class("triton_poi_fused_add_0") == "Triton"
+    assert m.kernel_class("void at::native::multi_tensor_apply_kernel<x>") == "AdamW"
+
+
+def test_results_table():
+    rows = {
+        v: m.results_row([r.results for r in recs(v)], [r.timings() for r in recs(v)])
+        for v in m.ATTEMPTS
+    }
+    assert m.results_table(rows).count("\n") == len(m.ATTEMPTS) + 1
+    assert (
+        rows["final_b16"]["mfu"]
+        > rows["final"]["mfu"]
+        > rows["compile_b8_bf16"]["mfu"]
+        > rows["eager"]["mfu"]
+    )
+    assert max(r["mfu_max"] for r in rows.values()) < 0.5
+    assert rows["compile_b8_bf16"]["mfu_foundry_max"] < 0.5 < rows["final"]["mfu_foundry_min"]
+    assert all(r["mfu_foundry"] > r["mfu"] for r in rows.values())
+
+
+def test_snapshot_per_repeat(k):
+    r = recs("memory")[k]
+    peak, alive = m.snapshot_at_peak(str(r.trace_path.parent / "memory_snapshot.pickle"))
+    assert sum(g for _, g in alive) == pytest.approx(peak)
+    assert peak + 12 * r.timings()["params"] / 2**30 == pytest.approx(
+        r.results["peak_gib"], rel=0.01
+    )
+    assert m.snapshot_table(alive, top=3).count("\n") == 4
