@@ -83,3 +83,17 @@ def test_reader_files_lays_out_every_repeat_under_its_download_name(monkeypatch)
     assert "64_bf16-r1.json.gz" in {p.name for p in folder.iterdir()}
     with gzip.open(folder / "64_bf16.json.gz") as fh:
         assert fh.read(1) == b"{"
+
+
+def test_stamp_spans_every_recording_of_the_example():
+    from tracesite import iter_recordings
+    from tracesite.notebook import stamp
+
+    line = stamp("06_train_step")
+    times = sorted(
+        str(r.env["recorded_at"])[:16].replace("T", " ")
+        for r in iter_recordings()
+        if r.example == "06_train_step"
+    )
+    assert line.startswith("Recorded on NVIDIA H200 (driver ")
+    assert line.endswith(f"from {times[0]} to {times[-1]} UTC") and times[0] != times[-1]

@@ -123,6 +123,21 @@ def recs(name: str) -> list[Recording]:
     return variant(name).repeats
 
 
+def stamp(example: str | None = None) -> str:
+    """Where and when every recording of the page's example (or ``example``) was made: one
+    GPU model, driver, torch and CUDA (asserted), and the span of their recording times."""
+    from .recordings import iter_recordings
+
+    example = example or _state["example"]
+    found = [r for r in iter_recordings() if r.example == example]
+    envs = {(r.env["gpu"], r.env["driver"], r.env["torch"], r.env["cuda"]) for r in found}
+    assert len(envs) == 1, f"{example}'s recordings ran on several setups: {envs}"
+    gpu, driver, torch, cuda = envs.pop()
+    when = sorted(str(r.env["recorded_at"])[:16].replace("T", " ") for r in found)
+    span = when[0] if when[0] == when[-1] else f"from {when[0]} to {when[-1]}"
+    return f"Recorded on {gpu} (driver {driver}), torch {torch}, CUDA {cuda}, {span} UTC"
+
+
 def trace(name: str) -> Any:
     """The :class:`tracereader.Trace` of the current repeat of ``name``."""
     return rec(name).trace()
