@@ -145,6 +145,9 @@ def step_facts(tr: Trace) -> Facts:
         longest < 0.5 and len(idle) > 1000,
         "the GPU's idle time is many short gaps, none of half a ms",
     )
+    # and one longer stretch after the step's last kernel, before the step ends
+    tail_ms = (step.end_ns - int(tr.end_ns[ln.gpu_ops].max())) / 1e6
+    claim(0.5 < tail_ms < 3 and tail_ms > longest, "an idle stretch after the last kernel")
     return {
         **{f"{p}_cpu_ms": v[0] for p, v in phases.items()},
         **{f"{p}_gpu_ms": v[1] for p, v in phases.items()},
@@ -160,6 +163,7 @@ def step_facts(tr: Trace) -> Facts:
         "n_gaps": len(idle),
         "longest_gap_ms": longest,
         "first_kernel_ms": (first_gpu - step.start_ns) / 1e6,
+        "tail_ms": tail_ms,
         "launch_done_ms": (int(tr.ts_ns[item]) - step.start_ns) / 1e6,
         "main_lane": main,
         "auto_lane": auto,
@@ -213,7 +217,15 @@ def cast_facts(tr: Trace) -> Facts:
     linear_casts = sum(_under_linear(tr, int(i)) for i in casts)
     weights, inputs = _linear_cast_args(tr.source) if linear_casts else (0, 0)
     claim(weights + inputs == linear_casts, "a cast inside aten::linear casts its weight or input")
+    # the others, each under an aten::to, by what called that: the model's own .to() (no op
+    # around it, only the region), SDPA's arguments under autocast (its fp32 query and key),
+    # or an op casting internally (aten::cumsum)
+    callers = Counter(_caller_of_to(tr, int(i)) for i in casts if not _under_linear(tr, int(i)))
     return {
+        "own_casts": callers.pop("own", 0),
+        "sdpa_casts": callers.pop("aten::scaled_dot_product_attention", 0),
+        "internal_casts": sum(callers.values()),
+        "internal_ops": ",".join(sorted(callers)),
         "linear_casts": linear_casts,
         "weight_casts": weights,
         "input_casts": inputs,
@@ -241,6 +253,15 @@ def _linear_cast_args(path: str) -> tuple[int, int]:
     )
     claim(set(ranks) <= {2, 3}, "each cast inside aten::linear is of a 2-D weight or a 3-D input")
     return ranks[2], ranks[3]
+
+
+def _caller_of_to(tr: Trace, i: int) -> str:
+    """What asked for the cast ``i`` (an ``aten::_to_copy`` under an ``aten::to``): "own" for
+    a ``.to()`` in the model's code (only a region around it), else the op around it."""
+    names = [tr.name(j) for j in link(tr).stack(i)]
+    claim(names[-1:] == ["aten::to"], "each cast outside aten::linear sits under an aten::to")
+    around = names[-2] if len(names) > 1 else ""
+    return "own" if around in ("", "forward") else around
 
 
 def _under_linear(tr: Trace, i: int) -> bool:
@@ -359,6 +380,7 @@ def compile_facts(tr: Trace) -> Facts:
     attention = [i for i, n in zip(k, names, strict=True) if kernel_class(n) == "attention"]
     claim(all("cudnn" in n for n in names if kernel_class(n) == "attention"), "cuDNN kernels")
     return {
+        "attn_names": tuple(sorted({names[k.tolist().index(i)] for i in attention})),
         "attn_ms": float(tr.dur_ns[np.array(attention, dtype=np.int64)].sum()) / 1e6,
         "kernels": step.kernels,
         "triton": sum(n.startswith("triton_") for n in names),

@@ -39,6 +39,7 @@ def test_step_per_repeat(k):
     assert f["backward_kernels"] > f["forward_kernels"] > f["optimizer_kernels"] > 0
     assert f["step_kernels"] >= sum(f[f"{p}_kernels"] for p in m.PHASES)
     assert 0 < f["first_kernel_ms"] < f["launch_done_ms"]
+    assert f["longest_gap_ms"] < f["tail_ms"] < 3  # one longer idle stretch, after the last kernel
     fwd, bwd, seq = m.seq_pair(tr, 20)
     assert tr.name(fwd) == "aten::mm" and "MmBackward0" in tr.name(bwd)
     assert tr.ts_ns[fwd] < tr.ts_ns[bwd] and tr.extra["seq"][fwd] == seq
@@ -58,6 +59,10 @@ def test_casts_per_repeat(k):
     assert c16["casts"] < c32["casts"] and c32["cast_ms"] < 0.2 * c32["fwd_gpu_ms"]
     assert c16["linear_casts"] == 0 < c32["linear_casts"]
     assert c32["weight_casts"] > c32["input_casts"] > 0 and c32["other_casts"] > 0
+    # outside aten::linear: autocast's casts for SDPA, the model's own .to(), one in cumsum
+    assert c32["sdpa_casts"] + c32["own_casts"] + c32["internal_casts"] == c32["other_casts"]
+    assert c16["sdpa_casts"] == 0 and c16["own_casts"] == c16["casts"] - 1
+    assert c16["internal_ops"] == "aten::cumsum"
     assert recs("eager_bf16")[k].results["peak_gib"] < recs("eager")[k].results["peak_gib"]
     tr = recs("eager")[k].trace()
     assert tr.name(m.first_cast(tr)) == "aten::_to_copy"
@@ -99,6 +104,9 @@ def test_compile_per_repeat(k):
     assert final["kernels"] == b16["kernels"]
     flash = m.compile_facts(recs("final_flash")[k].trace())  # asserts cuDNN's SDPA, as final's
     assert flash["kernels"] == final["kernels"] and final["attn_ms"] < 0.5 * cc["attn_ms"]
+    extra = set(final["attn_names"]) - set(cc["attn_names"])
+    assert extra and all("fmha_reduce_head" in n for n in extra)
+    assert set(cc["attn_names"]) < set(final["attn_names"])
     assert 0 < cc["triton"] < cc["kernels"]
     assert cc["kernels"] < m.step_facts(recs("eager")[k].trace())["step_kernels"] / 2
 
