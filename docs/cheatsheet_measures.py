@@ -1572,32 +1572,6 @@ def train_data_gap() -> Callable[[], SmallFigure]:
     )
 
 
-def train_optimizer_launches() -> Callable[[], SmallFigure]:
-    """Entry: Hundreds of launches inside `Optimizer.step`."""
-    counts = {}
-    for name in ("eager", "eager_forloop"):
-        t = rec(name, "06_train_step").trace()
-        (opt,) = t.regions("optimizer")
-        ln = link(t)
-        ops = ln.gpu_ops[ln.launch[ln.gpu_ops] >= 0]
-        at = t.ts_ns[ln.launch[ops]]
-        ops = ops[(at >= opt.start_ns) & (at <= opt.end_ns)]
-        counts[name] = int((t.kind[ops] == Kind.KERNEL).sum())
-    assert counts["eager_forloop"] > 10 * counts["eager"], counts
-    put("cs_train_forloop", f"{counts['eager_forloop']:,}")
-    put("cs_train_fused", f"{counts['eager']:,}")
-    t = rec("eager_forloop", "06_train_step").trace()
-    (opt,) = t.regions("optimizer")
-    fig = timeline(
-        t, window=(opt.start_ns, opt.start_ns + 2_000_000), arrows=False, width_in=WIDTH_IN
-    )
-    return lambda: picture(
-        "train_optimizer_launches",
-        fig,
-        "Recording 06_train_step eager_forloop: the first 2 ms of the for-loop AdamW step.",
-    )
-
-
 def check_entries() -> None:
     """Every entry (a level-3 heading) has exactly one picture, with alt text."""
     # Every entry (a level-3 heading) has exactly one picture, and every picture has alt text.
