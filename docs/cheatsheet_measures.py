@@ -88,6 +88,8 @@ def param(name: str, key: str) -> Any:
 
 
 WIDTH_IN, DPI = 7.6, 80
+#: The training-step entries' pictures, a little smaller: the page stays within its 1.5 MB.
+SMALL_DPI = 70
 ALTS: dict[str, str] = {}
 
 
@@ -138,12 +140,12 @@ class SmallFigure(FigureHTML):
         self.png = buf.getvalue()
 
 
-def picture(key: str, fig: Any, caption: str, extra_alt: str = "") -> SmallFigure:
+def picture(key: str, fig: Any, caption: str, extra_alt: str = "", dpi: int = DPI) -> SmallFigure:
     """Show a figure as a small PNG, with its generated alt text (plus ``extra_alt``)."""
     alt = " ".join((fig.tracereader_alt + " " + extra_alt).split())
     assert alt, key
     ALTS[key] = alt  # a %%repeats cell shows its picture on every repeat; the last one is drawn
-    return SmallFigure(fig, alt=alt, caption=caption, dpi=DPI)
+    return SmallFigure(fig, alt=alt, caption=caption, dpi=dpi)
 
 
 def shade(fig: Any, trace: Any, rows: Any, label: str) -> str:
@@ -1547,6 +1549,7 @@ def train_backward_thread() -> Callable[[], SmallFigure]:
         "train_backward_thread",
         fig,
         "Recording 06_train_step eager: the start of the backward, on a second CPU thread.",
+        dpi=SMALL_DPI,
     )
 
 
@@ -1569,6 +1572,7 @@ def train_data_gap() -> Callable[[], SmallFigure]:
         fig,
         "Recording 06_train_step loader_inline: the data region, the DataLoader working in "
         "the training process.",
+        dpi=SMALL_DPI,
     )
 
 
