@@ -88,8 +88,8 @@ def param(name: str, key: str) -> Any:
 
 
 WIDTH_IN, DPI = 7.6, 80
-#: The training-step entries' pictures, a little smaller: the page stays within its 1.5 MB.
-SMALL_DPI = 70
+#: The training-step entries' pictures, a little narrower: the page stays within its 1.5 MB.
+TRAIN_WIDTH_IN = 6.4
 ALTS: dict[str, str] = {}
 
 
@@ -140,12 +140,12 @@ class SmallFigure(FigureHTML):
         self.png = buf.getvalue()
 
 
-def picture(key: str, fig: Any, caption: str, extra_alt: str = "", dpi: int = DPI) -> SmallFigure:
+def picture(key: str, fig: Any, caption: str, extra_alt: str = "") -> SmallFigure:
     """Show a figure as a small PNG, with its generated alt text (plus ``extra_alt``)."""
     alt = " ".join((fig.tracereader_alt + " " + extra_alt).split())
     assert alt, key
     ALTS[key] = alt  # a %%repeats cell shows its picture on every repeat; the last one is drawn
-    return SmallFigure(fig, alt=alt, caption=caption, dpi=dpi)
+    return SmallFigure(fig, alt=alt, caption=caption, dpi=DPI)
 
 
 def shade(fig: Any, trace: Any, rows: Any, label: str) -> str:
@@ -1543,13 +1543,12 @@ def train_backward_thread() -> Callable[[], SmallFigure]:
     put("cs_train_evaluate", f"{len(evaluate):,}")
     start = int(t.ts_ns[evaluate].min())
     fig = timeline(
-        t, window=(start - 1_500_000, start + 1_000_000), arrows=False, width_in=WIDTH_IN
+        t, window=(start - 1_500_000, start + 1_000_000), arrows=False, width_in=TRAIN_WIDTH_IN
     )
     return lambda: picture(
         "train_backward_thread",
         fig,
         "Recording 06_train_step eager: the start of the backward, on a second CPU thread.",
-        dpi=SMALL_DPI,
     )
 
 
@@ -1566,13 +1565,12 @@ def train_data_gap() -> Callable[[], SmallFigure]:
     assert t.dur_ns[it] > 0.95 * (data.end_ns - data.start_ns)
     put("cs_train_data", us((data.end_ns - data.start_ns) / 1e3))
     fig = timeline(t, window=(data.start_ns - 50_000, data.end_ns + 400_000), arrows=False,
-                   width_in=WIDTH_IN)  # fmt: skip
+                   width_in=TRAIN_WIDTH_IN)  # fmt: skip
     return lambda: picture(
         "train_data_gap",
         fig,
         "Recording 06_train_step loader_inline: the data region, the DataLoader working in "
         "the training process.",
-        dpi=SMALL_DPI,
     )
 
 
