@@ -89,7 +89,7 @@ def param(name: str, key: str) -> Any:
 
 WIDTH_IN, DPI = 7.6, 80
 #: The training-step entries' pictures, a little narrower: the page stays within its 1.5 MB.
-TRAIN_WIDTH_IN = 6.4
+TRAIN_WIDTH_IN, TRAIN_COLORS = 6.4, 16
 ALTS: dict[str, str] = {}
 
 
@@ -132,20 +132,20 @@ def code(text: str) -> str:
 class SmallFigure(FigureHTML):
     """:class:`FigureHTML`, with the PNG reduced to a 32-colour palette (about a quarter of the bytes)."""
 
-    def __init__(self, fig: Any, alt: str, caption: str, dpi: int) -> None:
+    def __init__(self, fig: Any, alt: str, caption: str, dpi: int, colors: int = 32) -> None:
         super().__init__(fig, alt=alt, caption=caption, dpi=dpi)
         img = Image.open(io.BytesIO(self.png)).convert("RGB")
         buf = io.BytesIO()
-        img.quantize(colors=32, method=Image.Quantize.MEDIANCUT).save(buf, "PNG", optimize=True)
+        img.quantize(colors=colors, method=Image.Quantize.MEDIANCUT).save(buf, "PNG", optimize=True)
         self.png = buf.getvalue()
 
 
-def picture(key: str, fig: Any, caption: str, extra_alt: str = "") -> SmallFigure:
+def picture(key: str, fig: Any, caption: str, extra_alt: str = "", colors: int = 32) -> SmallFigure:
     """Show a figure as a small PNG, with its generated alt text (plus ``extra_alt``)."""
     alt = " ".join((fig.tracereader_alt + " " + extra_alt).split())
     assert alt, key
     ALTS[key] = alt  # a %%repeats cell shows its picture on every repeat; the last one is drawn
-    return SmallFigure(fig, alt=alt, caption=caption, dpi=DPI)
+    return SmallFigure(fig, alt=alt, caption=caption, dpi=DPI, colors=colors)
 
 
 def shade(fig: Any, trace: Any, rows: Any, label: str) -> str:
@@ -1549,6 +1549,7 @@ def train_backward_thread() -> Callable[[], SmallFigure]:
         "train_backward_thread",
         fig,
         "Recording 06_train_step eager: the start of the backward, on a second CPU thread.",
+        colors=TRAIN_COLORS,
     )
 
 
@@ -1571,6 +1572,7 @@ def train_data_gap() -> Callable[[], SmallFigure]:
         fig,
         "Recording 06_train_step loader_inline: the data region, the DataLoader working in "
         "the training process.",
+        colors=TRAIN_COLORS,
     )
 
 
