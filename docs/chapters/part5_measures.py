@@ -380,7 +380,7 @@ def compile_facts(tr: Trace) -> Facts:
     attention = [i for i, n in zip(k, names, strict=True) if kernel_class(n) == "attention"]
     claim(all("cudnn" in n for n in names if kernel_class(n) == "attention"), "cuDNN kernels")
     return {
-        "attn_names": tuple(sorted({names[k.tolist().index(i)] for i in attention})),
+        "attn_names": tuple(sorted({n for n in names if kernel_class(n) == "attention"})),
         "attn_ms": float(tr.dur_ns[np.array(attention, dtype=np.int64)].sum()) / 1e6,
         "kernels": step.kernels,
         "triton": sum(n.startswith("triton_") for n in names),
