@@ -22,11 +22,12 @@ The variants change one thing at a time, each a setup you could adopt:
 * ``loader_inline``, ``loader_workers``, ``loader_async``: the batch comes from a
   ``DataLoader`` doing CPU work per sample: in the training process, then in worker
   processes, then pinned and copied without waiting, the loss read only at the end;
-* the attempts towards 50 % MFU, one lever each on top of the one before:
-  ``compile_b8_bf16`` (the forward and the loss compiled with ``torch.compile``,
-  batch 8, bf16 weights), ``final`` (attention told it is
-  causal), ``final_flash`` (FlashAttention first instead of cuDNN's attention),
-  ``final_b16`` (batch 16).
+* ``compile``: the baseline with the decoder and the loss compiled (``torch.compile``);
+* the attempts towards 50 % MFU: ``compile_b8_bf16`` (batch 8, bf16 weights),
+  ``causal`` (attention told it is causal), then one lever each on top of
+  ``causal``: ``causal_b16`` (batch 16), ``causal_chunked`` (the loss a slice of
+  tokens at a time), ``causal_flex`` (PyTorch's flex attention), ``causal_s4096``
+  (sequences of 4,096 tokens, batch 4) and ``final`` (sequences of 8,192, batch 2).
 
 Each variant times steps without the profiler first and writes ``results.json``:
 tokens per second, ms per step, MFU and peak memory; then it profiles one step.
@@ -47,7 +48,6 @@ import warnings
 warnings.filterwarnings("ignore", message=".*Profiler clears events.*")
 # sphinx_gallery_end_ignore
 import argparse
-import contextlib
 import gc
 import json
 import pickle
@@ -60,7 +60,6 @@ from pathlib import Path
 
 import torch
 import torch.nn.functional as F
-from torch.nn.attention import SDPBackend, sdpa_kernel
 from torch.profiler import ProfilerActivity, profile, record_function, schedule
 
 # The sequence length of every GPU variant, and the H200 SXM's dense bf16 peak from
@@ -294,12 +293,10 @@ def batches(
 # and each carries the forward op's sequence number. With ``compile``, the decoder
 # and the loss are compiled each on its own, since ``torch.compile`` keeps no
 # ``record_function`` inside a compiled graph, and the backward follows through
-# AOTAutograd as one compiled backward per graph. ``sdpa_first`` names one SDPA
-# backend to try first for the whole step, the others behind it as fallbacks; the
-# kernel names in the trace say which one ran.
+# AOTAutograd as one compiled backward per graph.
 
 
-def make_step(model, optimizer, *, autocast, compile, loss, sdpa_first, device):
+def make_step(model, optimizer, *, autocast, compile, loss, device):
     """One training step as a function of a (batch, seq + 1) token tensor; returns the loss."""
     decoder, head = model.model, model.lm_head
     loss_fn = chunked_cross_entropy if loss == "chunked" else full_cross_entropy
@@ -313,18 +310,10 @@ def make_step(model, optimizer, *, autocast, compile, loss, sdpa_first, device):
             torch.compile(decoder, dynamic=False, **options),
             torch.compile(loss_fn, dynamic=False, **options),
         )
-    # The chosen backend first, the others behind it as fallbacks.
-    names = (sdpa_first, "FLASH_ATTENTION", "EFFICIENT_ATTENTION", "CUDNN_ATTENTION", "MATH")
-    order = list(dict.fromkeys(getattr(SDPBackend, n) for n in names if n))
 
     def step(tokens):
         inputs, labels = tokens[:, :-1], tokens[:, 1:]
-        first = (
-            sdpa_kernel(order, set_priority=True)
-            if sdpa_first and device == "cuda"
-            else contextlib.nullcontext()
-        )
-        with torch.autocast(device, dtype=torch.bfloat16, enabled=autocast), first:
+        with torch.autocast(device, dtype=torch.bfloat16, enabled=autocast):
             with record_function("forward"):
                 hidden = decoder(input_ids=inputs).last_hidden_state
             with record_function("loss"):
@@ -373,8 +362,9 @@ def _sync(device):
 # https://pytorch.org/memory_viz opens). We record one step, keep each stack's few
 # innermost frames outside PyTorch's and transformers' plumbing, store each distinct
 # string, frame and stack once (pickle then writes a repeat as a reference), and
-# write the pickle and the page ``torch.cuda._memory_viz.trace_plot`` makes of it:
-# the snapshot inside, the viewer's script loaded from the web when opened.
+# write the pickle. To browse it offline, ``python -m torch.cuda._memory_viz
+# trace_plot memory_snapshot.pickle -o memory_viz.html`` writes a page with the
+# snapshot inside (the viewer's script loads from the web when opened).
 
 PLUMBING = (
     "torch/nn/modules/module.py",
@@ -386,9 +376,7 @@ PLUMBING = (
 
 
 def write_memory_snapshot(out_dir, snapshot, frames=4):
-    """Write ``memory_snapshot.pickle`` and ``memory_viz.html`` from a slimmed copy of ``snapshot``."""
-    from torch.cuda import _memory_viz
-
+    """Write ``memory_snapshot.pickle``, a slimmed copy of ``snapshot``."""
     shared = {}
 
     def stack(entries):
@@ -417,9 +405,6 @@ def write_memory_snapshot(out_dir, snapshot, frames=4):
         segment["blocks"] = [slim(b) for b in segment["blocks"]]
         segment["frames"] = stack(segment.get("frames", []))
     (Path(out_dir) / "memory_snapshot.pickle").write_bytes(pickle.dumps(snapshot))
-    (Path(out_dir) / "memory_viz.html").write_text(
-        _memory_viz.trace_plot(snapshot), encoding="utf-8"
-    )
 
 
 # %%
@@ -448,7 +433,6 @@ def profile_train_step(
     optimizer="fused",
     compile=None,
     attention="sdpa",
-    sdpa_first=None,
     loss="full",
     checkpointing=False,
     loader=False,
@@ -474,8 +458,8 @@ def profile_train_step(
         ``"fused"``, ``"foreach"`` or ``"forloop"`` AdamW.
     compile
         ``None`` (eager) or a ``torch.compile`` mode: ``"default"``, ``"max-autotune-no-cudagraphs"``...
-    attention, sdpa_first
-        As ``build_model`` and ``make_step`` take them.
+    attention
+        As ``build_model`` takes it.
     loss
         ``"full"`` or ``"chunked"`` cross-entropy.
     checkpointing
@@ -491,7 +475,10 @@ def profile_train_step(
     """
     device = device or ("cuda" if torch.cuda.is_available() else "cpu")
     shape = "1b" if device == "cuda" else "tiny"
-    if device != "cuda":  # the tiny model, a small batch, a few steps
+    # On the CPU: the tiny model, a small batch, a few steps (and SDPA for flex
+    # attention, which has no backward on the CPU).
+    if device != "cuda":
+        attention = "causal" if attention == "flex" else attention
         batch, seq, cpu_ms, timed_steps, warmup_steps = (
             min(batch, 2),
             min(seq, 64),
@@ -514,7 +501,6 @@ def profile_train_step(
         autocast=weights == "fp32",
         compile=compile,
         loss=loss,
-        sdpa_first=sdpa_first,
         device=device,
     )
     data = batches(
@@ -667,14 +653,15 @@ def profile_steps(out_dir, train, device, **options):
 #   the total allocated after it).
 # * ``loader_*``: the ``data`` region, the gaps in the GPU lane it causes, and the
 #   copy and the waits after it.
-# * ``compile_b8_bf16``, ``final``, ``final_flash``, ``final_b16``: the attempts.
-#   Compiled, the step runs fewer, fused kernels in forward and backward; the first
-#   step's time (``first_step_s``) includes the compilation.
-#   ``final`` records shapes too, for the account of where its time goes per kernel
-#   class. PyTorch 2.11 tries cuDNN's attention first on this GPU: ``final_flash``
-#   puts FlashAttention first instead.
+# * ``compile``: the baseline compiled. The step runs fewer, fused kernels in
+#   forward and backward; the first step's time (``first_step_s``) includes the
+#   compilation.
+# * ``compile_b8_bf16``, ``causal`` and the ``causal_*`` variants: the attempts,
+#   each one lever. ``final``: the best MFU found, with longer sequences, at the
+#   same 16,384 tokens per step. ``causal`` and ``final`` record shapes too, for
+#   the account of where their time goes per kernel class.
 
-FINAL = {"compile": "default", "batch": 8, "weights": "bf16", "attention": "causal"}
+CAUSAL = {"compile": "default", "batch": 8, "weights": "bf16", "attention": "causal"}
 VARIANTS = {
     "eager": (profile_train_step, {"record_shapes": True}),
     "eager_foreach": (profile_train_step, {"optimizer": "foreach"}),
@@ -686,16 +673,18 @@ VARIANTS = {
     "loader_workers": (profile_train_step, {"loader": True, "workers": 4}),
     "loader_async": (profile_train_step, {"loader": True, "workers": 4, "pin": True, "non_blocking": True,
                                           "read_loss": False}),
+    "compile": (profile_train_step, {"compile": "default"}),
     "compile_b8_bf16": (profile_train_step, {"compile": "default", "batch": 8, "weights": "bf16"}),
-    "final": (profile_train_step, {**FINAL, "record_shapes": True}),
-    "final_flash": (profile_train_step, {**FINAL, "sdpa_first": "FLASH_ATTENTION"}),
-    "final_b16": (profile_train_step, {**FINAL, "batch": 16}),
+    "causal": (profile_train_step, {**CAUSAL, "record_shapes": True}),
+    "causal_b16": (profile_train_step, {**CAUSAL, "batch": 16}),
+    "causal_chunked": (profile_train_step, {**CAUSAL, "loss": "chunked"}),
+    "causal_flex": (profile_train_step, {**CAUSAL, "attention": "flex"}),
+    "causal_s4096": (profile_train_step, {**CAUSAL, "batch": 4, "seq": 4096}),
+    "final": (profile_train_step, {**CAUSAL, "batch": 2, "seq": 8192, "record_shapes": True}),
 }  # fmt: skip
-# Further levers, as settings of ``profile_train_step`` for a variant of your own:
-# ``loss="chunked"`` (the loss a slice of tokens at a time), ``compile=
-# "max-autotune-no-cudagraphs"`` (Inductor times candidate kernels for each matrix
-# multiplication: minutes of compiling), ``attention="flex"``, other ``batch`` and
-# ``seq``, ``sdpa_first="FLASH_ATTENTION"`` or ``"EFFICIENT_ATTENTION"``.
+# A further lever, as a setting of ``profile_train_step`` for a variant of your own:
+# ``compile="max-autotune-no-cudagraphs"`` (Inductor times candidate kernels for each
+# matrix multiplication: many minutes of compiling).
 
 #: Every variant shares its repeat's process: each builds, warms up and frees its own model.
 COLD_VARIANTS = ()
@@ -789,8 +778,8 @@ print(baseline.table)
 # The final variant: the table
 # ----------------------------
 #
-# Compiled, batch 8, bf16 weights, attention causal: compare the kernels at the
-# top with the baseline's, and find the attention kernels by name.
+# Compiled, bf16 weights, attention causal, 2 sequences of 8,192 tokens: compare
+# the kernels at the top with the baseline's, and find the attention kernels by name.
 
 final = run("final")
 print(final.table)
