@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import pickle
 import shutil
 import warnings
 from pathlib import Path
@@ -67,13 +68,23 @@ def check_recordings(app):
 
 def copy_traces(app):
     """Put every recorded trace where pages link to it:
-    /traces/<example>/<variant>/r<k>.json.gz."""
+    /traces/<example>/<variant>/r<k>.json.gz; and, for a first repeat that recorded a CUDA
+    memory snapshot, the page PyTorch's viewer makes of it (``torch.cuda._memory_viz``'s
+    ``trace_plot``, the snapshot inside): /traces/<example>/<variant>/r0.memory_viz.html."""
     target = EXTRA / "traces"
     shutil.rmtree(target, ignore_errors=True)
     for rec in tracesite.iter_recordings():
         dest = target / rec.example / rec.variant / f"r{rec.repeat}.json.gz"
         dest.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(rec.trace_path, dest)
+        snapshot = rec.trace_path.parent / "memory_snapshot.pickle"
+        if rec.repeat == 0 and snapshot.is_file():
+            # The docs build replays the examples, so torch is there.
+            from torch.cuda import _memory_viz
+
+            with snapshot.open("rb") as f:
+                page = _memory_viz.trace_plot(pickle.load(f))
+            dest.with_name("r0.memory_viz.html").write_text(page, encoding="utf-8")
 
 
 def thumbnail_alt(app, doctree, docname):

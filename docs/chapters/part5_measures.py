@@ -15,6 +15,7 @@ from __future__ import annotations
 import gzip
 import json
 import pickle
+import re
 import statistics
 from collections import Counter
 from collections.abc import Sequence
@@ -34,7 +35,8 @@ SPEC_FLOPS = 989e12  # H200 SXM datasheet: dense bf16, FLOP/s (the MFU's denomin
 LAYERS, HIDDEN = 16, 2048  # the model's config (Llama-3.2-1B's shape): attention's 12 x L x H x seq
 #: The variants of the goal's table, in the order of the attempts.
 ATTEMPTS = ("eager", "eager_foreach", "eager_forloop", "eager_bf16", "eager_checkpoint", "loader_inline", "loader_workers",
-            "loader_async", "compile_b8_bf16", "final", "final_flash", "final_b16")  # fmt: skip
+            "loader_async", "compile", "compile_b8_bf16", "causal", "causal_b16", "causal_chunked", "causal_flex",
+            "causal_s4096", "final")  # fmt: skip
 KERNEL_CLASSES = ("GEMM", "attention", "Triton", "AdamW", "other")
 
 
@@ -379,7 +381,15 @@ def compile_facts(tr: Trace) -> Facts:
                    "aten::_scaled_dot_product_cudnn_attention_backward"}, "cuDNN's SDPA only")  # fmt: skip
     attention = [i for i, n in zip(k, names, strict=True) if kernel_class(n) == "attention"]
     claim(all("cudnn" in n for n in names if kernel_class(n) == "attention"), "cuDNN kernels")
+    # Kernels that only cast (``triton_poi_fused__to_copy_<n>``) launched in the backward:
+    # under autocast, the compiled backward casts the fp32 weights to bf16 again.
+    (b,) = tr.regions("backward")
+    in_backward = _kernels(tr, _gpu_ops_launched_in(tr, b.start_ns, b.end_ns))
+    recasts = [
+        i for i in in_backward if re.fullmatch(r"triton_poi_fused__to_copy_\d+", tr.name(int(i)))
+    ]
     return {
+        "backward_casts": len(recasts),
         "attn_names": tuple(sorted({n for n in names if kernel_class(n) == "attention"})),
         "attn_ms": float(tr.dur_ns[np.array(attention, dtype=np.int64)].sum()) / 1e6,
         "kernels": step.kernels,
@@ -388,12 +398,27 @@ def compile_facts(tr: Trace) -> Facts:
     }
 
 
+def attention_facts(tr: Trace) -> Facts:
+    """The attention kernels' GPU time in one step, and whether they are flex attention's
+    Triton templates (``triton_tem_fused_flex_attention...``)."""
+    k = tr.where(kind=Kind.KERNEL)
+    rows = [int(i) for i in k if kernel_class(tr.name(int(i))) == "attention"]
+    claim(all("flex_attention" in tr.name(i) for i in rows), "flex attention's kernels only")
+    return {"attn_ms": float(tr.dur_ns[np.array(rows, dtype=np.int64)].sum()) / 1e6}
+
+
 def kernel_class(name: str) -> str:
     """GEMM (cuBLAS's nvjet, cuBLASLt), attention (cuDNN's or Flash's SDPA), Triton, AdamW, other."""
     low = name.lower()
     if name.startswith("nvjet") or "gemm" in low or "cublaslt" in low:
         return "GEMM"
-    if "sdpa" in low or "flash" in low or "fmha" in low or "cudnn" in low:
+    if (
+        "sdpa" in low
+        or "flash" in low
+        or "fmha" in low
+        or "cudnn" in low
+        or "flex_attention" in low
+    ):
         return "attention"
     if name.startswith("triton_"):
         return "Triton"
@@ -402,9 +427,11 @@ def kernel_class(name: str) -> str:
     return "other"
 
 
-def account(tr: Trace, path: str) -> Facts:
+def account(tr: Trace, path: str, seq: int) -> Facts:
     """Section 7: GPU time per kernel class, the GEMMs' achieved TFLOP/s from the input shapes
-    of ``aten::mm`` (record_shapes), the GPU's idle time, the tied output projection's share."""
+    of ``aten::mm`` (record_shapes), attention's from the work a causal kernel does (half of
+    the 12 x layers x hidden x ``seq`` FLOPs per token that the MFU counts), the GPU's idle
+    time, the tied output projection's share of the GEMMs' work."""
     (step,) = step_times(tr)
     k = tr.where(kind=Kind.KERNEL)
     total = float(tr.dur_ns[k].sum())
@@ -412,7 +439,7 @@ def account(tr: Trace, path: str) -> Facts:
     for i in k:
         per[kernel_class(tr.name(int(i)))] += float(tr.dur_ns[i])
     attention = {tr.name(int(i)) for i in k if kernel_class(tr.name(int(i))) == "attention"}
-    claim(all("cudnn" in n for n in attention), "final's attention kernels are cuDNN's")
+    claim(all("cudnn" in n for n in attention), "the attention kernels are cuDNN's")
     flops = head = 0.0
     for e in raw_events(path):
         if e.get("name") == "aten::mm" and e.get("ph") == "X":
@@ -422,9 +449,13 @@ def account(tr: Trace, path: str) -> Facts:
             head += f if 128256 in (m, kk, n) else 0.0
     step_ns = step.end_ns - step.start_ns
     gemm_s = per["GEMM"] / 1e9
+    tokens = head / (2 * 3 * HIDDEN * 128256)  # the head's three GEMMs: forward, two backward
+    claim(tokens == int(tokens), "the output projection's GEMMs give the tokens per step")
+    causal = 6 * LAYERS * HIDDEN * seq * tokens
     out = {f"pct_{c}": 100 * per[c] / total for c in KERNEL_CLASSES}
     return {
         **out,
+        "attn_tflops": causal / (per["attention"] / 1e9) / 1e12,
         "gemm_tflops": flops / gemm_s / 1e12,
         "gemm_pct_of_spec": 100 * flops / gemm_s / SPEC_FLOPS,
         "idle_pct": 100 * (1 - step.gpu_busy_us * 1e3 / step_ns),
@@ -447,18 +478,36 @@ def mfu_foundry(results: dict[str, Any], timings: dict[str, Any]) -> float:
     return float(results["tokens_per_s"] * (6 * timings["params"] + attention) / SPEC_FLOPS)
 
 
+def mfu_done(results: dict[str, Any], timings: dict[str, Any]) -> float:
+    """MFU by the work done: every parameter (the tied table once, as the output projection)
+    and attention's unmasked half, 6 x layers x hidden x seq FLOPs per token, the part a
+    causal kernel computes."""
+    work = 6 * timings["params"] + 6 * LAYERS * HIDDEN * timings["seq"]
+    return float(results["tokens_per_s"] * work / SPEC_FLOPS)
+
+
 def results_row(
     results: Sequence[dict[str, Any]], timings: Sequence[dict[str, Any]]
 ) -> dict[str, float]:
     """The medians over repeats of a variant's headline results, the step's min and max,
     and both MFU counts' lowest and highest repeat."""
     foundry = [mfu_foundry(r, t) for r, t in zip(results, timings, strict=True)]
+    done = [mfu_done(r, t) for r, t in zip(results, timings, strict=True)]
+    claim(len({(t["batch"], t["seq"]) for t in timings}) == 1, "one shape per variant")
     return {
+        "batch": timings[0]["batch"],
+        "seq": timings[0]["seq"],
+        "mfu_done": median(done),
+        "mfu_done_min": min(done),
+        "mfu_done_max": max(done),
+        "mfu_min": min(r["mfu_spec"] for r in results),
         "mfu_foundry": median(foundry),
         "mfu_foundry_min": min(foundry),
         "mfu_foundry_max": max(foundry),
         "mfu_max": max(r["mfu_spec"] for r in results),
         "tokens_per_s": median([r["tokens_per_s"] for r in results]),
+        "tokens_min": min(r["tokens_per_s"] for r in results),
+        "tokens_max": max(r["tokens_per_s"] for r in results),
         "step_ms": median([r["step_ms"] for r in results]),
         "step_ms_min": min(r["step_ms_min"] for r in results),
         "step_ms_max": max(r["step_ms_max"] for r in results),
@@ -471,29 +520,36 @@ def results_row(
 def results_table(rows: dict[str, dict[str, float]]) -> str:
     """A Markdown table of every variant's results (medians; the step's range over all repeats)."""
     lines = [
-        "| variant | tokens/s | step ms (median, min-max) | MFU, llm-foundry's count "
-        "| MFU without the output projection | peak GiB |",
-        "|---|--:|--:|--:|--:|--:|",
+        "| variant | sequences x tokens | tokens/s | step ms (median, min-max) | MFU, the goal's count "
+        "| MFU, work done | peak GiB |",
+        "|---|--:|--:|--:|--:|--:|--:|",
     ]
     for name, r in rows.items():
-        lines.append(f"| `{name}` | {r['tokens_per_s']:,.0f} | {r['step_ms']:.1f} ({r['step_ms_min']:.1f}-"
-                     f"{r['step_ms_max']:.1f}) | {r['mfu_foundry']:.3f} | {r['mfu']:.3f} | {r['peak_gib']:.1f} |")  # fmt: skip
+        lines.append(f"| `{name}` | {r['batch']:.0f} x {r['seq']:,.0f} | {r['tokens_per_s']:,.0f} | {r['step_ms']:.1f} "
+                     f"({r['step_ms_min']:.1f}-{r['step_ms_max']:.1f}) | {r['mfu']:.3f} | {r['mfu_done']:.3f} "
+                     f"| {r['peak_gib']:.1f} |")  # fmt: skip
     return "\n".join(lines)
 
 
-def repeat_row(eager: Trace, final: Trace, final_path: str) -> dict[str, float]:
-    """One repeat's trace counts for the evidence table."""
+def repeat_row(eager: Trace, accounts: dict[str, Facts]) -> dict[str, float]:
+    """One repeat's trace counts for the evidence table: the eager step's, then each
+    compiled variant's ``account``."""
     s = step_facts(eager)
-    a = account(final, final_path)
-    return {
+    row = {
         "eager kernels": s["step_kernels"],
         "eager GPU busy %": s["gpu_busy_pct"],
         "eager item() ms": s["item_ms"],
-        "final kernels": a["kernels"],
-        "final GEMM %": a["pct_GEMM"],
-        "final GEMM TFLOP/s": a["gemm_tflops"],
-        "final idle %": a["idle_pct"],
     }
+    for name, a in accounts.items():
+        row |= {
+            f"{name} kernels": a["kernels"],
+            f"{name} GEMM %": a["pct_GEMM"],
+            f"{name} attention %": a["pct_attention"],
+            f"{name} GEMM TFLOP/s": a["gemm_tflops"],
+            f"{name} attention TFLOP/s": a["attn_tflops"],
+            f"{name} idle %": a["idle_pct"],
+        }
+    return row
 
 
 def repeats_table(rows: Sequence[dict[str, float]]) -> str:
@@ -525,14 +581,41 @@ def snapshot_at_peak(path: str) -> tuple[float, list[tuple[str, float]]]:
     peak, alive = _alive_at_peak(snapshot)
     by: Counter[str] = Counter()
     for e in alive:
-        frame = e["frames"][0] if e["frames"] else None
-        label = (
-            f"`{frame['name']}` ({Path(frame['filename']).name}:{frame['line']})"
-            if frame
-            else "no Python frame"
-        )
-        by[label] += e["size"]
+        by[_label(e)] += e["size"]
     return peak / 2**30, [(k, v / 2**30) for k, v in by.most_common()]
+
+
+def snapshot_timeline(
+    path: str, labels: Sequence[str]
+) -> tuple[npt.NDArray[np.float64], dict[str, npt.NDArray[np.float64]]]:
+    """The snapshot's memory over the recorded step: ms since its first event, and the GiB
+    allocated during the step, alive after each event, per group (``labels``, as
+    ``snapshot_at_peak`` names them, and "other")."""
+    with open(path, "rb") as f:
+        snapshot = pickle.load(f)
+    events = snapshot["device_traces"][0]
+    groups = {label: k for k, label in enumerate(labels)}
+    size = np.zeros((len(events), len(labels) + 1))
+    live: dict[int, tuple[int, int]] = {}
+    for n, e in enumerate(events):
+        if e["action"] == "alloc":
+            live[e["addr"]] = (groups.get(_label(e), len(labels)), e["size"])
+            size[n, live[e["addr"]][0]] += e["size"]
+        elif e["action"] == "free_completed" and e["addr"] in live:
+            group, bytes_ = live.pop(e["addr"])
+            size[n, group] -= bytes_
+    curves = np.cumsum(size, axis=0) / 2**30
+    t0 = events[0]["time_us"]
+    ms = np.array([(e["time_us"] - t0) / 1e3 for e in events])
+    return ms, {label: curves[:, k] for k, label in enumerate([*labels, "other"])}
+
+
+def _label(e: dict[str, Any]) -> str:
+    """A block's group: the innermost Python frame that allocated it."""
+    frame = e["frames"][0] if e["frames"] else None
+    if frame is None:
+        return "no Python frame"
+    return f"`{frame['name']}` ({Path(frame['filename']).name}:{frame['line']})"
 
 
 def _alive_at_peak(snapshot: dict[str, Any]) -> tuple[int, list[dict[str, Any]]]:

@@ -98,25 +98,30 @@ def test_loader_per_repeat(k):
 
 
 def test_compile_per_repeat(k):
-    cc, final, b16 = (
-        m.compile_facts(recs(v)[k].trace()) for v in ("compile_b8_bf16", "final", "final_b16")
+    eager = m.step_facts(recs("eager")[k].trace())
+    cc, c8, causal, b16, final = (
+        m.compile_facts(recs(v)[k].trace())
+        for v in ("compile", "compile_b8_bf16", "causal", "causal_b16", "final")
     )
-    assert final["kernels"] == b16["kernels"]
-    flash = m.compile_facts(recs("final_flash")[k].trace())  # asserts cuDNN's SDPA, as final's
-    assert flash["kernels"] == final["kernels"] and final["attn_ms"] < 0.5 * cc["attn_ms"]
-    extra = set(final["attn_names"]) - set(cc["attn_names"])
+    assert causal["kernels"] == b16["kernels"] == final["kernels"] < cc["kernels"]
+    assert cc["kernels"] < eager["step_kernels"] / 2 and 0 < cc["triton"] < cc["kernels"]
+    assert cc["backward_casts"] == 7 * 16 + 1 and causal["backward_casts"] == 0
+    assert causal["attn_ms"] < 0.5 * c8["attn_ms"]
+    extra = set(causal["attn_names"]) - set(c8["attn_names"])
     assert extra and all("fmha_reduce_head" in n for n in extra)
-    assert set(cc["attn_names"]) < set(final["attn_names"])
-    assert 0 < cc["triton"] < cc["kernels"]
-    assert cc["kernels"] < m.step_facts(recs("eager")[k].trace())["step_kernels"] / 2
+    flex = m.attention_facts(recs("causal_flex")[k].trace())  # asserts flex's kernels only
+    assert flex["attn_ms"] > causal["attn_ms"]
 
 
 def test_account_per_repeat(k):
-    r = recs("final")[k]
-    a = m.account(r.trace(), str(r.trace_path))
-    assert sum(a[f"pct_{c}"] for c in m.KERNEL_CLASSES) == pytest.approx(100)
-    assert a["pct_GEMM"] > 70 and a["idle_pct"] < 2 and 15 < a["head_pct"] < 25
-    assert 500 < a["gemm_tflops"] < 989
+    r, f = recs("causal")[k], recs("final")[k]
+    a = m.account(r.trace(), str(r.trace_path), 2048)
+    b = m.account(f.trace(), str(f.trace_path), 8192)
+    for x in (a, b):
+        assert sum(x[f"pct_{c}"] for c in m.KERNEL_CLASSES) == pytest.approx(100)
+        assert x["idle_pct"] < 2.5 and 15 < x["head_pct"] < 25
+        assert 500 < x["gemm_tflops"] < 989 and 100 < x["attn_tflops"] < x["gemm_tflops"]
+    assert a["pct_GEMM"] > 70 and b["pct_attention"] > 2 * a["pct_attention"]
 
 
 def test_kernel_classes():
@@ -133,13 +138,16 @@ def test_results_table():
     }
     assert m.results_table(rows).count("\n") == len(m.ATTEMPTS) + 1
     assert (
-        rows["final_b16"]["mfu"]
-        > rows["final"]["mfu"]
+        rows["final"]["mfu"]
+        > rows["causal"]["mfu"]
         > rows["compile_b8_bf16"]["mfu"]
+        > rows["compile"]["mfu"]
         > rows["eager"]["mfu"]
     )
-    assert max(r["mfu_max"] for r in rows.values()) < 0.5
-    assert rows["compile_b8_bf16"]["mfu_foundry_max"] < 0.5 < rows["final"]["mfu_foundry_min"]
+    assert (
+        rows["final"]["mfu_min"] >= 0.5 > max(r["mfu_max"] for v, r in rows.items() if v != "final")
+    )
+    assert rows["final"]["mfu_done_max"] < rows["causal"]["mfu_done_min"]
     assert all(r["mfu_foundry"] > r["mfu"] for r in rows.values())
 
 
