@@ -571,6 +571,39 @@ def overlap(
     )
 
 
+def check_attempts(r: dict[str, dict[str, float]]) -> None:
+    """Section 7's claims on the results rows (each over every repeat: min and max)."""
+    claim(r["eager"]["mfu_max"] < r["compile"]["mfu_min"] and not overlap(r["eager"], r["compile"]),
+          "compiling the baseline raises its MFU beyond the spread")  # fmt: skip
+    claim(
+        r["compile"]["mfu_max"] < r["compile_b8_bf16"]["mfu_min"],
+        "batch 8 and bf16 weights raise it",
+    )
+    claim(not overlap(r["compile_b8_bf16"], r["causal"]), "causal attention beats the spread")
+    claim(
+        r["compile"]["peak_gib"] < r["eager"]["peak_gib"] - 10,
+        "compiled, the peak falls by >10 GiB",
+    )
+    claim(
+        overlap(r["causal"], r["causal_b16"], 1, 2),
+        "batch 16's time per sequence overlaps batch 8's",
+    )
+    claim(all(r[v]["mfu_max"] < r["causal"]["mfu_min"] for v in ("causal_chunked", "causal_flex")),
+          "the chunked loss and flex attention are slower")  # fmt: skip
+    claim(
+        r["causal_chunked"]["peak_gib"] >= r["causal"]["peak_gib"],
+        "the chunked loss saves no memory",
+    )
+    for a, b in (("causal", "causal_s4096"), ("causal_s4096", "final")):
+        claim(r[a]["mfu_max"] < r[b]["mfu_min"], "longer sequences raise the goal's MFU")
+        claim(r[b]["mfu_done_max"] < r[a]["mfu_done_min"], "... and lower the work done")
+        claim(r[b]["tokens_max"] < r[a]["tokens_min"], "... and the tokens per second")
+    claim(r["final"]["mfu_min"] >= 0.5 > max(r[v]["mfu_max"] for v in ATTEMPTS if v != "final"),
+          "only final passes 0.50 by the goal's count")  # fmt: skip
+    claim(r["causal"]["mfu_done_min"] > 0.5 and r["causal"]["mfu_foundry_min"] > 0.5,
+          "causal passes 0.50 by the work done and by llm-foundry's count")  # fmt: skip
+
+
 def snapshot_at_peak(path: str) -> tuple[float, list[tuple[str, float]]]:
     """The memory snapshot's peak over the recorded step (GiB allocated during the step,
     on top of what was allocated before it), and what is alive then, in GiB, by the

@@ -137,6 +137,7 @@ def test_results_table():
         for v in m.ATTEMPTS
     }
     assert m.results_table(rows).count("\n") == len(m.ATTEMPTS) + 1
+    m.check_attempts(rows)  # the page's claims on these rows
     assert (
         rows["final"]["mfu"]
         > rows["causal"]["mfu"]
