@@ -557,7 +557,8 @@ def repeats_table(rows: Sequence[dict[str, float]]) -> str:
     head = "| measure | " + " | ".join(f"r{k}" for k in range(len(rows))) + " |"
     lines = [head, "|---|" + "--:|" * len(rows)]
     for key in rows[0]:
-        lines.append(f"| {key} | " + " | ".join(f"{r[key]:,.1f}" for r in rows) + " |")
+        cells = (f"{r[key]:,.0f}" if float(r[key]).is_integer() else f"{r[key]:,.1f}" for r in rows)
+        lines.append(f"| {key} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
