@@ -90,13 +90,13 @@ OPTIMIZERS = {
 # ---------------------------
 #
 # For a batch without padding, transformers 5.17 passes SDPA no mask and
-# ``is_causal=True`` in eager mode, so PyTorch can pick FlashAttention, which skips
-# the masked half of the scores and shares each key/value head among its 4 query
-# heads (``enable_gqa``). Under ``torch.compile`` it cannot tell whether a padding
-# mask hides something (``is_tracing`` is true), so it builds the causal mask as a
-# (batch, 1, seq, seq) tensor, copies every key/value head 4 times (``repeat_kv``)
-# and calls SDPA with that mask: FlashAttention takes no mask, so another kernel
-# computes all the scores. ``causal_sdpa`` is SDPA as eager mode calls it, for
+# ``is_causal=True`` in eager mode, so SDPA's fused kernel (cuDNN's, on this GPU)
+# skips the masked half of the scores and shares each key/value head among its 4
+# query heads (``enable_gqa``). Under ``torch.compile`` it cannot tell whether a
+# padding mask hides something (``is_tracing`` is true), so it builds the causal mask
+# as a (batch, 1, seq, seq) tensor, copies every key/value head 4 times
+# (``repeat_kv``) and calls SDPA with that mask: the cuDNN kernels then work through
+# the whole score matrix, masked, more than twice as long here. ``causal_sdpa`` is SDPA as eager mode calls it, for
 # inputs that are never padded (ours); registered under a name of its own, it gets
 # no mask from transformers at all.
 
@@ -153,9 +153,9 @@ def build_model(shape, device, weights, attention="sdpa", seq=SEQ):
 # Model FLOPs utilisation: 6 FLOPs per parameter per token (2 in the forward, 4 in
 # the backward) for every parameter but the embedding table, plus 12 x layers x
 # hidden x sequence for attention's two products, over the GPU's dense bf16 peak.
-# That is stricter than MosaicML's llm-foundry, which leaves the table out only when
-# it is not tied: tied, as here, the table is also the output projection, and
-# llm-foundry counts its work: 6 x all parameters + the same attention term.
+# That is stricter than the MFU of MosaicML's llm-foundry benchmarks, which counts
+# every parameter: tied, as here, the table is also the output projection, and its
+# work is real: 6 x all parameters + the same attention term.
 
 
 def flops_per_token(model, seq):

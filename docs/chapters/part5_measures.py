@@ -388,7 +388,9 @@ def compile_facts(tr: Trace) -> Facts:
     recasts = [
         i for i in in_backward if re.fullmatch(r"triton_poi_fused__to_copy_\d+", tr.name(int(i)))
     ]
+    casts = [n for n in names if re.fullmatch(r"triton_poi_fused__to_copy(_t)?_\d+", n)]
     return {
+        "single_casts": len(casts),
         "backward_casts": len(recasts),
         "attn_names": tuple(sorted({n for n in names if kernel_class(n) == "attention"})),
         "attn_ms": float(tr.dur_ns[np.array(attention, dtype=np.int64)].sum()) / 1e6,
@@ -405,6 +407,16 @@ def attention_facts(tr: Trace) -> Facts:
     rows = [int(i) for i in k if kernel_class(tr.name(int(i))) == "attention"]
     claim(all("flex_attention" in tr.name(i) for i in rows), "flex attention's kernels only")
     return {"attn_ms": float(tr.dur_ns[np.array(rows, dtype=np.int64)].sum()) / 1e6}
+
+
+def backward_kernels_window(tr: Trace, us: float) -> tuple[int, int]:
+    """A window of ``us`` on the GPU from the first kernel the backward launched (from any
+    thread): where the backward's kernels run, later than their launches."""
+    (b,) = tr.regions("backward")
+    k = _kernels(tr, _gpu_ops_launched_in(tr, b.start_ns, b.end_ns))
+    start = int(tr.ts_ns[k].min())
+    claim(start > b.start_ns, "the backward's kernels start after its region does")
+    return start - 20_000, start + int(us * 1e3)
 
 
 def kernel_class(name: str) -> str:
@@ -484,6 +496,13 @@ def mfu_done(results: dict[str, Any], timings: dict[str, Any]) -> float:
     causal kernel computes."""
     work = 6 * timings["params"] + 6 * LAYERS * HIDDEN * timings["seq"]
     return float(results["tokens_per_s"] * work / SPEC_FLOPS)
+
+
+def credit_pct(seq: int, params: int) -> float:
+    """The attention work the goal's count credits but a causal kernel skips (the masked
+    half, 6 x layers x hidden x seq FLOPs per token), in % of the work done."""
+    skipped = 6 * LAYERS * HIDDEN * seq
+    return 100 * skipped / (6 * params + skipped)
 
 
 def results_row(
