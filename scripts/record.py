@@ -17,6 +17,7 @@ recordings stamped::
     python scripts/record.py 05_llm_decode --variants loop_untuned_8b,logits_check_8b
     python scripts/record.py --stale           # only variants whose code or settings changed
     python scripts/record.py --shard 2/4       # the 2nd of 4 balanced parts of the queue
+    python scripts/record.py --older-than 2026-12-01T21:00 --max-min 8   # resume a full re-record
     python scripts/record.py --plan --shard 1/4   # what would run, and how long, without a GPU
     python scripts/record.py --plan --readme   # the full plan, written into README.md
     python scripts/record.py --retrim          # apply KEEP_* trimming to the recordings (no GPU)
@@ -26,7 +27,10 @@ function, all it reaches, and the settings ``VARIANTS`` gives it now) differs fr
 recordings. ``--shard K/N`` splits the queue of processes into N parts of about equal
 length (by the wall times the last recordings stamped, longest first), so that N one-GPU
 jobs together re-record everything; copying their ``docs/recordings`` over one another
-merges them. ``--plan`` prints the queue and its estimated time on 1, 2, 4 and 8 GPUs. ``--retrim``
+merges them. ``--older-than T`` keeps only the variants with a repeat recorded before T
+(UTC): a full re-record begun at T, resumed run after run until nothing is left, and
+``--max-min M`` takes of those only as many as fit M minutes (by the stamped wall
+times), so each run fits its time limit. ``--plan`` prints the queue and its estimated time on 1, 2, 4 and 8 GPUs. ``--retrim``
 applies the examples' current trimming settings (``KEEP_STEPS``, ``KEEP_PYTHON_STEPS``,
 ``KEEP_REGIONS``) to their recordings in place; it needs no GPU and no torch.
 """
@@ -46,13 +50,17 @@ sys.path.insert(0, str(ROOT / "docs" / "_ext"))
 from tracesite._source import RecordingError, load_definitions  # noqa: E402
 from tracesite.recorder import (  # noqa: E402
     DEFAULT_REPEATS,
+    PROCESS_START_S,
+    UNKNOWN_WALL_S,
     estimate_s,
     past_walls_s,
     plan,
     record_examples,
+    recorded_before,
     retrim,
     shard_of,
     stale_variants,
+    within_budget,
 )  # fmt: skip
 
 
@@ -166,6 +174,17 @@ def main(argv: list[str] | None = None) -> int:
         "--shard", type=parse_shard, help="K/N: the K-th of N balanced parts of the queue"
     )
     parser.add_argument(
+        "--older-than",
+        metavar="T",
+        help="only variants with a repeat recorded before T (ISO 8601, UTC), or missing repeats",
+    )
+    parser.add_argument(
+        "--max-min",
+        type=float,
+        metavar="M",
+        help="of the chosen variants, only the first that fit M minutes of recording",
+    )
+    parser.add_argument(
         "--plan", action="store_true", help="print the queue and its estimated time; record nothing"
     )
     parser.add_argument(
@@ -222,6 +241,31 @@ def main(argv: list[str] | None = None) -> int:
         for name, variants in only.items():
             print(
                 f"== {name}: {len(variants)} stale variant(s){': ' if variants else ''}{', '.join(variants)}"
+            )
+    if args.older_than:
+        only = {
+            s.stem: [
+                v
+                for v in recorded_before(s, args.older_than, repeats=args.repeats)
+                if only is None or v in only[s.stem]
+            ]
+            for s in scripts
+        }
+    if args.max_min is not None:
+        walls, left = past_walls_s(), args.max_min * 60
+        chosen: dict[str, list[str]] = {}
+        for s in scripts:
+            names = list(load_definitions(s)["VARIANTS"]) if only is None else only[s.stem]
+            chosen[s.stem] = within_budget(s.stem, names, left, walls, args.repeats)
+            left -= sum(
+                args.repeats * (PROCESS_START_S + walls.get((s.stem, v), UNKNOWN_WALL_S))
+                for v in chosen[s.stem]
+            )
+        only = chosen
+    if args.older_than or args.max_min is not None:
+        for name, variants in (only or {}).items():
+            print(
+                f"== {name}: {len(variants)} variant(s){': ' if variants else ''}{', '.join(variants)}"
             )
     if args.plan:
         lines = plan_lines(queue(scripts, only, args.repeats), args.shard)

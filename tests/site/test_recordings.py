@@ -562,6 +562,29 @@ def test_stale_only_and_shards_record_just_their_part_and_merge(tmp_path, monkey
         shutil.copytree(copy, merged, dirs_exist_ok=True)
     stamps = {(r.variant, r.repeat): r.env["recorded_at"] for r in record.iter_recordings(merged)}
     assert len(stamps) == 6 and record.check_examples(tmp_path, root=merged) == []
+    # A full re-record begun at a time, resumed: only what was recorded before it is left.
+    newest = max(stamps.values())
+    assert recorder.recorded_before(script, "2000-01-01T00:00", merged, repeats=2) == []
+    later = "2999-01-01T00:00"
+    assert recorder.recorded_before(script, later, merged, repeats=2) == [
+        "warm_a",
+        "warm_b",
+        "cold",
+    ]
+    assert recorder.recorded_before(script, newest, merged, repeats=3) == [
+        "warm_a",
+        "warm_b",
+        "cold",
+    ]
+
+
+def test_a_time_budget_takes_the_variants_that_fit_in_order():
+    walls = {("ex", "a"): 10.0, ("ex", "b"): 100.0, ("ex", "c"): 20.0}
+    start = recorder.PROCESS_START_S
+    fit = 3 * (start + 10) + 3 * (start + 20)  # a and c, not b
+    assert recorder.within_budget("ex", ["a", "b", "c"], fit, walls, repeats=3) == ["a", "c"]
+    assert recorder.within_budget("ex", ["a", "b", "c"], fit - 1, walls, repeats=3) == ["a"]
+    assert recorder.within_budget("ex", ["b"], 0, walls) == []
 
 
 def test_the_readme_quotes_the_recording_plan_of_the_current_recordings():

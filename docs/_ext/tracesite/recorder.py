@@ -268,6 +268,49 @@ def stale_variants(
     return stale
 
 
+def recorded_before(
+    source: Path, before: str, root: Path | None = None, repeats: int = DEFAULT_REPEATS
+) -> list[str]:
+    """The variants of the example at ``source`` with a repeat recorded before ``before``
+    (an ISO 8601 time in UTC, ``2026-12-01T21:00``) or fewer than ``repeats`` repeats: what
+    a full re-record begun at ``before`` has still to do, however many runs it takes."""
+    root = root or recordings_root()
+    source = Path(source).resolve()
+    variants = load_definitions(source).get("VARIANTS") or {}
+    cutoff = _dt.datetime.fromisoformat(before)
+    cutoff = cutoff if cutoff.tzinfo else cutoff.replace(tzinfo=_dt.timezone.utc)
+    left = []
+    for name in variants:
+        metas = [
+            json.loads(p.read_text(encoding="utf-8"))
+            for p in sorted((root / source.stem / name).glob(f"r*/{META}"))
+        ]
+        times = [_dt.datetime.fromisoformat(m["env"]["recorded_at"]) for m in metas]
+        if len(metas) < repeats or any(t < cutoff for t in times):
+            left.append(name)
+    return left
+
+
+def within_budget(
+    example: str,
+    variants: list[str],
+    budget_s: float,
+    walls: dict[tuple[str, str], float],
+    repeats: int = DEFAULT_REPEATS,
+) -> list[str]:
+    """Those of ``variants`` (taken in order, skipping any that no longer fits) whose
+    recording, ``repeats`` times each at the wall times the last recordings stamped, fits
+    in ``budget_s`` together."""
+    chosen, used = [], 0.0
+    for name in variants:
+        cost = repeats * (PROCESS_START_S + walls.get((example, name), UNKNOWN_WALL_S))
+        if used + cost > budget_s:
+            continue
+        chosen.append(name)
+        used += cost
+    return chosen
+
+
 def shard_of(estimates: list[float], shard: tuple[int, int]) -> list[int]:
     """Which of the processes (by index into ``estimates``, seconds each) shard ``k`` of ``n``
     runs, ``shard = (k, n)`` with ``1 <= k <= n``: the longest process first, each to the
