@@ -346,7 +346,9 @@ def loader_facts(tr: Trace) -> Facts:
         - np.maximum(tr.ts_ns[during], region.start_ns).sum()
     )
     (step,) = step_times(tr)
+    syncs = [int(i) for i in runtime if tr.name(int(i)) == "cudaStreamSynchronize"]
     return {
+        "sync_us": float(tr.dur_ns[syncs].sum()) / 1e3 if syncs else 0.0,
         "data_ms": (region.end_ns - region.start_ns) / 1e6,
         "gpu_busy_in_data_ms": busy / 1e6,
         "syncs": names["cudaStreamSynchronize"],
@@ -388,9 +390,10 @@ def compile_facts(tr: Trace) -> Facts:
     recasts = [
         i for i in in_backward if re.fullmatch(r"triton_poi_fused__to_copy_\d+", tr.name(int(i)))
     ]
-    casts = [n for n in names if re.fullmatch(r"triton_poi_fused__to_copy(_t)?_\d+", n)]
+    # the forward's and the loss's weight casts (transposed on the way: ``_to_copy_t_<n>``)
+    casts = [n for n in names if re.fullmatch(r"triton_poi_fused__to_copy_t_\d+", n)]
     return {
-        "single_casts": len(casts),
+        "weight_casts": len(casts) + len(recasts),
         "backward_casts": len(recasts),
         "attn_names": tuple(sorted({n for n in names if kernel_class(n) == "attention"})),
         "attn_ms": float(tr.dur_ns[np.array(attention, dtype=np.int64)].sum()) / 1e6,
@@ -409,14 +412,16 @@ def attention_facts(tr: Trace) -> Facts:
     return {"attn_ms": float(tr.dur_ns[np.array(rows, dtype=np.int64)].sum()) / 1e6}
 
 
-def backward_kernels_window(tr: Trace, us: float) -> tuple[int, int]:
-    """A window of ``us`` on the GPU from the first kernel the backward launched (from any
-    thread): where the backward's kernels run, later than their launches."""
+def recast_window(tr: Trace, us: float) -> tuple[int, int, int]:
+    """A window of ``us`` on the GPU around the first kernel of the backward that only casts
+    a weight to bf16 again (``triton_poi_fused__to_copy_<n>``), and that kernel's row."""
     (b,) = tr.regions("backward")
     k = _kernels(tr, _gpu_ops_launched_in(tr, b.start_ns, b.end_ns))
-    start = int(tr.ts_ns[k].min())
-    claim(start > b.start_ns, "the backward's kernels start after its region does")
-    return start - 20_000, start + int(us * 1e3)
+    casts = [int(i) for i in k if re.fullmatch(r"triton_poi_fused__to_copy_\d+", tr.name(int(i)))]
+    claim(len(casts) > 0, "the backward casts weights again")
+    first = min(casts, key=lambda i: int(tr.ts_ns[i]))
+    start = int(tr.ts_ns[first]) - 200_000
+    return start, start + int(us * 1e3), first
 
 
 def kernel_class(name: str) -> str:

@@ -106,9 +106,10 @@ def test_compile_per_repeat(k):
     assert causal["kernels"] == b16["kernels"] == final["kernels"] < cc["kernels"]
     assert cc["kernels"] < eager["step_kernels"] / 2 and 0 < cc["triton"] < cc["kernels"]
     assert cc["backward_casts"] == 7 * 16 + 1 and causal["backward_casts"] == 0
-    assert cc["single_casts"] == 2 * cc["backward_casts"] + 1  # forward, backward, and one more
-    lo, hi = m.backward_kernels_window(recs("compile")[k].trace(), 1500)
-    assert hi - lo == 1_520_000
+    assert cc["weight_casts"] == 2 * cc["backward_casts"]  # each weight: forward, backward
+    t = recs("compile")[k].trace()
+    lo, hi, cast = m.recast_window(t, 1500)
+    assert hi - lo == 1_500_000 and lo < t.ts_ns[cast] < hi
     assert causal["attn_ms"] < 0.5 * c8["attn_ms"]
     extra = set(causal["attn_names"]) - set(c8["attn_names"])
     assert extra and all("fmha_reduce_head" in n for n in extra)
