@@ -384,17 +384,18 @@ def compile_facts(tr: Trace) -> Facts:
     attention = [i for i, n in zip(k, names, strict=True) if kernel_class(n) == "attention"]
     claim(all("cudnn" in n for n in names if kernel_class(n) == "attention"), "cuDNN kernels")
     # Kernels that only cast (``triton_poi_fused__to_copy_<n>``) launched in the backward:
-    # under autocast, the compiled backward casts the fp32 weights to bf16 again.
+    # under autocast, each follows the GEMMs of a Linear and casts its weight's bf16
+    # gradient to fp32, the dtype of the weight (eager mode's ``ToCopyBackward0``).
     (b,) = tr.regions("backward")
     in_backward = _kernels(tr, _gpu_ops_launched_in(tr, b.start_ns, b.end_ns))
-    recasts = [
+    grad_casts = [
         i for i in in_backward if re.fullmatch(r"triton_poi_fused__to_copy_\d+", tr.name(int(i)))
     ]
-    # the forward's and the loss's weight casts (transposed on the way: ``_to_copy_t_<n>``)
+    # the forward's and the loss's weight casts to bf16 (transposed on the way: ``_to_copy_t_<n>``)
     casts = [n for n in names if re.fullmatch(r"triton_poi_fused__to_copy_t_\d+", n)]
     return {
-        "weight_casts": len(casts) + len(recasts),
-        "backward_casts": len(recasts),
+        "weight_casts": len(casts) + len(grad_casts),
+        "grad_casts": len(grad_casts),
         "attn_names": tuple(sorted({n for n in names if kernel_class(n) == "attention"})),
         "attn_ms": float(tr.dur_ns[np.array(attention, dtype=np.int64)].sum()) / 1e6,
         "kernels": step.kernels,
@@ -412,13 +413,13 @@ def attention_facts(tr: Trace) -> Facts:
     return {"attn_ms": float(tr.dur_ns[np.array(rows, dtype=np.int64)].sum()) / 1e6}
 
 
-def recast_window(tr: Trace, us: float) -> tuple[int, int, int]:
-    """A window of ``us`` on the GPU around the first kernel of the backward that only casts
-    a weight to bf16 again (``triton_poi_fused__to_copy_<n>``), and that kernel's row."""
+def grad_cast_window(tr: Trace, us: float) -> tuple[int, int, int]:
+    """A window of ``us`` on the GPU around the backward's first kernel that only casts a
+    weight's gradient to fp32 (``triton_poi_fused__to_copy_<n>``), and that kernel's row."""
     (b,) = tr.regions("backward")
     k = _kernels(tr, _gpu_ops_launched_in(tr, b.start_ns, b.end_ns))
     casts = [int(i) for i in k if re.fullmatch(r"triton_poi_fused__to_copy_\d+", tr.name(int(i)))]
-    claim(len(casts) > 0, "the backward casts weights again")
+    claim(len(casts) > 0, "the backward casts weights' gradients")
     first = min(casts, key=lambda i: int(tr.ts_ns[i]))
     start = int(tr.ts_ns[first]) - 200_000
     return start, start + int(us * 1e3), first

@@ -105,10 +105,10 @@ def test_compile_per_repeat(k):
     )
     assert causal["kernels"] == b16["kernels"] == final["kernels"] < cc["kernels"]
     assert cc["kernels"] < eager["step_kernels"] / 2 and 0 < cc["triton"] < cc["kernels"]
-    assert cc["backward_casts"] == 7 * 16 + 1 and causal["backward_casts"] == 0
-    assert cc["weight_casts"] == 2 * cc["backward_casts"]  # each weight: forward, backward
+    assert cc["grad_casts"] == 7 * 16 + 1 and causal["grad_casts"] == 0
+    assert cc["weight_casts"] == 2 * cc["grad_casts"]  # each weight: forward, backward
     t = recs("compile")[k].trace()
-    lo, hi, cast = m.recast_window(t, 1500)
+    lo, hi, cast = m.grad_cast_window(t, 1500)
     assert hi - lo == 1_500_000 and lo < t.ts_ns[cast] < hi
     assert causal["attn_ms"] < 0.5 * c8["attn_ms"]
     extra = set(causal["attn_names"]) - set(c8["attn_names"])
