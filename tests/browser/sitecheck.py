@@ -121,12 +121,13 @@ def launch(playwright):
 
 
 def list_pages(root: str | Path) -> list[str]:
-    """Every HTML page of the site, relative to ``root`` (theme templates excluded)."""
+    """Every HTML page of the site, relative to ``root`` (theme templates excluded, and the
+    recordings' downloads under ``traces/``, such as PyTorch's memory viewer page)."""
     root = Path(root)
     pages = []
     for path in sorted(root.rglob("*.html")):
         rel = path.relative_to(root).as_posix()
-        if rel.startswith(("_static/", "_sources/", "_images/", "_downloads/")):
+        if rel.startswith(("_static/", "_sources/", "_images/", "_downloads/", "traces/")):
             continue
         pages.append(rel)
     return pages
