@@ -50,8 +50,6 @@ sys.path.insert(0, str(ROOT / "docs" / "_ext"))
 from tracesite._source import RecordingError, load_definitions  # noqa: E402
 from tracesite.recorder import (  # noqa: E402
     DEFAULT_REPEATS,
-    PROCESS_START_S,
-    UNKNOWN_WALL_S,
     estimate_s,
     past_walls_s,
     plan,
@@ -147,6 +145,12 @@ def visible_gpus(count: int) -> list[str]:
     return ids[:count] if len(ids) >= count else [str(i) for i in range(count)]
 
 
+def announce(only: dict[str, list[str]], what: str) -> None:
+    """One line per example: how many of its variants were chosen, and which."""
+    for name, variants in only.items():
+        print(f"== {name}: {len(variants)} {what}{': ' if variants else ''}{', '.join(variants)}")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("examples", nargs="*", help="example stems; default: all")
@@ -182,7 +186,7 @@ def main(argv: list[str] | None = None) -> int:
         "--max-min",
         type=float,
         metavar="M",
-        help="of the chosen variants, only the first that fit M minutes of recording",
+        help="of the chosen variants, only as many as fit M minutes of recording",
     )
     parser.add_argument(
         "--plan", action="store_true", help="print the queue and its estimated time; record nothing"
@@ -238,10 +242,7 @@ def main(argv: list[str] | None = None) -> int:
             ]
             for s in scripts
         }
-        for name, variants in only.items():
-            print(
-                f"== {name}: {len(variants)} stale variant(s){': ' if variants else ''}{', '.join(variants)}"
-            )
+        announce(only, "stale variant(s)")
     if args.older_than:
         only = {
             s.stem: [
@@ -252,21 +253,13 @@ def main(argv: list[str] | None = None) -> int:
             for s in scripts
         }
     if args.max_min is not None:
-        walls, left = past_walls_s(), args.max_min * 60
-        chosen: dict[str, list[str]] = {}
-        for s in scripts:
-            names = list(load_definitions(s)["VARIANTS"]) if only is None else only[s.stem]
-            chosen[s.stem] = within_budget(s.stem, names, left, walls, args.repeats)
-            left -= sum(
-                args.repeats * (PROCESS_START_S + walls.get((s.stem, v), UNKNOWN_WALL_S))
-                for v in chosen[s.stem]
-            )
-        only = chosen
+        names = {
+            s.stem: list(load_definitions(s)["VARIANTS"]) if only is None else only[s.stem]
+            for s in scripts
+        }
+        only = within_budget(names, args.max_min * 60, past_walls_s(), args.repeats)
     if args.older_than or args.max_min is not None:
-        for name, variants in (only or {}).items():
-            print(
-                f"== {name}: {len(variants)} variant(s){': ' if variants else ''}{', '.join(variants)}"
-            )
+        announce(only or {}, "variant(s)")
     if args.plan:
         lines = plan_lines(queue(scripts, only, args.repeats), args.shard)
         print("\n".join(lines))

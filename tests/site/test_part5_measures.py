@@ -119,8 +119,8 @@ def test_compile_per_repeat(k):
 
 def test_account_per_repeat(k):
     r, f = recs("causal")[k], recs("final")[k]
-    a = m.account(r.trace(), str(r.trace_path), 2048)
-    b = m.account(f.trace(), str(f.trace_path), 8192)
+    a = m.account(r.trace(), str(r.trace_path), r.timings()["seq"])
+    b = m.account(f.trace(), str(f.trace_path), f.timings()["seq"])
     for x in (a, b):
         assert sum(x[f"pct_{c}"] for c in m.KERNEL_CLASSES) == pytest.approx(100)
         assert x["idle_pct"] < 2.5 and 15 < x["head_pct"] < 25

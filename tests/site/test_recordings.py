@@ -582,9 +582,10 @@ def test_a_time_budget_takes_the_variants_that_fit_in_order():
     walls = {("ex", "a"): 10.0, ("ex", "b"): 100.0, ("ex", "c"): 20.0}
     start = recorder.PROCESS_START_S
     fit = 3 * (start + 10) + 3 * (start + 20)  # a and c, not b
-    assert recorder.within_budget("ex", ["a", "b", "c"], fit, walls, repeats=3) == ["a", "c"]
-    assert recorder.within_budget("ex", ["a", "b", "c"], fit - 1, walls, repeats=3) == ["a"]
-    assert recorder.within_budget("ex", ["b"], 0, walls) == []
+    wanted = {"ex": ["a", "b", "c"]}
+    assert recorder.within_budget(wanted, fit, walls, repeats=3) == {"ex": ["a", "c"]}
+    assert recorder.within_budget(wanted, fit - 1, walls, repeats=3) == {"ex": ["a"]}
+    assert recorder.within_budget({"ex": ["b"], "other": []}, 0, walls) == {"ex": [], "other": []}
 
 
 def test_the_readme_quotes_the_recording_plan_of_the_current_recordings():

@@ -258,10 +258,7 @@ def stale_variants(
     variants = load_definitions(source).get("VARIANTS") or {}
     stale = []
     for name, (harness, params) in variants.items():
-        folder = root / source.stem / name
-        metas = [
-            json.loads(p.read_text(encoding="utf-8")) for p in sorted(folder.glob(f"r*/{META}"))
-        ]
+        metas = _repeat_metas(root / source.stem / name)
         want = code_hash(source, harness.__name__, params)
         if len(metas) < repeats or any(m.get("code_hash") != want for m in metas):
             stale.append(name)
@@ -281,33 +278,36 @@ def recorded_before(
     cutoff = cutoff if cutoff.tzinfo else cutoff.replace(tzinfo=_dt.timezone.utc)
     left = []
     for name in variants:
-        metas = [
-            json.loads(p.read_text(encoding="utf-8"))
-            for p in sorted((root / source.stem / name).glob(f"r*/{META}"))
-        ]
+        metas = _repeat_metas(root / source.stem / name)
         times = [_dt.datetime.fromisoformat(m["env"]["recorded_at"]) for m in metas]
         if len(metas) < repeats or any(t < cutoff for t in times):
             left.append(name)
     return left
 
 
+def _repeat_metas(folder: Path) -> list[dict[str, Any]]:
+    """The ``meta.json`` of each recorded repeat of one variant (its folder)."""
+    return [json.loads(p.read_text(encoding="utf-8")) for p in sorted(folder.glob(f"r*/{META}"))]
+
+
 def within_budget(
-    example: str,
-    variants: list[str],
+    variants: dict[str, list[str]],
     budget_s: float,
     walls: dict[tuple[str, str], float],
     repeats: int = DEFAULT_REPEATS,
-) -> list[str]:
-    """Those of ``variants`` (taken in order, skipping any that no longer fits) whose
-    recording, ``repeats`` times each at the wall times the last recordings stamped, fits
-    in ``budget_s`` together."""
-    chosen, used = [], 0.0
-    for name in variants:
-        cost = repeats * (PROCESS_START_S + walls.get((example, name), UNKNOWN_WALL_S))
-        if used + cost > budget_s:
-            continue
-        chosen.append(name)
-        used += cost
+) -> dict[str, list[str]]:
+    """Of ``variants`` (example -> variant names, taken in order, skipping any that no longer
+    fits), those whose recording, ``repeats`` times each at the wall times the last
+    recordings stamped, fits in ``budget_s`` together."""
+    chosen: dict[str, list[str]] = {}
+    used = 0.0
+    for example, names in variants.items():
+        chosen[example] = []
+        for name in names:
+            cost = repeats * (PROCESS_START_S + walls.get((example, name), UNKNOWN_WALL_S))
+            if used + cost <= budget_s:
+                chosen[example].append(name)
+                used += cost
     return chosen
 
 
