@@ -99,6 +99,7 @@ def lint(session: nox.Session) -> None:
         "docs/conf.py",
         "docs/_ext",
         "docs/cheatsheet_measures.py",
+        "docs/read_your_own_trace_measures.py",
         "docs/chapters",
         "docs/snippets",
     )

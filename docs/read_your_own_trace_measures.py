@@ -1,0 +1,530 @@
+"""The computations behind "Read your own trace" (docs/read-your-own-trace.md).
+
+The page runs every ``tracereader`` command it shows in a scratch folder (:data:`WORK`)
+that holds the bundled recordings under short names, so that each command reads as a
+reader would type it. After each command, a hidden cell calls this module's function for
+its section: it reads the command's JSON output (or the library's answer), asserts every
+claim the text makes about it and glues the numbers the text shows
+(:func:`tracesite.notebook.num` for numbers, :func:`tracesite.notebook.md` for text).
+The commands run on the first recorded repeat of each variant; claims the text makes in
+general are checked on every repeat, in loops here. Nothing here is typed by hand: every
+number is read from a recording or from a run made while the page is built.
+"""
+
+from __future__ import annotations
+
+import gzip
+import html
+import json
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from IPython.display import HTML, Markdown
+from tracesite import load, notebook
+from tracesite.html import FigureHTML, trace_links_html
+from tracesite.notebook import md, num
+
+import tracereader
+
+EXAMPLE = "01_matmul_add"
+# The commands run on the first recorded repeat of each variant; claims about the data
+# that the text makes in general are checked on every repeat.
+VARIANTS = {n: load(EXAMPLE, n) for n in ("64_bf16", "64_bf16_compile", "4096_bf16")}
+RECS = {n: v.rep for n, v in VARIANTS.items()}
+EAGER, COMPILED, BIG = "64_bf16.json.gz", "64_bf16_compile.json.gz", "4096_bf16.json.gz"
+#: Section 14's recording: one eager training step of the Part 5 example.
+TRAIN = load("06_train_step", "eager")
+#: Section 13's two ranks: a training job's traces that HTA ships as test data.
+HTA_SET = Path(tracereader.__file__).resolve().parents[2] / "tests" / "data" / "hta_2rank"
+#: The scratch folder the page works in (its commands' file names are relative to it).
+WORK = Path(tempfile.mkdtemp(prefix="tracereader-page-"))
+
+#: What each profiler option adds to the trace, as section 1's table says.
+ADDS = {
+    "none": "ops, runtime calls, your ranges",
+    "record_shapes": "input shapes, dtypes, strides in op args",
+    "profile_memory": "a `[memory]` instant per alloc and free",
+    "with_stack": "a `python_function` event per Python call",
+    "with_flops": "the same shape args (its formulas need them)",
+    "with_modules": "nothing, in eager mode",
+}
+
+
+def setup(downloads: str) -> None:
+    """Fill the scratch folder, make it the working directory and glue the page's opening
+    (``downloads``: the Markdown list of the site's downloads, which the build made).
+
+    Every subprocess the page starts (the CLI, and the reader's own ``subprocess.run`` in
+    section 8) reads the same tracereader that the page imported.
+    """
+    for name, r in RECS.items():
+        shutil.copyfile(r.trace_path, WORK / f"{name}.json.gz")
+    shutil.copytree(HTA_SET, WORK / "ranks", ignore=shutil.ignore_patterns("*.md"))
+    shutil.copyfile(TRAIN.rep.trace_path, WORK / "eager.json.gz")
+    here = str(Path(tracereader.__file__).parents[1])
+    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (here, os.environ.get("PYTHONPATH")) if p)
+    os.chdir(WORK)  # file names on this page are relative to the scratch folder
+
+    md("downloads", downloads)
+    first = RECS["64_bf16"]
+    assert all(r.env["gpu"] == first.env["gpu"] for r in RECS.values())
+    md("stamp", first.stamp_line())
+    md("gpu", first.env["gpu"])
+
+
+def tracereader_cli(*args: str, show: bool = True, status: int = 0) -> Any:
+    """Run ``tracereader ARGS`` in the scratch folder; print it like a terminal."""
+    return notebook.tracereader_cli(*args, cwd=WORK, show=show, status=status)
+
+
+def cli_json(*args: str) -> Any:
+    """What ``tracereader ARGS --format json`` prints, parsed."""
+    return json.loads(tracereader_cli(*args, "--format", "json", show=False).stdout)
+
+
+# --------------------------------------------------------------------------- 1. Record
+
+
+def options(profile_training: Callable[..., Any]) -> dict[str, dict[str, Any]]:
+    """Section 1: the reader's trace (``mine.json.gz``), then the recipe run once per
+    profiler option; asserts what each option adds, as the table and the text say."""
+    mine = tracereader.load(WORK / "mine.json.gz")
+    assert (WORK / "mine.json.gz").read_bytes()[:2] == b"\x1f\x8b"  # gzip, as the name asked
+    names = [s.name for s in mine.steps]
+    md("mine_steps", ", ".join(f"`{n}`" for n in names))
+    assert names == ["ProfilerStep#2", "ProfilerStep#3", "ProfilerStep#4"], names
+    assert {r.name for r in mine.regions("forward")} == {"forward"}
+    assert len(mine.regions("forward")) == 3
+
+    runs = {}
+    for opt in ADDS:
+        path = WORK / f"mine_{opt}.json.gz"
+        p = profile_training(path, device="cpu", **({} if opt == "none" else {opt: True}))
+        with gzip.open(path) as f:
+            raw = json.loads(f.read())
+        tr = tracereader.load(path)
+        cpu_ops = [e for e in raw["traceEvents"] if e.get("cat") == "cpu_op"]
+        runs[opt] = {
+            "kib": path.stat().st_size / 1024,
+            "events": len(tr),
+            "instants": tr.n_instants,
+            "python_pct": 100 * float(np.mean(tr.kind == tracereader.Kind.PYTHON)),
+            "arg_keys": {k for e in cpu_ops for k in e.get("args", {})},
+            "instant_names": {
+                e["name"] for e in raw["traceEvents"] if e.get("cat") == "cpu_instant_event"
+            },
+            "findings": {f.check: f for f in tracereader.validate(tr)},
+            "table": p.key_averages().table(row_limit=1),
+            "flops_args": [e for e in raw["traceEvents"] if "flops" in e.get("args", {})],
+        }
+    base = runs["none"]
+    # Each option announces itself in the file, and `tracereader validate` reads it.
+    for opt, r in runs.items():
+        if opt != "none":
+            assert opt in r["findings"]["options"].message, opt
+    # What each row of the table says it adds:
+    shapes, memory, stack = runs["record_shapes"], runs["profile_memory"], runs["with_stack"]
+    flops, modules = runs["with_flops"], runs["with_modules"]
+    assert "Input Dims" in shapes["arg_keys"] and "Input Dims" not in base["arg_keys"]
+    assert shapes["events"] == base["events"]
+    assert memory["instants"] > base["instants"]
+    assert memory["instant_names"] == {"[memory]"} and not base["instant_names"]
+    assert stack["events"] > 2 * base["events"]
+    assert stack["python_pct"] > 50 and stack["findings"]["python"].level == "warn"
+    assert stack["kib"] == max(r["kib"] for r in runs.values())
+    assert "Input Dims" in flops["arg_keys"] and flops["events"] == base["events"]
+    flops_col = re.search(r"Total [KMGTP]?FLOPs", flops["table"])
+    assert flops_col and "FLOPs" not in base["table"]
+    md("flops_col", f"`{flops_col.group(0)}`")
+    assert flops["flops_args"] == []  # the estimates are not written into the trace
+    assert modules["arg_keys"] == base["arg_keys"]
+    assert (modules["events"], modules["instants"]) == (base["events"], base["instants"])
+    num("stack_x", stack["events"] / base["events"])
+    num("stack_kib_x", stack["kib"] / base["kib"])
+    num("stack_pct", stack["python_pct"])
+    num("mem_instants", memory["instants"] - base["instants"])
+    return runs
+
+
+def options_table(runs: dict[str, dict[str, Any]]) -> Any:
+    """Section 1's table: what each option added to the trace, as Markdown."""
+    base = runs["none"]
+    rows = "\n".join(
+        f"| {'(none)' if o == 'none' else f'`{o}`'} | {ADDS[o]} | {r['events']:,} "
+        f"| {r['instants'] - base['instants']:,} | {r['python_pct']:.0f} | {r['kib']:.1f} |"
+        for o, r in runs.items()
+    )
+    return Markdown(
+        "| option | adds to the trace | events | extra instants | % Python | KiB (gzip) |\n"
+        "|:---|:---|---:|---:|---:|---:|\n" + rows
+    )
+
+
+def links(name: str) -> Any:
+    """The recording's stamp, its download link and its Perfetto button."""
+    rec = RECS[name]
+    return HTML(
+        f'<div class="tr-recording"><p class="tr-stamp">{html.escape(rec.stamp_line())}</p>'
+        + trace_links_html(rec.trace_url(""), rec.trace_bytes, f"{rec.example} {rec.name}")
+        + "</div>"
+    )
+
+
+# --------------------------------------------------------------------------- 3. summary
+
+
+def check_verdicts(step_times: list[dict[str, Any]]) -> None:
+    """Each step's verdict follows the rule the text gives: overhead-bound when the GPU was
+    busy for less than half the step's CPU time, else compute-bound."""
+    for st in step_times:
+        frac = st["gpu_busy_us"] / st["cpu_us"]
+        rule = "overhead-bound" if frac < 0.5 else "compute-bound"
+        assert st["verdict"] == rule, (
+            f"{st['name']}: GPU busy for {100 * frac:.1f} % of its CPU time reads {rule}, "
+            f"not {st['verdict']}"
+        )
+
+
+def summary_facts() -> dict[str, Any]:
+    """Section 3: ``summary`` of the 64x64 recording (and of the 4096x4096 one); returns
+    the JSON the later sections compare with."""
+    s = cli_json("summary", EAGER)
+    lib = tracereader.summary(tracereader.load(WORK / EAGER))
+    # the CLI prints the library's dict
+    assert s == json.loads(json.dumps({**lib, "source": s["source"]}))
+    num("events", s["events"])
+    num("duration", s["duration_us"])
+    num("busy", s["gpu_busy_us"])
+    num("busy_pct", 100 * s["gpu_busy_us"] / s["duration_us"])
+    num("l2s_med", s["launch_to_start_us_median"])
+    num("n_gpu_ops", s["gpu_ops"])
+    num("n_steps", len(s["steps"]))
+    assert s["linked_gpu_ops"] == s["gpu_ops"]
+    assert s["issuer_methods"]["external_id"] == s["gpu_ops"]
+    assert set(s["launch_apis"]) == {"cudaLaunchKernel", "cuLaunchKernelEx"}
+    assert s["graph_launches"] == 0 and s["cpu_threads"] == 1 and s["gpu_streams"] == 1
+    check_verdicts(s["step_times"])
+    assert all(st["verdict"] == "overhead-bound" for st in s["step_times"])
+    num("max_step_pct", max(100 * st["gpu_busy_us"] / st["cpu_us"] for st in s["step_times"]))
+    assert all(st["gpu_busy_us"] <= st["cpu_us"] for st in s["step_times"])
+    big = cli_json("summary", BIG)
+    check_verdicts(big["step_times"])
+    big_pct = [100 * st["gpu_busy_us"] / st["cpu_us"] for st in big["step_times"]]
+    md("big_pcts", ", ".join(f"{p:.0f} %" for p in big_pct))
+    md("big_verdicts", ", ".join(st["verdict"] for st in big["step_times"]))
+    assert big["step_times"][-1]["verdict"] == "compute-bound"
+    assert max(big_pct) > 100  # GPU work launched in a step outlasts the step's CPU span
+    return dict(s)
+
+
+# --------------------------------------------------------------------------- 4-6.
+
+
+def kernels_facts(s: dict[str, Any], summary_out: str) -> tuple[list[dict[str, Any]], str]:
+    """Section 4: ``kernels``; returns its rows and the add kernel's full name."""
+    k = cli_json("kernels", EAGER)
+    assert k == tracereader.kernel_table(tracereader.load(WORK / EAGER)).to_records()
+    gemm_row = next(r for r in k if r["name"].startswith("nvjet"))
+    num("gemm_pct", gemm_row["pct"])
+    num("gemm_med", gemm_row["median_us"])
+    assert k[0] is gemm_row and abs(sum(r["pct"] for r in k) - 100) < 1e-6
+    assert all(r["calls"] == len(s["steps"]) for r in k)
+    add_full = next(str(r["name"]) for r in k if "elementwise" in r["name"])
+    assert add_full.startswith("void at::native::") and "at::native" not in summary_out
+    kernels_text = tracereader_cli("kernels", EAGER, show=False).stdout
+    assert "vectorized_elementwise_kernel<CUDAFunctor_add<BFloat16>>" in kernels_text
+    assert add_full not in kernels_text
+    md("add_full", f"`{add_full}`")
+    k2 = cli_json("kernels", EAGER, "--step", s["steps"][0].split("#")[1])
+    assert [r["calls"] for r in k2] == [1, 1]
+    return list(k), add_full
+
+
+def ops_facts(k: list[dict[str, Any]]) -> None:
+    """Section 5: ``ops``, self and total CPU and GPU time."""
+    o = {r["name"]: r for r in cli_json("ops", EAGER)}
+    mm, matmul = o["aten::mm"], o["aten::matmul"]
+    assert mm["self_gpu_us"] == mm["total_gpu_us"] > 0
+    assert matmul["self_gpu_us"] == 0 and matmul["total_gpu_us"] == mm["total_gpu_us"]
+    assert abs(o["matmul_add"]["total_gpu_us"] - sum(r["total_us"] for r in k)) < 1e-6
+    assert o["cuLaunchKernelEx"]["total_gpu_us"] == 0 and o["cudaDeviceSynchronize"]["calls"] == 1
+    num("mm_gpu", mm["self_gpu_us"])
+    num("matmul_self_cpu", matmul["self_cpu_us"])
+    num("matmul_total_cpu", matmul["total_cpu_us"])
+
+
+def check_launch_sum(per_op: list[dict[str, Any]]) -> None:
+    """launch-to-start = call cost + queue delay, for every GPU op (to the JSON's rounding)."""
+    for r in per_op:
+        total = r["call_us"] + r["queue_delay_us"]
+        assert abs(r["launch_to_start_us"] - total) < 2e-3, (
+            f"{r['name']}: launch-to-start {r['launch_to_start_us']} µs is not "
+            f"call {r['call_us']} µs + queue delay {r['queue_delay_us']} µs"
+        )
+
+
+def launches_facts() -> None:
+    """Section 6: ``launches`` and ``launches --ops``; the queue delays on every repeat, and
+    the two launch APIs' cost in Part 1's interleaved recording."""
+    lt = {r["api"]: r for r in cli_json("launches", EAGER)}
+    per_op = cli_json("launches", EAGER, "--ops")
+    check_launch_sum(per_op)
+    num("ex_qd", lt["cuLaunchKernelEx"]["queue_delay_us_median"])
+    num("ex_call", lt["cuLaunchKernelEx"]["call_us_median"])
+    num("rt_call", lt["cudaLaunchKernel"]["call_us_median"])
+    num("n_ops", len(per_op))
+    # On every repeat: each kernel starts within a few µs of its launch call's return.
+    qd = [
+        abs(r["queue_delay_us"])
+        for rep in VARIANTS["64_bf16"].repeats
+        for r in tracereader.launches(rep.trace()).to_records()
+    ]
+    num("qd_max", max(qd))
+    assert max(qd) < 5
+    # The two launches with more calls: Part 1's interleaved recording, inside its eager
+    # calls only (the same GEMM and add every time), 24 calls of each per process.
+    ratios = []
+    spans: list[tuple[int, int]] = []
+    for rep in load(EXAMPLE, "interleaved_64").repeats:
+        t = rep.trace()
+        spans = [
+            (int(t.ts_ns[i]), int(t.ts_ns[i] + t.dur_ns[i]))
+            for i in t.where(name="eager", kind=tracereader.Kind.USER_ANNOTATION)
+        ]
+        med = {
+            api: float(
+                np.median(np.concatenate([t.dur_ns[t.where(name=api, within=w)] for w in spans]))
+            )
+            for api in ("cuLaunchKernelEx", "cudaLaunchKernel")
+        }
+        ratios.append(med["cuLaunchKernelEx"] / med["cudaLaunchKernel"])
+    num("api_ratio", float(np.median(ratios)))
+    num("api_ratio_lo", min(ratios))
+    num("api_ratio_hi", max(ratios))
+    num("n_interleaved", len(ratios))
+    num("n_eager_calls", len(spans))
+    assert min(ratios) > 1  # the GEMM's launch cost more than the add's in every process
+
+
+# --------------------------------------------------------------------------- 7. gaps
+
+
+def gaps_facts(s: dict[str, Any]) -> dict[str, Any]:
+    """Section 7: ``gaps``, their causes, and the shares of ``nothing recorded`` over every
+    repeat; returns the JSON."""
+    g = cli_json("gaps", EAGER)
+    causes = {r["cause"]: r for r in g["by_cause"]}
+    top = g["gaps"][0]
+    num("n_gaps", len(g["gaps"]))
+    num("idle_total", sum(x["gap_us"] for x in g["gaps"]))
+    num("top_gap", top["gap_us"])
+    md("top_cause_event", f"`{top['cause_name']}`")
+    num("top_nothing", top["breakdown_us"]["nothing recorded"])
+    num("nothing_pct", causes["nothing recorded"]["pct"])
+    assert len(g["gaps"]) == s["gpu_ops"] - 1  # the GPU idled between every two kernels
+    assert top["cause"] in {"launch", "nothing recorded"}  # the event it names is glued in
+    md("top_cause", f"`{top['cause']}`")
+    assert {x["cause"] for x in g["gaps"] if "elementwise" in x["next_op_name"]} == {"launch"}
+    launch_events = {"aten::add", "aten::mm", "cudaLaunchKernel", "cuLaunchKernelEx"}
+    assert {x["cause_name"] for x in g["gaps"] if x["cause"] == "launch"} <= launch_events
+    assert not {"sync", "python"} & set(causes)
+    shares = []
+    for rep in VARIANTS["64_bf16"].repeats:  # the same reading holds on every repeat
+        gs = [x.to_dict(rep.trace()) for x in tracereader.gaps(rep.trace())]
+        assert len(gs) == s["gpu_ops"] - 1
+        assert {x["cause"] for x in gs if "elementwise" in x["next_op_name"]} == {"launch"}
+        before_gemm = {x["cause"] for x in gs if x["next_op_name"].startswith("nvjet")}
+        assert before_gemm <= {"launch", "nothing recorded"}
+        longest = max(gs, key=lambda x: x["gap_us"])
+        assert longest["next_op_name"].startswith("nvjet")  # the GEMMs wait longest
+        idle = sum(x["gap_us"] for x in gs)
+        nothing = sum(x["breakdown_us"].get("nothing recorded", 0) for x in gs)
+        shares.append(100 * nothing / idle)
+    num("nothing_pct_lo", min(shares))
+    num("nothing_pct_hi", max(shares))
+    assert min(shares) > 25
+    return dict(g)
+
+
+# --------------------------------------------------------------------------- 8-10.
+
+
+def bad_input() -> None:
+    """Section 8: three bad inputs, each exit status 2 and one line on stderr."""
+    (WORK / "notes.txt").write_text("not a trace\n")
+    bad = [
+        tracereader_cli(*args, status=2)
+        for args in (
+            ("summary", "notes.txt"),
+            ("summary", "missing.json.gz"),
+            ("kernels", EAGER, "--step", "9"),
+        )
+    ]
+    assert all(len(b.stderr.splitlines()) == 1 and not b.stdout for b in bad)
+
+
+def compare_facts(k: list[dict[str, Any]]) -> None:
+    """Section 9: ``compare``, eager against compiled."""
+    c = cli_json("compare", EAGER, COMPILED, "--labels", "eager,compiled")
+    m = {r["metric"]: r for r in c["metrics"]}
+    kernels, ops, cpu = m["kernels per step"], m["GPU ops per step"], m["CPU time per step (us)"]
+    num("k_e", kernels["eager"])
+    num("k_c", kernels["compiled"])
+    num("ops_c", ops["compiled"])
+    num("cpu_e", cpu["eager"])
+    num("cpu_c", cpu["compiled"])
+    num("cpu_x", cpu["compiled"] / cpu["eager"])
+    assert kernels["compiled"] < kernels["eager"]
+    assert ops["compiled"] == ops["eager"]
+    assert any("badd" in n for n in c["only_b"])
+    assert any(n.startswith("Memcpy DtoD") for n in c["only_b"])
+    assert sorted(c["only_a"]) == sorted(r["name"] for r in k)
+
+
+def validate_facts() -> None:
+    """Section 10: ``validate`` passes every check on the 64x64 recording."""
+    v = cli_json("validate", EAGER)
+    assert all(f["level"] == "ok" for f in v)
+    assert [f["check"] for f in v] == [
+        "parser", "versions", "options", "counts", "python", "gpu", "zero_dur", "overlap",
+        "last_step",
+    ]  # fmt: skip
+
+
+def after_last_step(tr: tracereader.Trace) -> set[str]:
+    """The names of the events recorded after the trace's last step (annotations aside)."""
+    last = tr.steps[-1]
+    later = (tr.ts_ns >= last.end_ns) & (tr.kind != tracereader.Kind.OTHER)
+    return {tr.name(int(i)) for i in np.flatnonzero(later)}
+
+
+def cpu_only_facts() -> None:
+    """Section 10: ``validate`` on section 1's CPU-only trace, the counter-example."""
+    w = cli_json("validate", "mine_none.json.gz")
+    warned = [f["check"] for f in w if f["level"] != "ok"]
+    # A CPU build of torch writes no CUDA versions; a CUDA build writes them even here.
+    assert "gpu" in warned and set(warned) <= {"versions", "gpu"}, warned
+    md("cpu_only_warned", "Two warnings" if "versions" in warned else "One warning")
+    messages = {f["check"]: f["message"] for f in w}
+    assert "CPU-only" in messages["gpu"]
+    assert "cannot show a cut-off step" in messages["last_step"]
+    # The last-step check needs something recorded after the last step. A GPU trace has
+    # the profiler's closing cudaDeviceSynchronize there; the CPU-only trace has nothing.
+    assert "cudaDeviceSynchronize" in after_last_step(tracereader.load(WORK / EAGER))
+    assert after_last_step(tracereader.load(WORK / "mine_none.json.gz")) == set()
+
+
+# --------------------------------------------------------------------------- 11-12.
+
+
+def render_facts(shown: subprocess.CompletedProcess[str]) -> str:
+    """Section 11: what ``render`` printed, the file's name and its alt text; returns the alt."""
+    out_name, alt = shown.stdout.splitlines()
+    assert out_name == "step.png" and (WORK / "step.png").read_bytes()[:4] == b"\x89PNG"
+    assert "2 kernels" in alt and "2 arrows" in alt and "GPU idle gap" in alt
+    return alt
+
+
+def render_figure(s: dict[str, Any], last_step: str, alt: str) -> FigureHTML:
+    """Section 11's picture: the step that ``render`` drew, drawn by the library."""
+    return FigureHTML(
+        tracereader.timeline(tracereader.load(WORK / EAGER), step=int(last_step)),
+        alt=alt,
+        caption=f"{s['steps'][-1]} as tracereader render draws it: the CPU thread on top, "
+        "the GPU stream below, an arrow from each launch call to its kernel, the idle gap "
+        "shaded.",
+    )
+
+
+def python_facts(
+    facts: dict[str, Any],
+    longest: tracereader.Gap,
+    trace: tracereader.Trace,
+    kt: tracereader.Table,
+    fig: Any,
+    s: dict[str, Any],
+    g: dict[str, Any],
+    alt: str,
+    add_full: str,
+) -> None:
+    """Section 12: the library's answers are the CLI's (``s``, ``g``, ``alt``, ``add_full``)."""
+    assert facts["gpu_busy_us"] == s["gpu_busy_us"]
+    assert longest.to_dict(trace) == g["gaps"][0]
+    drawn: Any = tracereader.timeline(trace, step=s["steps"][-1])
+    assert drawn.tracereader_alt == alt  # what render drew
+    assert kt.to_records()[1]["name"] == add_full
+    info = fig.tracereader_info  # what the caption and the comment say was drawn
+    assert info["counts"]["synchronize calls"] == 1 and info["counts"]["kernels"] == 6
+    assert len(info["gaps"]) == len(g["gaps"]) and len(trace.steps) == 3
+
+
+# --------------------------------------------------------------------------- 13-14.
+
+
+def ranks_facts() -> None:
+    """Section 13: ``summary ranks/``, and HTA's numbers with ``--drop-last-step``."""
+    r = cli_json("summary", "ranks/")
+    r0, r1 = r["ranks"]
+    num("r_ov0", r0["overlap_pct"])
+    num("r_ov1", r1["overlap_pct"])
+    num("r_idle0", 100 * r0["idle_us"] / r0["span_us"])
+    slow = r["steps"][-1]
+    md("r_slow_step", slow["step"])
+    num("r_slow", slow["slowest_rank"])
+    num("r_behind", slow["behind_us"])
+    h = {x["rank"]: x for x in cli_json("summary", "ranks/", "--drop-last-step")["ranks"]}
+    assert (h[0]["idle_us"], h[0]["comp_us"], round(h[0]["overlap_pct"], 2)) == (
+        321378, 106252, 11.81,
+    )  # fmt: skip
+    assert (h[1]["idle_us"], h[1]["comp_us"], round(h[1]["overlap_pct"], 2)) == (
+        328671, 135548, 20.05,
+    )  # fmt: skip
+    assert r0["overlap_pct"] < r1["overlap_pct"] and r0["idle_us"] > r0["busy_us"]
+    assert slow["slowest_rank"] == 1 and slow["behind_us"] > 0
+    lib = tracereader.rank_summary(tracereader.load_ranks(WORK / "ranks"))
+    assert lib.ranks.to_records() == r["ranks"]
+
+
+PHASES = ["data", "forward", "loss", "backward", "optimizer"]
+
+
+def check_regions(tr: tracereader.Trace) -> dict[str, float]:
+    """Section 14's claims on one training step: the backward's GPU time, the thread its
+    launches came from, and what ``ops`` sees of it. Returns the glued numbers, in µs."""
+    rows = {r.name: r for r in tracereader.region_times(tr)}
+    assert list(rows) == PHASES, f"expected the regions {PHASES}, found {list(rows)}"
+    fwd, bwd = rows["forward"], rows["backward"]
+    assert bwd.gpu_busy_us > 2 * fwd.gpu_busy_us  # the backward does about twice the work
+    region = tr.regions("backward")[0]
+    main = tr.lane[region.event]
+    ln = tracereader.link(tr)
+    calls = [int(i) for i in ln.launch_calls if region.start_ns <= tr.ts_ns[i] < region.end_ns]
+    on_main = [i for i in calls if tr.lane[i] == main]
+    # all from another thread but one: the fill of the loss's gradient, where backward starts
+    assert len(calls) > 100
+    assert [tr.name(int(ln.issuer[i])) for i in on_main] == ["aten::fill_"]
+    ops_bwd = next(r for r in tracereader.op_table(tr).to_records() if r["name"] == "backward")
+    assert ops_bwd["total_gpu_us"] < 0.01 * bwd.gpu_busy_us  # `ops` sees almost none of it
+    return {
+        "bwd_us": bwd.gpu_busy_us,
+        "fwd_us": fwd.gpu_busy_us,
+        "ops_bwd_us": float(ops_bwd["total_gpu_us"]),
+    }
+
+
+def regions_facts() -> None:
+    """Section 14: ``regions`` on one eager training step; the claims on every repeat, the
+    numbers from the first (the one the command read)."""
+    for k, rep in enumerate(TRAIN.repeats):  # the same reading on every repeat
+        f = check_regions(rep.trace())
+        if k == 0:
+            num("tr_bwd_ms", f["bwd_us"] / 1e3)
+            num("tr_fwd_ms", f["fwd_us"] / 1e3)
+            num("tr_ops_bwd_us", f["ops_bwd_us"])
