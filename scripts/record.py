@@ -47,10 +47,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "docs" / "_ext"))
 
-from tracesite._source import RecordingError, load_definitions  # noqa: E402
+from tracesite._source import RecordingError, find_examples  # noqa: E402
+from tracesite.recordings import plan_settings  # noqa: E402
 from tracesite.recorder import (  # noqa: E402
     DEFAULT_REPEATS,
     estimate_s,
+    load_example,
     past_walls_s,
     plan,
     record_examples,
@@ -81,14 +83,13 @@ def queue(
     walls = past_walls_s()
     out = []
     for script in scripts:
-        ns = load_definitions(script)
-        chosen = (
-            list(ns["VARIANTS"]) if only is None or script.stem not in only else only[script.stem]
-        )
+        variants = load_example(script)
+        chosen = list(variants) if only is None or script.stem not in only else only[script.stem]
         if not chosen:
             continue
-        cold = tuple(c for c in ns.get("COLD_VARIANTS", ()) if c in chosen)
-        for jobs in plan({v: ns["VARIANTS"][v] for v in chosen}, cold, repeats):
+        settings = plan_settings(script.stem)
+        cold = tuple(c for c in settings["cold_variants"] if c in chosen)
+        for jobs in plan({v: variants[v] for v in chosen}, cold, repeats):
             out.append((estimate_s(script.stem, jobs, walls), script.stem, jobs))
     return out
 
@@ -201,7 +202,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     if args.retrim:
-        chosen = sorted((ROOT / "examples").glob("[0-9][0-9]_*.py"))
+        chosen = find_examples(ROOT / "examples")
         chosen = [s for s in chosen if not args.examples or s.stem in args.examples]
         for name, size in retrim(chosen).items():
             print(f"{name:>16}  {size / 1e6:5.2f} MB of traces")
@@ -211,7 +212,7 @@ def main(argv: list[str] | None = None) -> int:
     except ImportError:
         print("record: torch is not installed here", file=sys.stderr)
         return 2
-    scripts = sorted((ROOT / "examples").glob("[0-9][0-9]_*.py"))
+    scripts = find_examples(ROOT / "examples")
     if args.examples:
         unknown = set(args.examples) - {s.stem for s in scripts}
         if unknown:
@@ -223,7 +224,7 @@ def main(argv: list[str] | None = None) -> int:
         names = [v for v in args.variants.split(",") if v]
         only = {}
         for script in scripts:
-            have = load_definitions(script)["VARIANTS"]
+            have = load_example(script)
             only[script.stem] = [v for v in names if v in have]
         missing = set(names) - {v for vs in only.values() for v in vs}
         if missing:
@@ -254,7 +255,7 @@ def main(argv: list[str] | None = None) -> int:
         }
     if args.max_min is not None:
         names = {
-            s.stem: list(load_definitions(s)["VARIANTS"]) if only is None else only[s.stem]
+            s.stem: list(load_example(s)) if only is None else only[s.stem]
             for s in scripts
         }
         only = within_budget(names, args.max_min * 60, past_walls_s(), args.repeats)

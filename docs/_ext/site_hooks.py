@@ -22,7 +22,9 @@ def reset_example(gallery_conf, fname):
     the example's path for :func:`tracesite.replayer` (sphinx-gallery defines no
     ``__file__`` inside an example)."""
     warnings.resetwarnings()
-    tracesite.gallery.CURRENT_EXAMPLE = DOCS.parent / "examples" / Path(fname).name
+    # sphinx-gallery names the script within its sub-gallery; story names are unique.
+    found = sorted((DOCS.parent / "examples").rglob(Path(fname).name))
+    tracesite.gallery.CURRENT_EXAMPLE = found[0] if found else None
     try:
         import torch
     except ImportError:

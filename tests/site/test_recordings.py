@@ -41,6 +41,22 @@ def write(tmp_path: Path, text: str, name: str = "01_thing.py") -> Path:
     return path
 
 
+def write_plan(root: Path, **examples: dict) -> None:
+    """The recordings' plan (``plan.json``) for the examples given as keywords."""
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "plan.json").write_text(json.dumps(examples), encoding="utf-8")
+
+
+#: TINY's variant "cold" runs alone in its process, whatever the example is called.
+TINY_PLAN = {f"{n:02d}_tiny": {"cold_variants": ["cold"]} for n in range(9, 13)}
+
+
+def defining(examples: Path, code: str) -> Path:
+    """The one example script under ``examples`` that holds ``code``."""
+    (found,) = [p for p in sorted(examples.rglob("*.py")) if code in p.read_text()]
+    return found
+
+
 def test_hash_ignores_prose_and_unreached_code(tmp_path):
     base = record.code_hash(write(tmp_path, EXAMPLE), "profile_thing", {"size": 4})
     prose = EXAMPLE.replace("Helper docstring.", "Reworded.").replace("# a comment", "# other")
@@ -93,15 +109,14 @@ def test_recordings_are_fresh_stamped_and_repeated():
 
 
 def test_cold_variants_ran_alone_in_their_process():
-    ns = record.load_definitions(ROOT / "examples" / "01_matmul_add.py")
-    for name in ns["COLD_VARIANTS"]:
+    for name in record.plan_settings("01_matmul_add")["cold_variants"]:
         for rec in record.load("01_matmul_add", name).repeats:
             assert rec.meta["process"]["variants_in_it"] == [name]
 
 
 #: Bytes of gzipped traces each example may keep (R5). An eager training step of the
 #: 1.24 B model is about 26,000 events (0.5 MB gzipped), so 06 trims most of its
-#: variants to the regions its page reads (``KEEP_REGIONS``) and still needs the most.
+#: variants to the regions its page reads (the plan's ``keep_regions``) and still needs the most.
 TRACE_BUDGET = {"05_llm_decode": 3_500_000, "06_train_step": 7_800_000}
 TRACE_BUDGET_OTHER = 600_000
 
@@ -115,13 +130,13 @@ def test_recordings_stay_small():
         for name, size in by_example.items()
         if size > TRACE_BUDGET.get(name, TRACE_BUDGET_OTHER)
     }
-    assert not over, f"trim these examples' traces (KEEP_STEPS, KEEP_REGIONS): {over}"
+    assert not over, f"trim these examples' traces (plan.json's keep_steps, keep_regions): {over}"
 
 
 def test_editing_the_workload_makes_check_name_the_record_command(tmp_path):
     examples = tmp_path / "examples"
     shutil.copytree(ROOT / "examples", examples)
-    script = examples / "01_matmul_add.py"
+    script = defining(examples, "torch.add(torch.matmul(x, w), b)")
     text = script.read_text()
     assert "torch.add(torch.matmul(x, w), b)" in text
     script.write_text(text.replace("torch.add(torch.matmul(x, w), b)", "torch.matmul(x, w) + b"))
@@ -225,7 +240,7 @@ def test_check_command_names_stale_recordings_in_one_line_each(tmp_path):
     run = [sys.executable, "-m", "tracesite", "check", str(examples)]
     fresh = subprocess.run(run, capture_output=True, text=True, env=env)
     assert fresh.returncode == 0 and "are fresh" in fresh.stdout, fresh.stderr
-    script = examples / "01_matmul_add.py"
+    script = defining(examples, "torch.add(torch.matmul(x, w), b)")
     script.write_text(script.read_text().replace("torch.add(torch.matmul(x, w), b)", "x @ w + b"))
     stale = subprocess.run(run, capture_output=True, text=True, env=env)
     lines = stale.stderr.strip().splitlines()
@@ -274,7 +289,6 @@ TINY = textwrap.dedent(
 
     VARIANTS = {"warm_a": (profile_tiny, {"size": 8}), "warm_b": (profile_tiny, {"size": 4}),
                 "cold": (profile_tiny, {"size": 2})}
-    COLD_VARIANTS = ("cold",)
     '''
 )
 
@@ -285,6 +299,7 @@ def test_recorder_end_to_end_on_the_cpu(tmp_path, monkeypatch):
     monkeypatch.setenv("KINETO_LOG_LEVEL", "6")
     script = write(tmp_path, TINY, name="09_tiny.py")
     root = tmp_path / "recordings"
+    write_plan(root, **TINY_PLAN)
     took = recorder.record_example(script, repeats=2, root=root)
     assert took["processes"] == 4 and took["variants"] == 3
     variants = {v.name: v for v in record.iter_variants(root)}
@@ -313,6 +328,7 @@ def test_processes_share_one_queue_over_several_lanes(tmp_path, monkeypatch):
     first = write(tmp_path, TINY, name="09_tiny.py")
     second = write(tmp_path, TINY.replace("size * size", "size + size"), name="10_tiny.py")
     root = tmp_path / "recordings"
+    write_plan(root, **TINY_PLAN)
     lines: list[str] = []
     took = recorder.record_examples(
         [first, second],
@@ -335,7 +351,7 @@ def test_processes_share_one_queue_over_several_lanes(tmp_path, monkeypatch):
 
 
 def test_fresh_compile_cache_gives_every_process_its_own_empty_one(tmp_path, monkeypatch):
-    """``FRESH_COMPILE_CACHE = True``: each process compiles into an empty cache folder of
+    """``fresh_compile_cache`` in the plan: each process compiles into an empty cache folder of
     its own, removed after it, and meta.json says so; without it, the environment's."""
     pytest.importorskip("torch")
     monkeypatch.setenv("KINETO_LOG_LEVEL", "6")
@@ -347,9 +363,16 @@ def test_fresh_compile_cache_gives_every_process_its_own_empty_one(tmp_path, mon
     (Path(out_dir) / "results.json").write_text(json.dumps({"cache": cache, "empty": empty}))""",
     ).replace("import torch", "import json\nimport os\n\nimport torch", 1)
     assert "json.dumps" in seen
-    fresh = write(tmp_path, seen + "\nFRESH_COMPILE_CACHE = True\n", name="09_tiny.py")
+    fresh = write(tmp_path, seen, name="09_tiny.py")
     shared = write(tmp_path, seen, name="10_tiny.py")
     root = tmp_path / "recordings"
+    write_plan(
+        root,
+        **{
+            "09_tiny": {"cold_variants": ["cold"], "fresh_compile_cache": True},
+            "10_tiny": {"cold_variants": ["cold"]},
+        },
+    )
     recorder.record_examples([fresh, shared], repeats=2, root=root)
     caches = {(r.example, r.variant, r.repeat): r for r in record.iter_recordings(root)}
     mine = [r for key, r in caches.items() if key[0] == "09_tiny"]
@@ -368,6 +391,7 @@ def test_failed_recording_keeps_the_old_one(tmp_path, monkeypatch):
         tmp_path, TINY.replace("(x @ x).sum()", "raise RuntimeError('boom')"), name="09_tiny.py"
     )
     root = tmp_path / "recordings"
+    write_plan(root, **TINY_PLAN)
     (root / "09_tiny" / "old").mkdir(parents=True)
     with pytest.raises(record.RecordingError, match="boom"):
         recorder.record_example(script, repeats=1, root=root)
@@ -491,11 +515,12 @@ def test_trim_regions_keeps_the_named_regions_cpu_side_and_what_it_launched(tmp_
     assert dropped == {"cpu_op": 1, "cuda_runtime": 1, "kernel": 1, "ac2g": 1, "fwdbwd": 2}
     assert trim_regions(data, ["optimizer"]) == {}  # a trimmed trace trims to itself
 
-    # --retrim applies an example's KEEP_REGIONS to its recordings in place, once.
+    # --retrim applies an example's keep_regions (the plan) to its recordings in place, once.
     script = tmp_path / "99_other.py"
     script.write_text(
-        "VARIANTS = {'v': (print, {})}\nKEEP_REGIONS = {'v': ['optimizer']}\n", encoding="utf-8"
+        "VARIANTS = {'v': (print, {})}\n", encoding="utf-8"
     )
+    write_plan(tmp_path / "rec", **{"99_other": {"keep_regions": {"v": ["optimizer"]}}})
     folder = tmp_path / "rec" / "99_other" / "v" / "r0"
     folder.mkdir(parents=True)
     full = {"traceEvents": [ev("user_annotation", "optimizer", 0, 10), ev("cpu_op", "x", 20)]}
@@ -530,6 +555,7 @@ def test_stale_only_and_shards_record_just_their_part_and_merge(tmp_path, monkey
     monkeypatch.setenv("KINETO_LOG_LEVEL", "6")
     script = write(tmp_path, TINY, name="09_tiny.py")
     root = tmp_path / "recordings"
+    write_plan(root, **TINY_PLAN)
     recorder.record_example(script, repeats=2, root=root)
     before = {
         r.variant: r.env["recorded_at"] for r in record.iter_recordings(root) if r.repeat == 0

@@ -25,6 +25,7 @@ from .recordings import (
     iter_recordings,
     iter_variants,
     load,
+    plan_settings,
     recordings_root,
 )
 
@@ -45,6 +46,7 @@ __all__ = [
     "iter_variants",
     "load",
     "load_definitions",
+    "plan_settings",
     "recordings_root",
     "replayer",
     "trace_links_html",

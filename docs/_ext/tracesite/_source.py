@@ -3,6 +3,12 @@
 Both work on the script's text with :mod:`ast`, never by importing it, so a
 recording's staleness can be checked on a machine without torch, and a
 profiling function can run in a fresh process without the page around it.
+
+An *example* is what the recordings are filed under (``docs/recordings/<example>/``):
+a folder ``examples/NN_name/`` of story scripts (one experiment each, a sub-gallery
+of the site), or, in tests, one script ``NN_name.py``. Each script defines the
+variants it shows in a ``VARIANTS`` dict literal; :func:`variant_sources` reads which
+script defines which variant without running any of them.
 """
 
 from __future__ import annotations
@@ -15,7 +21,17 @@ import os
 from pathlib import Path
 from typing import Any
 
-__all__ = ["RecordingError", "StaleRecordingError", "code_hash", "load_definitions"]
+__all__ = [
+    "RecordingError",
+    "StaleRecordingError",
+    "code_hash",
+    "example_name",
+    "example_scripts",
+    "find_examples",
+    "harness_source",
+    "load_definitions",
+    "variant_sources",
+]
 
 
 class RecordingError(RuntimeError):
@@ -170,3 +186,70 @@ def load_definitions(source_path: str | os.PathLike[str]) -> dict[str, Any]:
     }
     exec(compile(ast.Module(body=body, type_ignores=[]), str(path), "exec"), namespace)
     return namespace
+
+
+def find_examples(examples_dir: str | os.PathLike[str]) -> list[Path]:
+    """The examples under ``examples_dir``: its ``NN_name/`` folders and ``NN_name.py`` scripts."""
+    found = [
+        p
+        for p in Path(examples_dir).glob("[0-9][0-9]_*")
+        if (p.is_dir() and any(p.glob("[0-9]*.py"))) or p.suffix == ".py"
+    ]
+    return sorted(found, key=lambda p: p.stem)
+
+
+def example_scripts(example: str | os.PathLike[str]) -> list[Path]:
+    """An example's scripts: a folder's ``NN*.py`` stories in name order, or the one script."""
+    path = Path(example)
+    if path.is_dir():
+        scripts = sorted(path.glob("[0-9]*.py"))
+        if not scripts:
+            raise RecordingError(f"{path}: no example scripts (NN*.py) in this folder")
+        return scripts
+    return [path]
+
+
+def example_name(path: str | os.PathLike[str]) -> str:
+    """The name an example's recordings are filed under: a folder's name; a script's
+    folder when that folder is an example (``examples/01_matmul_add/01a_x.py`` ->
+    ``01_matmul_add``); a lone script's stem."""
+    path = Path(path)
+    if path.suffix == ".py" and path.parent.name[:2].isdigit() and path.parent.name[2:3] == "_":
+        return path.parent.name
+    return path.stem
+
+
+def _variant_names(script: Path) -> list[str]:
+    tree = ast.parse(script.read_text(encoding="utf-8"))
+    for stmt in tree.body:
+        if isinstance(stmt, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == "VARIANTS" for t in stmt.targets
+        ):
+            if not isinstance(stmt.value, ast.Dict) or not all(
+                isinstance(k, ast.Constant) and isinstance(k.value, str) for k in stmt.value.keys
+            ):
+                raise RecordingError(f"{script}: VARIANTS must be a dict literal with string keys")
+            return [k.value for k in stmt.value.keys if isinstance(k, ast.Constant)]
+    return []
+
+
+def variant_sources(example: str | os.PathLike[str]) -> dict[str, Path]:
+    """Which script of an example defines each variant (read, not run: no torch needed)."""
+    out: dict[str, Path] = {}
+    for script in example_scripts(example):
+        for name in _variant_names(script):
+            if name in out:
+                raise RecordingError(
+                    f"variant {name!r} is defined in both {out[name].name} and {script.name}"
+                )
+            out[name] = script
+    return out
+
+
+def harness_source(harness: Any) -> Path:
+    """The script a harness function was defined in (:func:`load_definitions` compiles
+    each script under its own path)."""
+    code = getattr(harness, "__code__", None)
+    if code is None:
+        raise RecordingError(f"{harness!r} is not a function defined in an example script")
+    return Path(code.co_filename)

@@ -16,7 +16,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ._source import RecordingError, StaleRecordingError, code_hash, load_definitions
+from ._source import (
+    RecordingError,
+    StaleRecordingError,
+    code_hash,
+    example_name,
+    load_definitions,
+)
 from .html import Snippet, format_size, trace_links_html
 from .recordings import RECORD_COMMAND, Variant, iter_variants, load
 
@@ -99,24 +105,25 @@ def replayer(
     """
     source = Path(example_file) if example_file else _current()
     variants = load_definitions(source)["VARIANTS"]
+    example = example_name(source)
 
     def replay(name: str, **overrides: Any) -> Replayed | Pending:
         if overrides:
             raise TypeError("a replayed run takes no overrides: run the example on a GPU")
         harness, params = variants[name]
         try:
-            variant = load(source.stem, name)
+            variant = load(example, name)
         except RecordingError:  # not recorded yet: a strict build fails, others say so
             if _strict():
                 raise
             return Pending(
-                name, f"{source.stem}/{name} is not recorded yet; record it with {RECORD_COMMAND}"
+                name, f"{example}/{name} is not recorded yet; record it with {RECORD_COMMAND}"
             )
         digest = code_hash(source, harness.__name__, params)
         for rec in variant.repeats:
             if rec.meta.get("code_hash") != digest:
                 message = (
-                    f"recording {source.stem}/{name} is stale: {source.name}:"
+                    f"recording {example}/{name} is stale: {source.name}:"
                     f"{harness.__name__} or its settings changed; re-record with {RECORD_COMMAND}"
                 )
                 if _strict():
@@ -131,11 +138,12 @@ def replayer(
 
 
 def all_recordings_html(example_file: str | os.PathLike[str] | None = None) -> Snippet:
-    """A table of every variant of the example: settings, repeats and their traces."""
-    example = (Path(example_file) if example_file else _current()).stem
+    """A table of every variant this script shows: settings, repeats and their traces."""
+    source = Path(example_file) if example_file else _current()
+    example, mine = example_name(source), load_definitions(source)["VARIANTS"]
     rows, total, count = [], 0, 0
     for variant in iter_variants():
-        if variant.example != example:
+        if variant.example != example or variant.name not in mine:
             continue
         reps = variant.repeats
         total += sum(r.trace_bytes for r in reps)
@@ -151,7 +159,7 @@ def all_recordings_html(example_file: str | os.PathLike[str] | None = None) -> S
     head = "<tr><th>variant</th><th>settings</th><th>traces (one per repeat)</th></tr>"
     text = f"{len(rows)} variants, {count} recorded traces, {format_size(total)} gzipped"
     body = (
-        f'<p class="tr-stamp">Every recording of this example: {text}.</p>'
+        f'<p class="tr-stamp">Every recording of this page: {text}.</p>'
         f'<div class="pst-scrollable-table-container tr-scroll"><table class="table tr-all-recordings">{head}{"".join(rows)}</table></div>'
     )
     return Snippet(body, text)

@@ -2,8 +2,10 @@
 
 The plan for one example, for each repeat ``k``:
 
-* every variant named in the example's ``COLD_VARIANTS`` runs in a fresh Python
-  process of its own, since its subject is what a process does first;
+* every variant the recordings' plan (``docs/recordings/plan.json``, see
+  :func:`tracesite.recordings.plan_settings`) names in the example's ``cold_variants``
+  runs in a fresh Python process of its own, since its subject is what a process does
+  first;
 * the example's other variants run one after another in one shared fresh
   process (each warms itself up), in an order rotated from repeat to repeat so
   that no variant always runs first.
@@ -15,8 +17,8 @@ the processes share the machine's compile caches (Inductor's, Triton's), so what
 pointwise kernel's launch configuration) is drawn once per machine, and all
 repeats of a recording agree on it. A fresh machine can draw differently, so a
 page words such choices from the recording and never assumes them. A child process runs the example's harness functions
-(loaded with :func:`tracesite._source.load_definitions`, without the page around
-them) and writes the trace and the table; the parent stamps, hashes and gzips
+(loaded with :func:`load_example`: every script of the example, each without the
+page around it) and writes the trace and the table; the parent stamps, hashes and gzips
 them into a staging folder (a ``results.json`` the harness wrote, its headline
 measurements, goes into ``meta.json`` under ``results``), and replaces the example's
 recordings only when every process succeeded. With several GPUs, the processes of all the
@@ -42,12 +44,27 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ._source import RecordingError, code_hash, load_definitions
-from .recordings import META, RESULTS, TABLE, TRACE, iter_recordings, recordings_root
+from ._source import (
+    RecordingError,
+    code_hash,
+    example_scripts,
+    harness_source,
+    load_definitions,
+)
+from .recordings import (
+    META,
+    RESULTS,
+    TABLE,
+    TRACE,
+    iter_recordings,
+    plan_settings,
+    recordings_root,
+)
 from .trim import trim_regions, trim_steps
 
 __all__ = [
     "estimate_s",
+    "load_example",
     "past_walls_s",
     "plan",
     "record_example",
@@ -65,7 +82,7 @@ def plan(
     """The processes to run: each a list of (variant, repeat) run in that order."""
     unknown = set(cold) - set(variants)
     if unknown:
-        raise RecordingError(f"COLD_VARIANTS names unknown variants: {sorted(unknown)}")
+        raise RecordingError(f"cold_variants names unknown variants: {sorted(unknown)}")
     warm = [name for name in variants if name not in cold]
     processes = []
     for k in range(repeats):
@@ -74,6 +91,20 @@ def plan(
             shift = k % len(warm)
             processes.append([(name, k) for name in warm[shift:] + warm[:shift]])
     return processes
+
+
+def load_example(example: str | os.PathLike[str]) -> dict[str, Any]:
+    """Every variant of an example (a folder of scripts, or one script), from all its
+    scripts' ``VARIANTS``; each harness runs in its own script's definitions."""
+    variants: dict[str, Any] = {}
+    for script in example_scripts(example):
+        found = load_definitions(script).get("VARIANTS") or {}
+        for name in set(found) & set(variants):
+            raise RecordingError(f"variant {name!r} is defined twice in {Path(example).name}")
+        variants.update(found)
+    if not variants:
+        raise RecordingError(f"{Path(example).name} defines no VARIANTS to record")
+    return variants
 
 
 @functools.cache
@@ -116,9 +147,9 @@ def _child(argv: list[str]) -> int:
     ``out_dir``.
     """
     source, jobs_json = argv
-    ns = load_definitions(source)
+    variants = load_example(source)
     for variant, out_dir in json.loads(jobs_json):
-        harness, params = ns["VARIANTS"][variant]
+        harness, params = variants[variant]
         out = Path(out_dir)
         start = time.perf_counter()
         table = harness(out, **params)
@@ -158,11 +189,11 @@ def _gzip_trace(src: Path, dst: Path, keep: Keep = (None, None, None)) -> dict[s
     return dropped
 
 
-def _keep_of(ns: dict[str, Any], variant: str) -> Keep:
+def _keep_of(settings: dict[str, Any], variant: str) -> Keep:
     return (
-        ns.get("KEEP_STEPS", {}).get(variant),
-        ns.get("KEEP_PYTHON_STEPS", {}).get(variant),
-        ns.get("KEEP_REGIONS", {}).get(variant),
+        settings["keep_steps"].get(variant),
+        settings["keep_python_steps"].get(variant),
+        settings["keep_regions"].get(variant),
     )
 
 
@@ -172,11 +203,11 @@ def retrim(sources: list[Path], root: Path | None = None) -> dict[str, int]:
     bytes each example's traces take now."""
     out: dict[str, int] = {}
     for source in sources:
-        ns = load_definitions(source)
+        settings = plan_settings(Path(source).stem, root)
         for rec in iter_recordings(root):
-            if rec.example != source.stem:
+            if rec.example != Path(source).stem:
                 continue
-            keep = _keep_of(ns, rec.variant)
+            keep = _keep_of(settings, rec.variant)
             if keep == (None, None, None):
                 out[rec.example] = out.get(rec.example, 0) + rec.trace_bytes
                 continue
@@ -203,8 +234,10 @@ def _trimmed(keep: Keep, dropped: dict[str, int]) -> dict[str, Any]:
     return out
 
 
-#: Seconds a fresh recording process takes to start (torch, CUDA) and finish, on an H200.
-PROCESS_START_S = 6.0
+#: Seconds a fresh recording process takes to start (torch, CUDA) and finish, on an H200,
+#: beyond the wall time its variants stamp: 6.3-8.4 s per process, measured over five runs
+#: of 05_llm_decode (2026-12-02).
+PROCESS_START_S = 7.5
 #: A variant's guessed wall time when no earlier recording says.
 UNKNOWN_WALL_S = 30.0
 
@@ -217,7 +250,7 @@ class _Example:
     variants: dict[str, Any]
     processes: list[list[tuple[str, int]]]
     staging: Path
-    ns: dict[str, Any]
+    settings: dict[str, Any]
     fresh_compile_cache: bool = False
     whole: bool = True  # every variant, every process: the run replaces the example's folder
     processes_run: int = 0
@@ -255,11 +288,11 @@ def stale_variants(
     """
     root = root or recordings_root()
     source = Path(source).resolve()
-    variants = load_definitions(source).get("VARIANTS") or {}
+    variants = load_example(source)
     stale = []
     for name, (harness, params) in variants.items():
         metas = _repeat_metas(root / source.stem / name)
-        want = code_hash(source, harness.__name__, params)
+        want = code_hash(harness_source(harness), harness.__name__, params)
         if len(metas) < repeats or any(m.get("code_hash") != want for m in metas):
             stale.append(name)
     return stale
@@ -273,7 +306,7 @@ def recorded_before(
     a full re-record begun at ``before`` has still to do, however many runs it takes."""
     root = root or recordings_root()
     source = Path(source).resolve()
-    variants = load_definitions(source).get("VARIANTS") or {}
+    variants = load_example(source)
     cutoff = _dt.datetime.fromisoformat(before)
     cutoff = cutoff if cutoff.tzinfo else cutoff.replace(tzinfo=_dt.timezone.utc)
     left = []
@@ -364,10 +397,8 @@ def record_examples(
     walls = past_walls_s(root)
     for source in sources:
         source = Path(source).resolve()
-        ns = load_definitions(source)
-        variants = ns.get("VARIANTS")
-        if not isinstance(variants, dict) or not variants:
-            raise RecordingError(f"{source.name} defines no VARIANTS to record")
+        variants = load_example(source)
+        settings = plan_settings(source.stem, root)
         chosen = (
             list(variants) if only is None or source.stem not in only else list(only[source.stem])
         )
@@ -376,7 +407,7 @@ def record_examples(
             raise RecordingError(f"{source.name} has no variant {', '.join(unknown)}")
         if not chosen:
             continue
-        cold = tuple(c for c in ns.get("COLD_VARIANTS", ()) if c in chosen)
+        cold = tuple(c for c in settings["cold_variants"] if c in chosen)
         processes = plan({v: variants[v] for v in chosen}, cold, repeats)
         staging = root / f".staging-{source.stem}"
         shutil.rmtree(staging, ignore_errors=True)
@@ -385,8 +416,8 @@ def record_examples(
             variants,
             processes,
             staging,
-            ns,
-            bool(ns.get("FRESH_COMPILE_CACHE", False)),
+            settings,
+            bool(settings["fresh_compile_cache"]),
             whole=len(chosen) == len(variants),
         )
         todo += [
@@ -511,7 +542,7 @@ def _run_process(
                 ex.variants[name],
                 ex.source,
                 jobs,
-                _keep_of(ex.ns, name),
+                _keep_of(ex.settings, name),
                 ex.fresh_compile_cache,
             )
     except RecordingError as exc:
@@ -557,7 +588,8 @@ def _finish(
         "repeats": repeats,
         "entry": harness.__name__,
         "params": params,
-        "code_hash": code_hash(source, harness.__name__, params),
+        "code_hash": code_hash(harness_source(harness), harness.__name__, params),
+        "script": harness_source(harness).name,
         "env": env,
         "process": {
             "fresh": True,

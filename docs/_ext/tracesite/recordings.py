@@ -9,6 +9,9 @@ own ``key_averages()`` table and ``meta.json``::
     docs/recordings/<example>/<variant>/r<k>/{trace.json.gz, table.txt, meta.json}
 
 and ``timings.json`` where the harness also timed its calls without the profiler.
+How each example is recorded (which variants need a process of their own, an empty
+compile cache, what of a trace to keep) is the recordings' own plan,
+``docs/recordings/plan.json`` (:func:`plan_settings`), not the examples' business.
 
 ``meta.json`` names the example, variant and repeat, the harness and its
 settings, the hash of the code that produced it (:mod:`tracesite._source`), the
@@ -29,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from . import profiler_table
-from ._source import RecordingError, code_hash
+from ._source import RecordingError, code_hash, find_examples, variant_sources
 
 __all__ = [
     "RECORD_COMMAND",
@@ -39,6 +42,7 @@ __all__ = [
     "iter_recordings",
     "iter_variants",
     "load",
+    "plan_settings",
     "recordings_root",
 ]
 
@@ -54,6 +58,36 @@ TIMINGS = "timings.json"
 RESULTS = (
     "results.json"  # a harness's headline measurements; the recorder moves them into meta.json
 )
+
+
+#: The recordings' plan: per example, how its variants are recorded.
+PLAN = "plan.json"
+#: What an example's entry in the plan may set, and the value when it does not.
+PLAN_DEFAULTS: dict[str, Any] = {
+    # Variants whose subject is a process's first call: each repeat in a fresh process.
+    "cold_variants": [],
+    # Every process compiles into an empty cache of its own (TORCHINDUCTOR_CACHE_DIR).
+    "fresh_compile_cache": False,
+    # Per variant: the profiler steps, the steps with Python frames, and the
+    # record_function regions its trace keeps (the rest is dropped to keep it small).
+    "keep_steps": {},
+    "keep_python_steps": {},
+    "keep_regions": {},
+}
+
+
+def plan_settings(example: str, root: Path | None = None) -> dict[str, Any]:
+    """How ``example`` is recorded: its entry in ``plan.json``, over :data:`PLAN_DEFAULTS`."""
+    path = (root or recordings_root()) / PLAN
+    try:
+        plan = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+    except ValueError as exc:
+        raise RecordingError(f"{path}: not valid JSON ({exc})") from None
+    entry = plan.get(example, {})
+    unknown = sorted(set(entry) - set(PLAN_DEFAULTS))
+    if unknown:
+        raise RecordingError(f"{path}: {example} sets unknown keys {unknown}")
+    return {**PLAN_DEFAULTS, **entry}
 
 
 def recordings_root() -> Path:
@@ -216,11 +250,20 @@ def check_examples(examples_dir: str | os.PathLike[str], root: Path | None = Non
     when its example is gone.
     """
     problems = []
+    sources: dict[str, dict[str, Path] | None] = {}
     for variant in iter_variants(root):
-        source = Path(examples_dir) / f"{variant.example}.py"
         where = f"recording {variant.example}/{variant.name}"
-        if not source.exists():
-            problems.append(f"{where}: its example {source.name} no longer exists")
+        if variant.example not in sources:
+            folder = Path(examples_dir) / variant.example
+            found = folder if folder.is_dir() else folder.with_suffix(".py")
+            sources[variant.example] = variant_sources(found) if found.exists() else None
+        defined = sources[variant.example]
+        if defined is None:
+            problems.append(f"{where}: its example {variant.example} no longer exists")
+            continue
+        source = defined.get(variant.name)
+        if source is None:
+            problems.append(f"{where}: no script of {variant.example} defines it in VARIANTS")
             continue
         for rec in variant.repeats:
             try:
@@ -280,7 +323,7 @@ def _unrecorded(examples: Path) -> list[str]:
     from .recorder import stale_variants  # executes the examples: only here
 
     out = []
-    for source in sorted(examples.glob("[0-9][0-9]_*.py")):
+    for source in find_examples(examples):
         for name in stale_variants(source):
             out.append(
                 f"recording {source.stem}/{name} is stale or missing (VARIANTS gives it "
