@@ -48,7 +48,6 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "docs" / "_ext"))
 
 from tracesite._source import RecordingError, find_examples  # noqa: E402
-from tracesite.recordings import plan_settings  # noqa: E402
 from tracesite.recorder import (  # noqa: E402
     DEFAULT_REPEATS,
     estimate_s,
@@ -62,6 +61,7 @@ from tracesite.recorder import (  # noqa: E402
     stale_variants,
     within_budget,
 )  # fmt: skip
+from tracesite.recordings import plan_settings  # noqa: E402
 
 
 def parse_shard(text: str) -> tuple[int, int]:
@@ -254,10 +254,7 @@ def main(argv: list[str] | None = None) -> int:
             for s in scripts
         }
     if args.max_min is not None:
-        names = {
-            s.stem: list(load_example(s)) if only is None else only[s.stem]
-            for s in scripts
-        }
+        names = {s.stem: list(load_example(s)) if only is None else only[s.stem] for s in scripts}
         only = within_budget(names, args.max_min * 60, past_walls_s(), args.repeats)
     if args.older_than or args.max_min is not None:
         announce(only or {}, "variant(s)")

@@ -517,9 +517,7 @@ def test_trim_regions_keeps_the_named_regions_cpu_side_and_what_it_launched(tmp_
 
     # --retrim applies an example's keep_regions (the plan) to its recordings in place, once.
     script = tmp_path / "99_other.py"
-    script.write_text(
-        "VARIANTS = {'v': (print, {})}\n", encoding="utf-8"
-    )
+    script.write_text("VARIANTS = {'v': (print, {})}\n", encoding="utf-8")
     write_plan(tmp_path / "rec", **{"99_other": {"keep_regions": {"v": ["optimizer"]}}})
     folder = tmp_path / "rec" / "99_other" / "v" / "r0"
     folder.mkdir(parents=True)

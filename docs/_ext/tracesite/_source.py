@@ -229,7 +229,11 @@ def _variant_names(script: Path) -> list[str]:
                 isinstance(k, ast.Constant) and isinstance(k.value, str) for k in stmt.value.keys
             ):
                 raise RecordingError(f"{script}: VARIANTS must be a dict literal with string keys")
-            return [k.value for k in stmt.value.keys if isinstance(k, ast.Constant)]
+            return [
+                k.value
+                for k in stmt.value.keys
+                if isinstance(k, ast.Constant) and isinstance(k.value, str)
+            ]
     return []
 
 
