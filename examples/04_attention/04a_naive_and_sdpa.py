@@ -310,7 +310,8 @@ print(sdpa.table)
 # to see its kernels but time them without the profiler, as the other stories
 # of this set do.
 #
-# Every variant of this page, with the H200's recordings:
+# Every variant of this story and its settings (on the guide's site, a table
+# of the H200's recorded traces follows):
 
 for name, (harness, params) in VARIANTS.items():
     print(f"{name:>16}  {harness.__name__}({', '.join(f'{k}={v!r}' for k, v in params.items())})")

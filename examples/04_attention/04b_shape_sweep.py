@@ -15,11 +15,11 @@ records only one forward of each version at the last shape, to show which
 kernels ran.
 
 This file needs only torch. On a machine with a CUDA GPU it runs the full sweep
-(a minute or so on an H200); on the CPU it runs a tiny sweep of the written-out
+(about 25 seconds on an H200); on the CPU it runs a tiny sweep of the written-out
 version and the math backend, timed with ``time.perf_counter``. Run it::
 
     python 04b_shape_sweep.py           # this page
-    python 04b_shape_sweep.py sweep     # the same, and print its table
+    python 04b_shape_sweep.py sweep     # the one variant by name: its table only
 
 It writes the trace to ``traces/04_attention/sweep.json`` and every measured
 time to ``traces/04_attention/sweep.timings.json``.
@@ -332,11 +332,11 @@ print(sweep.table)
 # the five steps, math. cuDNN's kernel is the one written for Hopper (``sm90``
 # and ``wgmma`` in its name); flash and efficient were written for the A100,
 # where the Hugging Face series found flash the fastest. The fused backends'
-# rates grow with the sequence and with head dimension 128, as longer tiles
-# keep the Tensor Cores busier; the naive version's rate falls, because its
-# score matrix, and the time spent writing and reading it, grows with the
-# square of the sequence. ``default`` took about pinned cuDNN's time: PyTorch
-# prefers cuDNN on Hopper. The peak memory in ``sweep.timings.json`` tells the
+# rates grow with the sequence and with head dimension 128; the naive
+# version's rate falls, as its score matrix, written and read at every step,
+# grows with the square of the sequence. ``default`` took close to pinned
+# cuDNN's time, and at the profiled shape it ran cuDNN's op: PyTorch prefers
+# cuDNN on Hopper. The peak memory in ``sweep.timings.json`` tells the
 # same story: the fused backends hold the output and a few MiB more, while the
 # naive and math versions grow with the sequence.
 #

@@ -22,7 +22,7 @@ flash, efficient and math backends and PyTorch's default; on the CPU it times
 the math backend and the default (no GPU lane in the trace). Run it::
 
     python 04c_interleaved_backends.py                        # this page
-    python 04c_interleaved_backends.py interleaved_backends   # the same, and its table
+    python 04c_interleaved_backends.py interleaved_backends   # by name: its table only
 
 It writes the trace to ``traces/04_attention/interleaved_backends.json`` and every
 unprofiled call's time to ``interleaved_backends.timings.json``.
@@ -201,7 +201,7 @@ VARIANTS = {"interleaved_backends": (profile_backends_interleaved, {**SHAPE})}
 
 # %%
 # ``run(name)`` runs it and says where. On the CPU it shrinks batch, heads and
-# sequence to at most 128 so the run finishes in seconds.
+# sequence to at most 128 so the run finishes in well under a minute.
 
 
 def run(name):
