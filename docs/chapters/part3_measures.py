@@ -1,8 +1,8 @@
 """The computations behind Part 3 (attention): what its pages quote, from the recordings.
 
-Every function reads a :class:`tracereader.Trace` or the ``timings.json`` a harness of
-``examples/04_attention.py`` wrote, and returns plain numbers; the pages glue them and
-assert their claims on every repeat. Nothing here draws.
+Every function reads a :class:`tracereader.Trace` or the ``timings.json`` that a harness
+of the stories in ``examples/04_attention/`` wrote, and returns plain numbers; the pages
+glue them and assert their claims on every repeat. Nothing here draws.
 """
 
 from __future__ import annotations
