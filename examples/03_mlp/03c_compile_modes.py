@@ -197,22 +197,19 @@ VARIANTS = {
 
 # %%
 # ``run(name)`` profiles one variant into ``traces/03_mlp/<name>/`` and says
-# where it ran. On the CPU, sizes above ``CPU_MAX_DIM`` shrink to it.
+# where it ran. On the CPU, every size above ``CPU_MAX_DIM`` shrinks to it.
 
 CPU_MAX_DIM = 256
-SIZES = ("batch", "seq", "dim", "hidden")
 
 
 def run(name):
     harness, params = VARIANTS[name]
     device = "cuda" if torch.cuda.is_available() else "cpu"
-    if device == "cpu":
-        params = {k: min(v, CPU_MAX_DIM) if k in SIZES else v for k, v in params.items()}
-        where = "on the CPU: no CUDA device, so the trace has no GPU lane"
-    else:
-        where = f"live on {torch.cuda.get_device_name(0)}"
+    if device == "cpu":  # no CUDA device: the trace will have no GPU lane
+        params = {k: min(v, CPU_MAX_DIM) if type(v) is int else v for k, v in params.items()}
     out_dir = Path("traces") / "03_mlp" / name
     table = harness(out_dir, device=device, **params)
+    where = "live on the GPU" if device == "cuda" else "on the CPU, so there is no GPU lane"
     print(f"{name}: profiled {where}; trace in {out_dir / 'trace.json'}")
     return types.SimpleNamespace(name=name, table=table, trace_path=out_dir / "trace.json")
 
