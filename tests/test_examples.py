@@ -23,7 +23,7 @@ sys.path.insert(0, str(ROOT / "docs" / "_ext"))
 
 from tracesite import load_definitions  # noqa: E402
 
-EXAMPLES = sorted((ROOT / "examples").glob("[0-9][0-9]_*.py"))
+EXAMPLES = sorted((ROOT / "examples").glob("*/[0-9]*.py"))
 ENV = {k: v for k, v in os.environ.items() if not k.startswith("TRACE")}
 ENV["KINETO_LOG_LEVEL"] = "6"
 
