@@ -127,8 +127,7 @@ def profile_linear(
 # ------------
 #
 # Each entry names a harness and its settings (the table at the top of this
-# page). The recorder ran every one of them on an H200, several times, each in a
-# fresh process.
+# page). The recorder ran every one of them on an H200, several times.
 
 VARIANTS = {
     "small": (profile_linear, {"batch": 1024, "in_dim": 32, "out_dim": 64}),

@@ -50,8 +50,8 @@ from torch.profiler import ProfilerActivity, profile, record_function, schedule
 # ``GeGLUMLP`` is the MLP block of many transformers: ``gate_proj`` and
 # ``up_proj`` widen each token from ``dim`` to ``hidden`` features, ``gelu(gate,
 # approximate="tanh") * up`` gates one with the other (GeGLU), and ``down_proj``
-# maps back to ``dim``. No biases. Written in PyTorch, that is five GPU
-# operations a forward: three GEMMs, a gelu and a multiply.
+# maps back to ``dim``. No biases. Written in PyTorch, a forward is three
+# GEMMs, a gelu and a multiply.
 
 
 class GeGLUMLP(nn.Module):
@@ -177,7 +177,7 @@ def _profile_steps(step, out_dir, *, active, skip, device):
 # ------------
 #
 # The two shapes, eager (the table at the top of the page). The recorder ran
-# each on an H200, several times, each in a fresh process.
+# each on an H200, several times.
 
 SMALL = {"batch": 64, "seq": 128, "dim": 768, "hidden": 3072}
 BIG = {"batch": 8, "seq": 512, "dim": 4096, "hidden": 11008}

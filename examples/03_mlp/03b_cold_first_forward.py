@@ -51,8 +51,8 @@ from torch.profiler import ProfilerActivity, profile, record_function, schedule
 # ``GeGLUMLP`` is the MLP block of many transformers: ``gate_proj`` and
 # ``up_proj`` widen each token from ``dim`` to ``hidden`` features, ``gelu(gate,
 # approximate="tanh") * up`` gates one with the other (GeGLU), and ``down_proj``
-# maps back to ``dim``. No biases. Written in PyTorch, that is five GPU
-# operations a forward: three GEMMs, a gelu and a multiply.
+# maps back to ``dim``. No biases. Written in PyTorch, a forward is three
+# GEMMs, a gelu and a multiply.
 
 
 class GeGLUMLP(nn.Module):
