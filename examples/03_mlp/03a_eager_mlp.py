@@ -1,0 +1,304 @@
+"""
+The eager MLP: what runs, and what a kernel name tells you
+==========================================================
+
+A GeGLU MLP, the block that follows attention in many transformers, run eagerly
+in bf16: three Linears without bias and a gelu-times-multiply between them.
+Guess first: how many GPU kernels does one forward pass run? This page
+profiles it at two shapes and reads the answer off the table and the timeline:
+
+==============  =====================================  ==========================
+variant         batch x seq, dim -> hidden             what it shows
+==============  =====================================  ==========================
+``eager``       64 x 128 tokens, 768 -> 3072           five kernels, two GEMM names
+``eager_big``   8 x 512 tokens, 4096 -> 11008          one name, a different job
+==============  =====================================  ==========================
+
+The small shape is the Hugging Face series' (8192 tokens of width 768); the
+large one is a Llama-7B-sized MLP over 4096 tokens. Part 2 of the chapters
+(:doc:`/chapters/part2`) reads these recordings; the other stories of this set
+compile the same MLP, profile a cold first forward, and swap in a hand-written
+kernel.
+
+This file needs only torch. On a machine with a CUDA GPU it profiles live; on
+the CPU it profiles a shrunken MLP there, without a GPU lane. Run it::
+
+    python 03a_eager_mlp.py             # the whole page
+    python 03a_eager_mlp.py eager_big   # one named variant, its table
+
+Each run writes its trace to ``traces/03_mlp/<variant>/trace.json``.
+"""
+
+# sphinx_gallery_start_ignore
+import warnings
+
+warnings.filterwarnings("ignore", message=".*Profiler clears events.*")
+# sphinx_gallery_end_ignore
+import sys
+import types
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from torch.profiler import ProfilerActivity, profile, record_function, schedule
+
+# %%
+# The MLP
+# -------
+#
+# ``GeGLUMLP`` is the MLP block of many transformers: ``gate_proj`` and
+# ``up_proj`` widen each token from ``dim`` to ``hidden`` features, ``gelu(gate,
+# approximate="tanh") * up`` gates one with the other (GeGLU), and ``down_proj``
+# maps back to ``dim``. No biases. Written in PyTorch, a forward is three
+# GEMMs, a gelu and a multiply.
+
+
+class GeGLUMLP(nn.Module):
+    def __init__(self, dim, hidden):
+        super().__init__()
+        self.gate_proj = nn.Linear(dim, hidden, bias=False)
+        self.up_proj = nn.Linear(dim, hidden, bias=False)
+        self.down_proj = nn.Linear(hidden, dim, bias=False)
+
+    def forward(self, x):
+        return self.down_proj(F.gelu(self.gate_proj(x), approximate="tanh") * self.up_proj(x))
+
+
+# ``LigerGeGLUMLP`` is the same MLP with the gelu-and-multiply done by one
+# hand-written Triton kernel from Liger-Kernel (imported only when it is used).
+# ``profile_mlp`` can pick it, so it is here; its own story is 03e.
+
+
+class LigerGeGLUMLP(GeGLUMLP):
+    def forward(self, x):
+        from liger_kernel.ops.geglu import LigerGELUMulFunction
+
+        return self.down_proj(LigerGELUMulFunction.apply(self.gate_proj(x), self.up_proj(x)))
+
+
+# %%
+# How it is profiled
+# ------------------
+#
+# ``profile_mlp`` profiles one MLP forward per step, writes ``trace.json`` into
+# ``out_dir`` and returns the profiler's table. It builds the MLP in bf16 and
+# its input, a ``(batch, seq, dim)`` tensor, seeded so that every run sees the
+# same numbers. Its switches:
+#
+# * ``compile``: compile the MLP in that ``torch.compile`` mode (``"default"``,
+#   ``"reduce-overhead"``, ``"max-autotune-no-cudagraphs"``), after resetting
+#   Dynamo so that no earlier compile is reused;
+# * ``kernel="liger"``: use ``LigerGeGLUMLP`` (a CUDA GPU and
+#   ``pip install liger-kernel`` needed; on the CPU it says so and profiles the
+#   torch MLP);
+# * ``cold=True``: no warm-up at all, so that the process's very first forward
+#   is the first step in the trace.
+#
+# Otherwise five forwards run before the profiler starts: compiling,
+# autotuning and recording CUDA graphs all happen there, and the profiled
+# steps show the steady state.
+
+
+def profile_mlp(
+    out_dir,
+    *,
+    batch=64,
+    seq=128,
+    dim=768,
+    hidden=3072,
+    compile=None,
+    kernel="torch",
+    active=3,
+    cold=False,
+    device=None,
+):
+    device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+    cls = GeGLUMLP
+    if kernel == "liger":
+        if device != "cuda":
+            print("liger's Triton kernels need a CUDA GPU: profiling the torch MLP instead")
+        else:
+            try:
+                import liger_kernel  # noqa: F401
+            except ImportError:
+                raise SystemExit(
+                    "the liger variants need Liger-Kernel: pip install liger-kernel"
+                ) from None
+            cls = LigerGeGLUMLP
+    torch.manual_seed(0)
+    mlp = cls(dim, hidden).to(device=device, dtype=torch.bfloat16)
+    x = torch.randn(batch, seq, dim, device=device, dtype=torch.bfloat16)
+    f = mlp
+    if compile:
+        torch._dynamo.reset()
+        f = torch.compile(mlp, mode=None if compile == "default" else compile)
+
+    def step():
+        with torch.no_grad(), record_function("mlp_fwd"):
+            return f(x)
+
+    if not cold:
+        for _ in range(5):  # warm up: compile, autotune, record CUDA graphs
+            step()
+    return _profile_steps(step, out_dir, active=active, skip=0 if cold else 2, device=device)
+
+
+# ``_profile_steps`` runs ``skip`` steps that the profiler's schedule does not
+# keep (its wait and warm-up steps), then ``active`` steps that it records, with
+# input shapes, so that each op in the trace carries its shapes. It writes
+# ``trace.json`` into ``out_dir`` and returns the table, sorted by GPU time
+# when there is a GPU.
+
+
+def _profile_steps(step, out_dir, *, active, skip, device):
+    if device == "cuda":
+        torch.cuda.synchronize()
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    activities = [ProfilerActivity.CPU]
+    if device == "cuda":
+        activities.append(ProfilerActivity.CUDA)
+    with profile(
+        activities=activities,
+        schedule=schedule(wait=skip // 2, warmup=skip - skip // 2, active=active, repeat=1),
+        on_trace_ready=lambda p: p.export_chrome_trace(str(out_dir / "trace.json")),
+        record_shapes=True,
+    ) as prof:
+        for _ in range(skip + active):
+            step()
+            prof.step()  # one forward is one profiler step
+    sort_by = "cuda_time_total" if device == "cuda" else "cpu_time_total"
+    return prof.key_averages().table(sort_by=sort_by, row_limit=15, max_name_column_width=48)
+
+
+# %%
+# The variants
+# ------------
+#
+# The two shapes, eager (the table at the top of the page). The recorder ran
+# each on an H200, several times.
+
+SMALL = {"batch": 64, "seq": 128, "dim": 768, "hidden": 3072}
+BIG = {"batch": 8, "seq": 512, "dim": 4096, "hidden": 11008}
+VARIANTS = {
+    "eager": (profile_mlp, {**SMALL}),
+    "eager_big": (profile_mlp, {**BIG}),
+}
+
+# %%
+# ``run(name)`` profiles one variant into ``traces/03_mlp/<name>/`` and says
+# where it ran. On the CPU, every size above ``CPU_MAX_DIM`` shrinks to it.
+
+CPU_MAX_DIM = 256
+
+
+def run(name):
+    harness, params = VARIANTS[name]
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    if device == "cpu":  # no CUDA device: the trace will have no GPU lane
+        params = {k: min(v, CPU_MAX_DIM) if type(v) is int else v for k, v in params.items()}
+    out_dir = Path("traces") / "03_mlp" / name
+    table = harness(out_dir, device=device, **params)
+    where = "live on the GPU" if device == "cuda" else "on the CPU, so there is no GPU lane"
+    print(f"{name}: profiled {where}; trace in {out_dir / 'trace.json'}")
+    return types.SimpleNamespace(name=name, table=table, trace_path=out_dir / "trace.json")
+
+
+# sphinx_gallery_start_ignore
+if "tracesite" in sys.modules:  # the site build replays the H200's recordings instead
+    run = sys.modules["tracesite"].replayer(run)
+# sphinx_gallery_end_ignore
+
+# ``python 03a_eager_mlp.py VARIANT`` profiles that variant and stops (inside Jupyter,
+# ``sys.argv`` holds the kernel's own flags, so a notebook runs the page).
+if __name__ == "__main__" and sys.argv[1:] and "ipykernel" not in sys.modules:
+    if sys.argv[1] not in VARIANTS:
+        sys.exit(print("unknown variant; choose one of:", *VARIANTS, file=sys.stderr) or 2)
+    sys.exit(print(run(sys.argv[1]).table))
+
+# %%
+# The table
+# ---------
+#
+# Guess first, then look at the rows with CUDA time. Three GEMMs (``aten::mm``,
+# each under an ``aten::linear``), a gelu and a multiply.
+
+eager = run("eager")
+print(eager.table)
+
+# %%
+# On the H200 the answer was five kernels per forward: three ``nvjet`` GEMMs
+# from cuBLAS, the gelu and the multiply, in Python's order (gate GEMM, gelu,
+# up GEMM, multiply, down GEMM). ``aten::mm`` also issued two memsets of a few
+# bytes. The many view ops of three Linears (``aten::t``, ``aten::reshape``,
+# ``aten::view``, ...) launch nothing.
+#
+# Look at the gelu's and the multiply's rows. Both are memory-bound: each does
+# a few operations per element and moves whole tensors. The gelu writes its
+# output (48 MiB at this shape) and the multiply reads it back with up's
+# output: that round trip is what a fused kernel removes (the compile story of
+# this set). The data is bf16, yet the multiply's name says
+# ``MulFunctor<float>``: it computes each product in float and rounds back.
+#
+# And look at the GEMMs: the three do the same number of FLOPs, but gate and up
+# ran one kernel and down another. cuBLAS picks a kernel per problem shape, and
+# down's output (8192 x 768) is narrower than gate's (8192 x 3072).
+#
+# One forward pass on the timeline
+# --------------------------------
+#
+# The last profiled step, drawn by ``tracereader`` if it is installed;
+# otherwise open the trace at https://ui.perfetto.dev.
+
+try:
+    import tracereader
+except ImportError:  # only torch here: the trace file is still there to open in Perfetto
+    tracereader = None
+    print("tracereader is not installed: open the trace at https://ui.perfetto.dev instead")
+
+if tracereader:
+    import matplotlib.pyplot as plt  # a pyplot figure, so that notebooks and the site show it
+
+    tr = tracereader.load(eager.trace_path)
+    tracereader.timeline(tr, step=tr.steps[-1].name, width_in=9, fig=plt.figure())
+
+# %%
+# The larger shape: one name, another job
+# ---------------------------------------
+#
+# Now 4096 tokens of width 4096 into 11008. Compare the down GEMM's kernel name
+# here with the gate GEMM's name in the first table.
+
+eager_big = run("eager_big")
+print(eager_big.table)
+
+# %%
+# On the H200 the down GEMM here ran the very kernel that gate and up ran at
+# the small shape, with the same launch: 132 blocks of 384 threads. It took
+# about eight times as long. These GEMMs are persistent kernels: they launch
+# about one block per SM and loop over output tiles, so even grid and block are
+# the same for both jobs. The work shows only in the op's input shapes (which
+# ``record_shapes=True`` put in the trace) and in the duration.
+#
+# So read a kernel's name as *which code ran*, and its shapes, grid, block and
+# duration as *how much work it did*. Equal names at different times can mean
+# different inputs, not a slower GPU. With ``tracereader``, every kernel of the
+# profiled steps and its times (on the CPU the list is empty: no GPU lane):
+
+if tracereader:
+    tr = tracereader.load(eager_big.trace_path)
+    print(tracereader.kernel_table(tr))
+
+# %%
+# Every variant
+# -------------
+#
+# The harness and settings of each variant on this page.
+
+for name, (harness, params) in VARIANTS.items():
+    print(f"{name:>16}  {harness.__name__}({', '.join(f'{k}={v!r}' for k, v in params.items())})")
+
+# sphinx_gallery_start_ignore
+sys.modules["tracesite"].all_recordings_html() if "tracesite" in sys.modules else None
+# sphinx_gallery_end_ignore

@@ -1,0 +1,353 @@
+"""
+The MLP under torch.compile: fusion and its launch configuration
+================================================================
+
+The eager GeGLU MLP (three Linears without bias, bf16) runs its gelu and its
+multiply as two memory-bound kernels, with a whole tensor written and read
+back between them. ``torch.compile`` hands the model to Inductor, its code
+generator, which can fuse the two into one Triton kernel. This page profiles
+the compiled MLP in three modes:
+
+===================  ==============================  ===============================
+variant              batch x seq, dim -> hidden      compile mode
+===================  ==============================  ===============================
+``compile``          64 x 128 tokens, 768 -> 3072    ``"default"``
+``compile_big``      8 x 512 tokens, 4096 -> 11008   ``"default"``
+``autotune``         64 x 128 tokens, 768 -> 3072    ``"max-autotune-no-cudagraphs"``
+``reduce_overhead``  64 x 128 tokens, 768 -> 3072    ``"reduce-overhead"``
+===================  ==============================  ===============================
+
+Compare what you see with the eager story of this set (``03a_eager_mlp.py``),
+which profiles the same shapes without compiling. Part 2
+(:doc:`/chapters/part2`) reads these recordings: what fusion saves, and why
+the same fused kernel can run at two speeds. What a compile costs the first
+time, from an empty cache, is the next story, ``03d``.
+
+This file needs only torch. On a machine with a CUDA GPU it profiles live; on
+the CPU it profiles a shrunken MLP there, without a GPU lane (Inductor then
+writes C++ for the CPU instead of Triton). Run it::
+
+    python 03c_compile_modes.py                   # the whole page
+    python 03c_compile_modes.py reduce_overhead   # one named variant, its table
+
+Each run writes its trace to ``traces/03_mlp/<variant>/trace.json``.
+"""
+
+# sphinx_gallery_start_ignore
+import warnings
+
+warnings.filterwarnings("ignore", message=".*Profiler clears events.*")
+# sphinx_gallery_end_ignore
+import sys
+import types
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from torch.profiler import ProfilerActivity, profile, record_function, schedule
+
+# %%
+# The MLP
+# -------
+#
+# ``GeGLUMLP`` is the MLP block of many transformers: ``gate_proj`` and
+# ``up_proj`` widen each token from ``dim`` to ``hidden`` features, ``gelu(gate,
+# approximate="tanh") * up`` gates one with the other (GeGLU), and ``down_proj``
+# maps back to ``dim``. No biases. Written in PyTorch, a forward is three
+# GEMMs, a gelu and a multiply.
+
+
+class GeGLUMLP(nn.Module):
+    def __init__(self, dim, hidden):
+        super().__init__()
+        self.gate_proj = nn.Linear(dim, hidden, bias=False)
+        self.up_proj = nn.Linear(dim, hidden, bias=False)
+        self.down_proj = nn.Linear(hidden, dim, bias=False)
+
+    def forward(self, x):
+        return self.down_proj(F.gelu(self.gate_proj(x), approximate="tanh") * self.up_proj(x))
+
+
+# ``LigerGeGLUMLP`` is the same MLP with the gelu-and-multiply done by one
+# hand-written Triton kernel from Liger-Kernel (imported only when it is used).
+# ``profile_mlp`` can pick it, so it is here; this page does not use it.
+
+
+class LigerGeGLUMLP(GeGLUMLP):
+    def forward(self, x):
+        from liger_kernel.ops.geglu import LigerGELUMulFunction
+
+        return self.down_proj(LigerGELUMulFunction.apply(self.gate_proj(x), self.up_proj(x)))
+
+
+# %%
+# How it is profiled
+# ------------------
+#
+# ``profile_mlp`` profiles one MLP forward per step, writes ``trace.json`` into
+# ``out_dir`` and returns the profiler's table. It builds the MLP in bf16 and
+# its input, a ``(batch, seq, dim)`` tensor, seeded so that every run sees the
+# same numbers. Its switches:
+#
+# * ``compile``: compile the MLP in that ``torch.compile`` mode (``"default"``,
+#   ``"reduce-overhead"``, ``"max-autotune-no-cudagraphs"``), after resetting
+#   Dynamo so that no earlier compile is reused;
+# * ``kernel="liger"``: use ``LigerGeGLUMLP`` (a CUDA GPU and
+#   ``pip install liger-kernel`` needed; on the CPU it says so and profiles the
+#   torch MLP);
+# * ``cold=True``: no warm-up at all, so that the process's very first forward
+#   is the first step in the trace.
+#
+# Otherwise five forwards run before the profiler starts: compiling,
+# autotuning and recording CUDA graphs all happen there, and the profiled
+# steps show the steady state.
+
+
+def profile_mlp(
+    out_dir,
+    *,
+    batch=64,
+    seq=128,
+    dim=768,
+    hidden=3072,
+    compile=None,
+    kernel="torch",
+    active=3,
+    cold=False,
+    device=None,
+):
+    device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+    cls = GeGLUMLP
+    if kernel == "liger":
+        if device != "cuda":
+            print("liger's Triton kernels need a CUDA GPU: profiling the torch MLP instead")
+        else:
+            try:
+                import liger_kernel  # noqa: F401
+            except ImportError:
+                raise SystemExit(
+                    "the liger variants need Liger-Kernel: pip install liger-kernel"
+                ) from None
+            cls = LigerGeGLUMLP
+    torch.manual_seed(0)
+    mlp = cls(dim, hidden).to(device=device, dtype=torch.bfloat16)
+    x = torch.randn(batch, seq, dim, device=device, dtype=torch.bfloat16)
+    f = mlp
+    if compile:
+        torch._dynamo.reset()
+        f = torch.compile(mlp, mode=None if compile == "default" else compile)
+
+    def step():
+        with torch.no_grad(), record_function("mlp_fwd"):
+            return f(x)
+
+    if not cold:
+        for _ in range(5):  # warm up: compile, autotune, record CUDA graphs
+            step()
+    return _profile_steps(step, out_dir, active=active, skip=0 if cold else 2, device=device)
+
+
+# ``_profile_steps`` runs ``skip`` steps that the profiler's schedule does not
+# keep (its wait and warm-up steps), then ``active`` steps that it records, with
+# input shapes, so that each op in the trace carries its shapes. It writes
+# ``trace.json`` into ``out_dir`` and returns the table, sorted by GPU time
+# when there is a GPU.
+
+
+def _profile_steps(step, out_dir, *, active, skip, device):
+    if device == "cuda":
+        torch.cuda.synchronize()
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    activities = [ProfilerActivity.CPU]
+    if device == "cuda":
+        activities.append(ProfilerActivity.CUDA)
+    with profile(
+        activities=activities,
+        schedule=schedule(wait=skip // 2, warmup=skip - skip // 2, active=active, repeat=1),
+        on_trace_ready=lambda p: p.export_chrome_trace(str(out_dir / "trace.json")),
+        record_shapes=True,
+    ) as prof:
+        for _ in range(skip + active):
+            step()
+            prof.step()  # one forward is one profiler step
+    sort_by = "cuda_time_total" if device == "cuda" else "cpu_time_total"
+    return prof.key_averages().table(sort_by=sort_by, row_limit=15, max_name_column_width=48)
+
+
+# %%
+# The variants
+# ------------
+#
+# The table at the top of the page. Each compiles in ``profile_mlp``'s
+# warm-up, so the profiled forwards run the finished code. The recorder ran
+# each variant on an H200, several times, in one process per repeat that it
+# shared with the other warm variants of the ``03_mlp`` set, and with the
+# machine's compile cache: which matters below.
+
+SMALL = {"batch": 64, "seq": 128, "dim": 768, "hidden": 3072}
+BIG = {"batch": 8, "seq": 512, "dim": 4096, "hidden": 11008}
+VARIANTS = {
+    "compile": (profile_mlp, {**SMALL, "compile": "default"}),
+    "compile_big": (profile_mlp, {**BIG, "compile": "default"}),
+    "autotune": (profile_mlp, {**SMALL, "compile": "max-autotune-no-cudagraphs"}),
+    "reduce_overhead": (profile_mlp, {**SMALL, "compile": "reduce-overhead"}),
+}
+
+# %%
+# ``run(name)`` profiles one variant into ``traces/03_mlp/<name>/`` and says
+# where it ran. On the CPU, every size above ``CPU_MAX_DIM`` shrinks to it.
+
+CPU_MAX_DIM = 256
+
+
+def run(name):
+    harness, params = VARIANTS[name]
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    if device == "cpu":  # no CUDA device: the trace will have no GPU lane
+        params = {k: min(v, CPU_MAX_DIM) if type(v) is int else v for k, v in params.items()}
+    out_dir = Path("traces") / "03_mlp" / name
+    table = harness(out_dir, device=device, **params)
+    where = "live on the GPU" if device == "cuda" else "on the CPU, so there is no GPU lane"
+    print(f"{name}: profiled {where}; trace in {out_dir / 'trace.json'}")
+    return types.SimpleNamespace(name=name, table=table, trace_path=out_dir / "trace.json")
+
+
+# sphinx_gallery_start_ignore
+if "tracesite" in sys.modules:  # the site build replays the H200's recordings instead
+    run = sys.modules["tracesite"].replayer(run)
+# sphinx_gallery_end_ignore
+
+# ``python 03c_compile_modes.py VARIANT`` profiles that variant and stops (inside Jupyter,
+# ``sys.argv`` holds the kernel's own flags, so a notebook runs the page).
+if __name__ == "__main__" and sys.argv[1:] and "ipykernel" not in sys.modules:
+    if sys.argv[1] not in VARIANTS:
+        sys.exit(print("unknown variant; choose one of:", *VARIANTS, file=sys.stderr) or 2)
+    sys.exit(print(run(sys.argv[1]).table))
+
+# %%
+# The default mode: the table
+# ---------------------------
+#
+# Look for the kernels between the GEMMs. Where eager ran a gelu kernel and a
+# multiply kernel, count what runs now.
+
+compiled = run("compile")
+print(compiled.table)
+
+# %%
+# On the H200 one kernel replaced the pair: ``triton_poi_fused__unsafe_view_gelu_mul_0``.
+# Read its name: ``triton`` for a kernel Inductor wrote in Triton, ``poi`` for
+# pointwise, then the operations it fused. The GEMMs are still cuBLAS's
+# ``nvjet`` kernels, name for name as in eager: Inductor leaves them alone.
+#
+# The fused kernel reads the gate and up outputs once and writes the product
+# once: 3 tensors of 8192 x 3072 bf16 (48 MiB each) instead of eager's 5, that
+# is 144 MiB of traffic instead of 240. A memory-bound kernel's time follows
+# its traffic, and in these recordings the fused kernel took about 37 µs where
+# eager's gelu plus multiply took about 67.
+#
+# The fused kernel's launch configuration
+# ---------------------------------------
+#
+# How much fusion saved depended on how the kernel was launched. Inductor gives
+# a pointwise kernel like this one two candidate launch configurations (by its
+# source), which differ in threads per block and elements per thread. It times
+# both at the first call, keeps the faster by its own timing, and saves that
+# choice in its compile cache, a folder on disk that later compiles of the same
+# kernel read instead of timing again.
+#
+# In every recording of ``compile`` the kernel ran 128-thread blocks. In every
+# recording of ``compile_cold`` (story ``03d``: alone in a fresh process, with
+# an empty cache) it ran 256-thread blocks, and took about 1.5 times as long:
+# the same code, at two speeds. The recordings cannot say whether the process
+# or the cache made the difference. The 128-thread configuration can be
+# forced: with ``torch._inductor.config.triton.autotune_pointwise = False``
+# Inductor's source generates only that one. Read grid and block in your own
+# trace before you judge a fused kernel: in Perfetto, click the kernel and its
+# arguments list both.
+
+try:
+    import tracereader
+except ImportError:  # only torch here: the trace file is still there to open in Perfetto
+    tracereader = None
+    print("tracereader is not installed: open the trace at https://ui.perfetto.dev instead")
+
+if tracereader:
+    import matplotlib.pyplot as plt  # a pyplot figure, so that notebooks and the site show it
+
+    tr = tracereader.load(compiled.trace_path)
+    tracereader.timeline(tr, step=tr.steps[-1].name, width_in=9, fig=plt.figure())
+
+# %%
+# The larger shape
+# ----------------
+#
+# 4096 tokens of width 4096 into 11008: the fused kernel now moves much more
+# data. Does fusion still pay when the GEMMs dominate the step?
+
+compile_big = run("compile_big")
+print(compile_big.table)
+
+# %%
+# It did on the H200: the fused kernel took less time than eager's gelu plus
+# multiply at this shape too (the chapter has the numbers), where the
+# hand-written kernel of story ``03e`` only broke even.
+#
+# max-autotune: racing the GEMMs
+# ------------------------------
+#
+# ``"max-autotune-no-cudagraphs"`` also benchmarks GEMM candidates at compile
+# time: cuBLAS against Inductor's own Triton templates, shape by shape, and
+# keeps the fastest. Look for a ``triton_tem`` kernel among the GEMMs.
+
+autotune = run("autotune")
+print(autotune.table)
+
+# %%
+# On the H200 the warm ``autotune`` variant kept one Triton template
+# (``triton_tem_fused_mm_t_view_0``) for one GEMM and cuBLAS for the others,
+# and its forward's GPU time came out a few per cent *above* the default
+# mode's. A race won in the compile's benchmark did not make the profiled
+# forward faster here. Its fused kernel also ran yet another launch
+# configuration (half the blocks, more elements per thread). The races
+# themselves, and what they cost to run, are in story ``03d``.
+#
+# reduce-overhead: one CUDA graph a step
+# --------------------------------------
+#
+# ``"reduce-overhead"`` captures the compiled forward into a CUDA graph and
+# replays it: the CPU launches the whole forward with one call.
+
+reduce_overhead = run("reduce_overhead")
+print(reduce_overhead.table)
+
+# %%
+# Each step on the H200 was one ``cudaGraphLaunch`` releasing the forward's
+# GPU operations, after a kernel that copies the input (12 MiB) into the
+# graph's fixed input buffer: a graph replays the addresses it recorded, so new
+# inputs must be copied there. The table has no ``aten::mm`` row any more: the
+# graph's GPU time is charged to the compiled region, not to the ops inside it.
+# On the CPU there is no CUDA graph; the mode runs the compiled code as is.
+
+if tracereader:
+    tr = tracereader.load(reduce_overhead.trace_path)
+    tracereader.timeline(tr, step=tr.steps[-1].name, width_in=9, fig=plt.figure())
+
+# %%
+# What to take away: fusing memory-bound kernels removes whole tensors of
+# traffic, and how much time that saves depends on the launch configuration,
+# which a compile times once and keeps in its cache. When a compiled pointwise
+# kernel looks slow, divide its element count by grid x block before blaming
+# the fusion.
+#
+# Every variant
+# -------------
+
+for name, (harness, params) in VARIANTS.items():
+    print(f"{name:>16}  {harness.__name__}({', '.join(f'{k}={v!r}' for k, v in params.items())})")
+
+# sphinx_gallery_start_ignore
+sys.modules["tracesite"].all_recordings_html() if "tracesite" in sys.modules else None
+# sphinx_gallery_end_ignore
