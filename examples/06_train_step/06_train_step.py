@@ -686,20 +686,8 @@ VARIANTS = {
 # ``compile="max-autotune-no-cudagraphs"`` (Inductor times candidate kernels for each
 # matrix multiplication: many minutes of compiling).
 
-#: Every variant shares its repeat's process: each builds, warms up and frees its own model.
-COLD_VARIANTS = ()
-#: Compiled variants share Inductor's cache across processes: a later process's compile
-#: can reuse what an earlier one generated (its ``first_step_s`` is then shorter).
-FRESH_COMPILE_CACHE = False
-#: Each trace holds one step (the profiler's third); nothing to trim by step.
-KEEP_STEPS = {}
-#: The site keeps, of some variants, the CPU side of the regions its pages read (the
-#: other CPU events go with the kernels they launched): the recordings stay small.
-KEEP_REGIONS = {
-    "eager_foreach": ["optimizer"], "eager_forloop": ["optimizer"], "eager_bf16": ["forward"],
-    "eager_checkpoint": ["backward"], "memory": ["optimizer"], "loader_inline": ["data", "forward"],
-    "loader_workers": ["data", "forward"], "loader_async": ["data", "forward"],
-}  # fmt: skip
+# How the site records these variants (which share a process, which compile cache,
+# what of each trace it keeps) is its own business: ``docs/recordings/plan.json``.
 
 
 class Run:
