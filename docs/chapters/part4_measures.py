@@ -599,8 +599,13 @@ class Chapter:
         assert beats("loop_fused_8b", "loop_compiled_8b") and beats(
             "loop_act_attn_8b", "loop_compiled_8b"
         )
+        # A static cache alone is no faster: never faster in every repeat, and slower in the
+        # median (in the 2026-12-02 recording slower in every repeat; in the one before,
+        # the repeats overlapped).
         assert not beats("generate_static_1b", "generate_dynamic_1b")
-        assert not beats("generate_dynamic_1b", "generate_static_1b")
+        assert statistics.median(per["generate_static_1b"]["tps"]) < statistics.median(
+            per["generate_dynamic_1b"]["tps"]
+        )
         assert beats(FINAL, "loop_fused_8b")
         built = [
             (next(p for p in PATH if p[0] == BUILDS_ON.get(b[0], a[0])), b)
