@@ -6,15 +6,15 @@ The smallest workload worth profiling: ``torch.add(torch.matmul(x, w), b)``.
 This experiment profiles it under :mod:`torch.profiler` at two sizes, 64x64 and
 4096x4096 in bfloat16, and reads what the profiler leaves behind: its table
 (*what* took the time) and its trace (*when*, drawn as a timeline). A third run
-batches ``x`` to follow one Python call down to its GPU kernel. The section
-"Is the step waiting for the GPU, or for the CPU?" of :doc:`/chapters/part1`
-reads these runs.
+batches ``x`` to follow one Python call down to its GPU kernel. The sections
+"Is the step waiting for the GPU, or for the CPU?" and "How does a Python call
+become a kernel?" of :doc:`/chapters/part1` read these runs.
 
 This file needs only torch. On a machine with a CUDA GPU it profiles live; on
 the CPU it profiles the same code there (the trace then has no GPU lane, and
 the 4096 size shrinks to 512 so that it finishes quickly). Run it yourself::
 
-    python 01a_table_and_timeline.py             # the whole page
+    python 01a_table_and_timeline.py                  # the whole page
     python 01a_table_and_timeline.py 64_bf16_batch8   # one variant, its table printed
 
 Each run writes its trace to ``traces/01_matmul_add/<variant>.json``. With
@@ -38,8 +38,8 @@ from torch.profiler import ProfilerActivity, profile, record_function, schedule
 # The workload and how it is profiled
 # -----------------------------------
 #
-# ``fn`` is the code under study: a matrix multiply and an add, the two calls a
-# ``nn.Linear`` layer makes. ``fn_addmm`` and ``DTYPES`` serve other experiments
+# ``fn`` is the code under study: a matrix multiply and an add, the computation
+# of an ``nn.Linear`` layer. ``fn_addmm`` and ``DTYPES`` serve other experiments
 # of this set; the harness below reaches them, so they stay here too.
 
 
@@ -56,10 +56,10 @@ DTYPES = {"bfloat16": torch.bfloat16, "float16": torch.float16, "float32": torch
 
 # %%
 # ``profile_matmul_add`` is the profiling harness. It builds three random
-# ``size`` x ``size`` matrices, then runs ``wait + warmup + active`` steps under
-# the profiler with a ``schedule``: the profiler skips the first ``wait`` steps,
-# records and throws away the next ``warmup`` steps (the profiler itself warms
-# up), and keeps the last ``active`` ones. Each kept step becomes a
+# ``size`` x ``size`` matrices, then runs ``wait + warmup_steps + active`` steps
+# under the profiler with a ``schedule``: the profiler skips the first ``wait``
+# steps, records and throws away the next ``warmup_steps`` (the profiler itself
+# warms up), and keeps the last ``active`` ones. Each kept step becomes a
 # ``ProfilerStep#N`` span in the trace, and ``record_function("matmul_add")``
 # puts our own label around each call. The trace is written from
 # ``on_trace_ready``, which the profiler calls when the active window closes.
@@ -162,7 +162,7 @@ def profile_matmul_add(
 #
 # Each experiment is one entry of ``VARIANTS``: the harness and its settings.
 # The recordings this page shows were made on an NVIDIA H200, each variant
-# several times, each time in a fresh process.
+# several times, each repeat in a fresh process.
 #
 # ===================  ===========================================================
 # variant              what it runs

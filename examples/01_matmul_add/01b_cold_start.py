@@ -55,11 +55,11 @@ DTYPES = {"bfloat16": torch.bfloat16, "float16": torch.float16, "float32": torch
 
 
 # %%
-# ``profile_matmul_add`` builds the inputs and runs ``wait + warmup + active``
-# steps under the profiler with a ``schedule``: the first ``wait`` steps are
-# skipped, the next ``warmup`` recorded and thrown away, the last ``active``
-# kept, each as a ``ProfilerStep#N`` span. Here the setting that matters is
-# ``warmup``: ``True`` runs five untimed calls (and a synchronize) before the
+# ``profile_matmul_add`` builds the inputs and runs ``wait + warmup_steps +
+# active`` steps under the profiler with a ``schedule``: the first ``wait``
+# steps are skipped, the next ``warmup_steps`` recorded and thrown away, the
+# last ``active`` kept, each as a ``ProfilerStep#N`` span. Here the setting
+# that matters is ``warmup`` (not the schedule's ``warmup_steps``): ``True`` runs five untimed calls (and a synchronize) before the
 # profiler starts; ``False``, the default, leaves the process cold. ``active``
 # sets how many steps are kept. (The other settings, ``batch``, ``op``,
 # ``compile``, ``tf32`` and ``export``, serve the other experiments of this set.)

@@ -53,7 +53,7 @@ DTYPES = {"bfloat16": torch.bfloat16, "float16": torch.float16, "float32": torch
 
 
 # %%
-# ``profile_matmul_add`` runs ``wait + warmup + active`` steps under the
+# ``profile_matmul_add`` runs ``wait + warmup_steps + active`` steps under the
 # profiler. The schedule skips the first ``wait`` steps, records and throws
 # away the next ``warmup_steps`` (the profiler warms up on them), and keeps the
 # last ``active`` ones. Its ``export`` setting picks when the trace is written:
