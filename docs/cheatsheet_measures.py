@@ -69,7 +69,8 @@ LN = ByRepeat(lambda n: link(T[n]))
 
 def _example_defaults() -> dict[str, Any]:
     """The example's own defaults (the schedule), read from its source, not retyped here."""
-    src = ast.parse((HERE.parent / "examples" / "01_matmul_add.py").read_text(encoding="utf-8"))
+    story = HERE.parent / "examples" / "01_matmul_add" / "01a_table_and_timeline.py"
+    src = ast.parse(story.read_text(encoding="utf-8"))
     fn = next(
         n for n in src.body if isinstance(n, ast.FunctionDef) and n.name == "profile_matmul_add"
     )

@@ -88,29 +88,38 @@ def test_example_imports_nothing_but_torch_and_the_standard_library(script):
     )
 
 
-def test_flags_name_their_trace_files(tmp_path):
-    script = ROOT / "examples" / "01_matmul_add.py"
-    for argv in (
-        ["--size", "16", "--dtype", "float32"],
-        ["--size", "16", "--dtype", "float32", "--tf32"],
-    ):
+def test_a_named_variant_names_its_trace_file(tmp_path):
+    """`python STORY.py VARIANT`: profiles that variant alone, its trace named after it."""
+    script = ROOT / "examples" / "01_matmul_add" / "01e_dtypes.py"
+    for variant in ("4096_fp32", "4096_fp32_tf32"):
         done = subprocess.run(
-            [sys.executable, str(script), *argv], cwd=tmp_path, env=ENV,
+            [sys.executable, str(script), variant], cwd=tmp_path, env=ENV,
             capture_output=True, text=True, timeout=300,
         )  # fmt: skip
         assert done.returncode == 0, done.stderr[-2000:]
+        assert "Self CPU time total" in done.stdout
     written = sorted(p.name for p in (tmp_path / "traces" / "01_matmul_add").glob("*.json"))
-    assert written == ["16_float32.json", "16_float32_tf32.json"]
+    assert written == ["4096_fp32.json", "4096_fp32_tf32.json"]
 
 
-def test_bad_flag_is_one_line(tmp_path):
-    script = ROOT / "examples" / "01_matmul_add.py"
+def test_changed_settings_name_their_trace_files(tmp_path, monkeypatch):
+    """`run("4096_fp32", size=16)`: the trace's name spells out what was changed."""
+    run = load_definitions(ROOT / "examples" / "01_matmul_add" / "01e_dtypes.py")["run"]
+    monkeypatch.chdir(tmp_path)
+    run("4096_fp32", size=16)
+    run("4096_fp32", size=16, tf32=True)
+    written = sorted(p.name for p in (tmp_path / "traces" / "01_matmul_add").glob("*.json"))
+    assert written == ["4096_fp32_size16.json", "4096_fp32_size16_tf32True.json"]
+
+
+def test_unknown_variant_is_one_line(tmp_path):
+    script = ROOT / "examples" / "01_matmul_add" / "01a_table_and_timeline.py"
     done = subprocess.run(
-        [sys.executable, str(script), "--variant", "nope"], cwd=tmp_path, env=ENV,
+        [sys.executable, str(script), "nope"], cwd=tmp_path, env=ENV,
         capture_output=True, text=True,
     )  # fmt: skip
     assert done.returncode == 2 and "Traceback" not in done.stderr
-    assert "invalid choice: 'nope'" in done.stderr
+    assert done.stderr.count("\n") == 1 and "'nope'" in done.stderr, done.stderr
 
 
 SNIPPETS = sorted((ROOT / "docs" / "snippets").glob("*.py"))

@@ -7,7 +7,7 @@ problem is reported with the page and the element that has it.
 Every check returns a list of problem strings (empty: the page is fine). Each string
 starts with the page's path in the site, e.g.::
 
-    auto_examples/01_matmul_add.html: <img src="../_images/x.png"> has no alt text
+    auto_examples/01_matmul_add/01a_table_and_timeline.html: <img src="../_images/x.png"> has no alt text
     chapters/part1.html: link to ../foo.html#bar: no such anchor in foo.html
 
 The site is served over HTTP on 127.0.0.1 (:func:`serve`); any request the page makes

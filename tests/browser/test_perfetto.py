@@ -24,7 +24,7 @@ import sitecheck
 
 pytestmark = pytest.mark.browser
 
-PAGE = "auto_examples/01_matmul_add.html"
+PAGE = "auto_examples/01_matmul_add/01a_table_and_timeline.html"
 PERFETTO = "https://ui.perfetto.dev"
 BUTTON = "button.tr-perfetto[data-trace]"
 TIMEOUT_MS = 15_000
@@ -261,7 +261,7 @@ def test_missing_trace(session, site_root, base_url):
     page = _open_page(session, base_url + PAGE)
     button = page.locator(BUTTON).first
     expect(button).to_be_visible(timeout=TIMEOUT_MS)
-    missing = "../traces/01_matmul_add/no-such-trace.json.gz"
+    missing = "../../traces/01_matmul_add/no-such-trace.json.gz"
     button.evaluate("(b, url) => b.setAttribute('data-trace', url)", missing)
     assert not (site_root / "traces/01_matmul_add/no-such-trace.json.gz").exists()
 

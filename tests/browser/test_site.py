@@ -23,7 +23,7 @@ SCREENSHOTS = {
     "home": "index.html",
     "quickstart": "quickstart.html",
     "part1": "chapters/part1.html",
-    "example01": "auto_examples/01_matmul_add.html",
+    "example01": "auto_examples/01_matmul_add/01a_table_and_timeline.html",
 }
 
 
@@ -76,7 +76,7 @@ def test_search_finds_part1(page, base_url):
     """Searching a launch call every Part 1 trace has finds the Part 1 pages."""
     _fail(
         sitecheck.check_search(
-            page, base_url, "cudaLaunchKernel", ["chapters/part1", "auto_examples/01_matmul_add"]
+            page, base_url, "cudaLaunchKernel", ["chapters/part1", "auto_examples/01_matmul_add/"]
         )
     )
 

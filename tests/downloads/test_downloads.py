@@ -26,7 +26,7 @@ pytestmark = pytest.mark.downloads
 
 def _downloads(site: Path, suffix: str) -> list[Path]:
     # sphinx-gallery can serve the same file from two hashed folders: one of each name.
-    by_name = {p.name: p for p in sorted((site / "_downloads").glob(f"*/[0-9][0-9]_*{suffix}"))}
+    by_name = {p.name: p for p in sorted((site / "_downloads").glob(f"*/[0-9][0-9]*_*{suffix}"))}
     found = [by_name[name] for name in sorted(by_name)]
     assert found, f"no {suffix} example under {site / '_downloads'}: build the site first"
     return found
@@ -205,12 +205,12 @@ def test_distinct_flag_sets_write_distinct_traces(site):
     assert len(names) == len(set(names))
 
 
-def test_trace_names_follow_every_flag(torch_only, site, tmp_path):
-    """Two flag sets that differ in one flag must not share a trace file."""
-    script = _downloads(site, ".py")[0]
+def test_trace_names_follow_every_variant(torch_only, site, tmp_path):
+    """Two variants that differ in one setting (TF32) must not share a trace file."""
+    script = next(s for s in _downloads(site, ".py") if s.name == "01e_dtypes.py")
     local = tmp_path / script.name
     shutil.copyfile(script, local)
-    for argv in (["--size", "16"], ["--size", "16", "--tf32"]):
+    for argv in (["4096_fp32"], ["4096_fp32_tf32"]):
         done = subprocess.run(
             [torch_only, local.name, *argv], cwd=tmp_path, env=_env(),
             capture_output=True, text=True, timeout=300,

@@ -47,7 +47,7 @@ def test_the_source_archive_holds_what_nox_docs_reads(downloads, tmp_path):
     assert all((root / name).is_file() for name in listed)
     for name in ("noxfile.py", "pyproject.toml", "docs/conf.py", "docs/index.md",
                  "docs/quickstart.md", "docs/_ext/site_hooks.py", "docs/_ext/site_downloads.py",
-                 "src/tracereader/cli.py", "examples/01_matmul_add.py"):  # fmt: skip
+                 "src/tracereader/cli.py", "examples/01_matmul_add/01a_table_and_timeline.py"):  # fmt: skip
         assert (root / name).is_file(), name
     recorded = list((root / "docs" / "recordings").rglob("trace.json.gz"))
     here = list(

@@ -51,12 +51,6 @@ def write_plan(root: Path, **examples: dict) -> None:
 TINY_PLAN = {f"{n:02d}_tiny": {"cold_variants": ["cold"]} for n in range(9, 13)}
 
 
-def defining(examples: Path, code: str) -> Path:
-    """The one example script under ``examples`` that holds ``code``."""
-    (found,) = [p for p in sorted(examples.rglob("*.py")) if code in p.read_text()]
-    return found
-
-
 def test_hash_ignores_prose_and_unreached_code(tmp_path):
     base = record.code_hash(write(tmp_path, EXAMPLE), "profile_thing", {"size": 4})
     prose = EXAMPLE.replace("Helper docstring.", "Reworded.").replace("# a comment", "# other")
@@ -136,7 +130,7 @@ def test_recordings_stay_small():
 def test_editing_the_workload_makes_check_name_the_record_command(tmp_path):
     examples = tmp_path / "examples"
     shutil.copytree(ROOT / "examples", examples)
-    script = defining(examples, "torch.add(torch.matmul(x, w), b)")
+    script = examples / "01_matmul_add" / "01a_table_and_timeline.py"
     text = script.read_text()
     assert "torch.add(torch.matmul(x, w), b)" in text
     script.write_text(text.replace("torch.add(torch.matmul(x, w), b)", "torch.matmul(x, w) + b"))
@@ -240,7 +234,7 @@ def test_check_command_names_stale_recordings_in_one_line_each(tmp_path):
     run = [sys.executable, "-m", "tracesite", "check", str(examples)]
     fresh = subprocess.run(run, capture_output=True, text=True, env=env)
     assert fresh.returncode == 0 and "are fresh" in fresh.stdout, fresh.stderr
-    script = defining(examples, "torch.add(torch.matmul(x, w), b)")
+    script = examples / "01_matmul_add" / "01a_table_and_timeline.py"
     script.write_text(script.read_text().replace("torch.add(torch.matmul(x, w), b)", "x @ w + b"))
     stale = subprocess.run(run, capture_output=True, text=True, env=env)
     lines = stale.stderr.strip().splitlines()

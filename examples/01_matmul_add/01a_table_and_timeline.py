@@ -1,0 +1,350 @@
+"""
+The table and the timeline
+==========================
+
+The smallest workload worth profiling: ``torch.add(torch.matmul(x, w), b)``.
+This experiment profiles it under :mod:`torch.profiler` at two sizes, 64x64 and
+4096x4096 in bfloat16, and reads what the profiler leaves behind: its table
+(*what* took the time) and its trace (*when*, drawn as a timeline). A third run
+batches ``x`` to follow one Python call down to its GPU kernel. The sections
+"Is the step waiting for the GPU, or for the CPU?" and "How does a Python call
+become a kernel?" of :doc:`/chapters/part1` read these runs.
+
+This file needs only torch. On a machine with a CUDA GPU it profiles live; on
+the CPU it profiles the same code there (the trace then has no GPU lane, and
+the 4096 size shrinks to 512 so that it finishes quickly). Run it yourself::
+
+    python 01a_table_and_timeline.py                  # the whole page
+    python 01a_table_and_timeline.py 64_bf16_batch8   # one variant, its table printed
+
+Each run writes its trace to ``traces/01_matmul_add/<variant>.json``. With
+:mod:`tracereader` installed (and matplotlib), the page also draws one step of
+each trace; without it, open the trace at https://ui.perfetto.dev.
+"""
+
+# sphinx_gallery_start_ignore
+import warnings
+
+warnings.filterwarnings("ignore", message=".*Profiler clears events.*")
+# sphinx_gallery_end_ignore
+import sys
+import types
+from pathlib import Path
+
+import torch
+from torch.profiler import ProfilerActivity, profile, record_function, schedule
+
+# %%
+# The workload and how it is profiled
+# -----------------------------------
+#
+# ``fn`` is the code under study: a matrix multiply and an add, the computation
+# of an ``nn.Linear`` layer. ``fn_addmm`` and ``DTYPES`` serve other experiments
+# of this set; the harness below reaches them, so they stay here too.
+
+
+def fn(x, w, b):
+    return torch.add(torch.matmul(x, w), b)
+
+
+def fn_addmm(x, w, b):
+    return torch.addmm(b, x, w)
+
+
+DTYPES = {"bfloat16": torch.bfloat16, "float16": torch.float16, "float32": torch.float32}
+
+
+# %%
+# ``profile_matmul_add`` is the profiling harness. It builds three random
+# ``size`` x ``size`` matrices, then runs ``wait + warmup_steps + active`` steps
+# under the profiler with a ``schedule``: the profiler skips the first ``wait``
+# steps, records and throws away the next ``warmup_steps`` (the profiler itself
+# warms up), and keeps the last ``active`` ones. Each kept step becomes a
+# ``ProfilerStep#N`` span in the trace, and ``record_function("matmul_add")``
+# puts our own label around each call. The trace is written from
+# ``on_trace_ready``, which the profiler calls when the active window closes.
+#
+# Its other settings serve the other experiments of this set: ``batch > 0``
+# makes ``x`` 3-D (``batch, size, size``); ``op="addmm"`` profiles
+# ``torch.addmm(b, x, w)`` instead; ``warmup=True`` runs five untimed calls
+# before profiling; ``compile`` names a ``torch.compile`` mode (``"triton-gemm"``
+# is max-autotune limited to Inductor's Triton GEMM templates); ``tf32`` lets
+# fp32 GEMMs round their inputs to TF32; ``export="after"`` exports after the
+# ``with`` block instead of from ``on_trace_ready``. It returns the profiler's
+# table, sorted by GPU time when there is a GPU.
+
+
+def profile_matmul_add(
+    out_dir,
+    *,
+    size=64,
+    dtype="bfloat16",
+    batch=0,
+    op="matmul_add",
+    warmup=False,
+    compile=None,
+    tf32=False,
+    wait=1,
+    warmup_steps=1,
+    active=3,
+    export="on_trace_ready",
+    device=None,
+):
+    device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+    torch.manual_seed(0)  # every run multiplies the same numbers
+    # TF32 lets float32 GEMMs (and convolutions) round their inputs for the Tensor
+    # Cores. Set it either way, so that no earlier run's choice leaks into this one.
+    torch.backends.cuda.matmul.allow_tf32 = tf32
+    torch.backends.cudnn.allow_tf32 = tf32
+    dt = DTYPES[dtype]
+    # batch > 0 makes x 3-D; matmul then folds the batch into the rows of one GEMM.
+    x_shape = (batch, size, size) if batch else (size, size)
+    x = torch.randn(x_shape, device=device, dtype=dt)
+    w = torch.randn(size, size, device=device, dtype=dt)
+    b = torch.randn(size, size, device=device, dtype=dt)
+    f = fn_addmm if op == "addmm" else fn
+    # Each compile starts from a clean Dynamo cache, so no earlier run's graph is reused.
+    if compile == "triton-gemm" and device == "cuda":
+        # max-autotune, but with only Inductor's own Triton GEMM templates to choose from
+        torch._dynamo.reset()
+        f = torch.compile(f, options={"max_autotune": True, "max_autotune_gemm_backends": "TRITON"})
+    elif compile:  # "default" is torch.compile's own default mode (mode=None)
+        torch._dynamo.reset()
+        mode = {"default": None, "triton-gemm": "max-autotune-no-cudagraphs"}.get(compile, compile)
+        f = torch.compile(f, mode=mode)
+
+    # One step: the call under study, inside our own label (a span in the trace).
+    def step():
+        with record_function("matmul_add"):
+            return f(x, w, b)
+
+    # Warm-up: the first calls pay one-time costs (loading GPU code, cuBLAS picking
+    # its kernel, compiling). A compiled function is always warmed up, so that the
+    # compile itself stays out of the profile.
+    if warmup or compile:
+        for _ in range(5):
+            step()
+    if device == "cuda":
+        torch.cuda.synchronize()  # and the GPU finishes it before profiling starts
+
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    trace_path = out_dir / "trace.json"
+    # CPU activity always; on a GPU, CUDA activity too (kernels, copies, through CUPTI).
+    activities = [ProfilerActivity.CPU]
+    if device == "cuda":
+        activities.append(ProfilerActivity.CUDA)
+    # The profiler calls on_trace_ready when the active window closes.
+    on_ready = None
+    if export == "on_trace_ready":
+
+        def on_ready(p):
+            p.export_chrome_trace(str(trace_path))
+
+    with profile(
+        activities=activities,
+        schedule=schedule(wait=wait, warmup=warmup_steps, active=active, repeat=1),
+        on_trace_ready=on_ready,
+    ) as prof:
+        for _ in range(wait + warmup_steps + active):
+            step()
+            prof.step()  # tells the schedule that one step ended
+    if export == "after":  # the alternative: export once the with block has ended
+        prof.export_chrome_trace(str(trace_path))
+    # The table sums each op over the kept steps; with a GPU, sort by GPU time.
+    sort_by = "cuda_time_total" if device == "cuda" else "cpu_time_total"
+    return prof.key_averages().table(sort_by=sort_by, row_limit=15, max_name_column_width=48)
+
+
+# %%
+# The variants
+# ------------
+#
+# Each experiment is one entry of ``VARIANTS``: the harness and its settings.
+# The recordings this page shows were made on an NVIDIA H200, each variant
+# several times, each repeat in a fresh process.
+#
+# ===================  ===========================================================
+# variant              what it runs
+# ===================  ===========================================================
+# ``64_bf16``          64x64 bf16, five warm-up calls first, 3 active steps
+# ``4096_bf16``        the same at 4096x4096
+# ``64_bf16_batch8``   64x64 with ``x`` batched to ``(8, 64, 64)``
+# ===================  ===========================================================
+
+VARIANTS = {
+    "64_bf16": (profile_matmul_add, {"size": 64, "dtype": "bfloat16", "warmup": True}),
+    "4096_bf16": (profile_matmul_add, {"size": 4096, "dtype": "bfloat16", "warmup": True}),
+    "64_bf16_batch8": (
+        profile_matmul_add,
+        {"size": 64, "dtype": "bfloat16", "batch": 8, "warmup": True},
+    ),
+}
+
+# %%
+# ``run`` below is the plumbing: it calls the harness for one named variant and
+# says where it profiled.
+
+#: A CPU has no GPU lane to show, and a 4096 bf16 GEMM takes seconds there, so on
+#: the CPU every size above this one shrinks to it.
+CPU_MAX_SIZE = 512
+
+
+# ``run(name)`` profiles one variant of ``VARIANTS`` with its harness, moves the
+# trace to ``traces/01_matmul_add/NAME.json``, prints one line saying where it ran,
+# and returns the run's name, the profiler's table and the trace's path.
+def run(name):
+    harness, params = VARIANTS[name]
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    if device == "cpu":
+        params = dict(params, size=min(params["size"], CPU_MAX_SIZE))
+    out = Path("traces") / "01_matmul_add"
+    table = harness(out / name, device=device, **params)
+    trace_path = (out / name / "trace.json").replace(out / f"{name}.json")
+    (out / name).rmdir()
+    if device == "cuda":
+        where = f"live on {torch.cuda.get_device_name(0)}"
+    else:
+        where = f"on the CPU at size {params['size']} (no CUDA device), so no GPU lane"
+    print(f"{name}: profiled {where}; trace written to {trace_path}")
+    return types.SimpleNamespace(name=name, table=table, trace_path=trace_path)
+
+
+# sphinx_gallery_start_ignore
+if "tracesite" in sys.modules:  # the site build replays the H200's recordings instead
+    run = sys.modules["tracesite"].replayer(run)
+# sphinx_gallery_end_ignore
+
+# ``python 01a_table_and_timeline.py VARIANT`` profiles one variant and prints its table.
+if __name__ == "__main__" and sys.argv[1:] and "ipykernel" not in sys.modules:
+    if sys.argv[1] not in VARIANTS:
+        print(f"no variant {sys.argv[1]!r} here; try one of {list(VARIANTS)}", file=sys.stderr)
+        sys.exit(2)
+    print(run(sys.argv[1]).table)
+    sys.exit(0)
+
+# %%
+# 64x64: the table
+# ----------------
+#
+# With 64x64 matrices in bfloat16 the GPU finishes each kernel in a couple of
+# microseconds, while the CPU spends far longer preparing and launching them.
+# Compare ``Self CPU time total`` with ``Self CUDA time total`` at the bottom.
+# (The total CPU time also counts the profiler's closing
+# ``cudaDeviceSynchronize``, which is waiting, not work: the ``ProfilerStep*``
+# row is the steps' own CPU time.)
+
+small = run("64_bf16")
+# sphinx_gallery_start_ignore
+small  # on the site: when and where it was recorded, and a link to every repeat
+# sphinx_gallery_end_ignore
+
+# %%
+# **Self** time leaves out an op's children; **total** time includes them.
+# ``aten::matmul`` has little self time but a large total, because it only
+# hands over to ``aten::mm``. The first row, ``matmul_add`` with no CPU time, is
+# our label's GPU-side span, from the first kernel it launched to the last,
+# idle time included.
+
+print(small.table)
+
+# %%
+# 64x64: one step on the timeline
+# -------------------------------
+#
+# The last profiled step, drawn by ``tracereader`` (the library this site is
+# built on) if it is installed. The CPU thread on top runs the nested ops
+# (``ProfilerStep`` > ``matmul_add`` > ``aten::matmul`` > ``aten::mm`` > the
+# launch call); the GPU stream below runs two tiny kernels. Arrows join each
+# launch call to the kernel it launched; shaded spans are GPU idle time.
+#
+# When the GPU is busy for under half of a step's CPU time, the step is
+# *overhead-bound*: the CPU takes longer to prepare and launch the work than
+# the GPU takes to do it, so a faster GPU would not help.
+
+try:
+    import tracereader
+except ImportError:  # only torch here: the trace file is still there to open in Perfetto
+    tracereader = None
+    print("tracereader is not installed: open the trace at https://ui.perfetto.dev instead")
+
+if tracereader:
+    import matplotlib.pyplot as plt  # a pyplot figure, so that notebooks and the site show it
+
+    small_trace = tracereader.load(small.trace_path)
+    last = small_trace.steps[-1]
+    tracereader.timeline(small_trace, step=last.name, width_in=12, fig=plt.figure())
+    busy = tracereader.summary(small_trace)["gpu_busy_us"] / len(small_trace.steps)
+    print(f"{last.name}: CPU {last.dur_us:.0f} us; GPU busy {busy:.1f} us per step on average")
+
+# %%
+# 4096x4096: the table
+# --------------------
+#
+# The same two calls on 4096x4096 matrices: 262,144 times the arithmetic. The
+# GEMM kernel now dominates, and the CUDA total climbs to the order of the CPU
+# total while the CPU time of the steps barely moves.
+
+big = run("4096_bf16")
+# sphinx_gallery_start_ignore
+big
+# sphinx_gallery_end_ignore
+
+# %%
+
+print(big.table)
+
+# %%
+# 4096x4096: one step on the timeline
+# -----------------------------------
+#
+# Now the GPU lane is full: the GEMM runs for far longer than the CPU needs to
+# launch it, so the launches get ahead of the GPU and the kernels queue. This
+# step is *GPU-bound*: the kernels are the work, and only faster or fewer
+# kernels would speed it up.
+
+if tracereader:
+    big_trace = tracereader.load(big.trace_path)
+    tracereader.timeline(big_trace, step=big_trace.steps[-1].name, width_in=12, fig=plt.figure())
+    busy = tracereader.summary(big_trace)["gpu_busy_us"] / len(big_trace.steps)
+    print(f"GPU busy {busy:.0f} us per step on average")
+
+# %%
+# From a Python call to a kernel: a batched ``x``
+# -----------------------------------------------
+#
+# Follow the GEMM's kernel back up the CPU lane: ``aten::matmul`` is the
+# operator Python called, the dispatcher runs its code, which calls ``aten::mm``
+# for two 2-D tensors, and ``aten::mm`` asks cuBLAS to launch a kernel. The
+# launch call and the kernel share a correlation id, which is how the trace
+# joins the two lanes (in Perfetto, click a launch call and follow its arrow).
+#
+# Batch ``x`` to ``(8, 64, 64)`` and the chain barely changes: there is no
+# ``aten::bmm``, because ``matmul`` folds the batch into the rows of one 2-D
+# GEMM, so each step still runs two kernels. (``matmul`` calls ``aten::bmm``
+# only when the batch cannot be folded, as when ``w`` is batched too.)
+
+batched = run("64_bf16_batch8")
+# sphinx_gallery_start_ignore
+batched
+# sphinx_gallery_end_ignore
+
+# %%
+
+print(batched.table)
+
+# %%
+# What the chapter concluded
+# --------------------------
+#
+# On the H200, the GPU worked for a small fraction of the CPU time of the 64x64
+# steps (overhead-bound) and for most of it at 4096x4096 (GPU-bound), while
+# the CPU time per step hardly changed between the two. The rule of thumb:
+# compare the GPU's busy time with the steps' CPU time. Under half, launch fewer,
+# larger kernels; over half, study the kernels themselves, as the next
+# experiments of this set do.
+
+# sphinx_gallery_start_ignore
+# On the site: every recording of every variant, to download or open in Perfetto.
+sys.modules["tracesite"].all_recordings_html() if "tracesite" in sys.modules else None
+# sphinx_gallery_end_ignore

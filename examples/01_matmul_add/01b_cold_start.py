@@ -1,0 +1,346 @@
+"""
+The first step: cold start and warm-up
+======================================
+
+The three active steps of a profile run the same code, yet the first is
+wider. Is that the *cold start*, the one-time setup of a process's first call
+(loading GPU code, allocating memory, cuBLAS choosing its kernels)? This
+experiment profiles ``torch.add(torch.matmul(x, w), b)`` in a fresh process
+without any warm-up, and again after five warm-up calls, with 3 and with 20
+active steps, and compares the first step with the rest. The sections "Why is
+the first step slow?" and "Is a late kernel the GPU's fault?" of
+:doc:`/chapters/part1` (and its lab notes) read these runs.
+
+A cold run means something only as the first thing its process does, so run
+each cold variant on its own::
+
+    python 01b_cold_start.py                         # the whole page
+    python 01b_cold_start.py 64_bf16_20steps_cold    # one variant in a fresh process
+
+This file needs only torch; on the CPU it profiles the same code there (the
+trace has no GPU lane, and 4096 shrinks to 512). Each run writes its trace to
+``traces/01_matmul_add/<variant>.json``; with :mod:`tracereader` installed the
+page also measures every step.
+"""
+
+# sphinx_gallery_start_ignore
+import warnings
+
+warnings.filterwarnings("ignore", message=".*Profiler clears events.*")
+# sphinx_gallery_end_ignore
+import sys
+import types
+from pathlib import Path
+
+import torch
+from torch.profiler import ProfilerActivity, profile, record_function, schedule
+
+# %%
+# The workload and its harness
+# ----------------------------
+#
+# ``fn`` is the code under study; ``fn_addmm`` and ``DTYPES`` are reached by the
+# harness for other experiments of this set.
+
+
+def fn(x, w, b):
+    return torch.add(torch.matmul(x, w), b)
+
+
+def fn_addmm(x, w, b):
+    return torch.addmm(b, x, w)
+
+
+DTYPES = {"bfloat16": torch.bfloat16, "float16": torch.float16, "float32": torch.float32}
+
+
+# %%
+# ``profile_matmul_add`` builds the inputs and runs ``wait + warmup_steps +
+# active`` steps under the profiler with a ``schedule``: the first ``wait``
+# steps are skipped, the next ``warmup_steps`` recorded and thrown away, the
+# last ``active`` kept, each as a ``ProfilerStep#N`` span. Here the setting
+# that matters is ``warmup`` (not the schedule's ``warmup_steps``): ``True`` runs five untimed calls (and a synchronize) before the
+# profiler starts; ``False``, the default, leaves the process cold. ``active``
+# sets how many steps are kept. (The other settings, ``batch``, ``op``,
+# ``compile``, ``tf32`` and ``export``, serve the other experiments of this set.)
+
+
+def profile_matmul_add(
+    out_dir,
+    *,
+    size=64,
+    dtype="bfloat16",
+    batch=0,
+    op="matmul_add",
+    warmup=False,
+    compile=None,
+    tf32=False,
+    wait=1,
+    warmup_steps=1,
+    active=3,
+    export="on_trace_ready",
+    device=None,
+):
+    device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+    torch.manual_seed(0)  # every run multiplies the same numbers
+    # TF32 lets float32 GEMMs (and convolutions) round their inputs for the Tensor
+    # Cores. Set it either way, so that no earlier run's choice leaks into this one.
+    torch.backends.cuda.matmul.allow_tf32 = tf32
+    torch.backends.cudnn.allow_tf32 = tf32
+    dt = DTYPES[dtype]
+    # batch > 0 makes x 3-D; matmul then folds the batch into the rows of one GEMM.
+    x_shape = (batch, size, size) if batch else (size, size)
+    x = torch.randn(x_shape, device=device, dtype=dt)
+    w = torch.randn(size, size, device=device, dtype=dt)
+    b = torch.randn(size, size, device=device, dtype=dt)
+    f = fn_addmm if op == "addmm" else fn
+    # Each compile starts from a clean Dynamo cache, so no earlier run's graph is reused.
+    if compile == "triton-gemm" and device == "cuda":
+        # max-autotune, but with only Inductor's own Triton GEMM templates to choose from
+        torch._dynamo.reset()
+        f = torch.compile(f, options={"max_autotune": True, "max_autotune_gemm_backends": "TRITON"})
+    elif compile:  # "default" is torch.compile's own default mode (mode=None)
+        torch._dynamo.reset()
+        mode = {"default": None, "triton-gemm": "max-autotune-no-cudagraphs"}.get(compile, compile)
+        f = torch.compile(f, mode=mode)
+
+    # One step: the call under study, inside our own label (a span in the trace).
+    def step():
+        with record_function("matmul_add"):
+            return f(x, w, b)
+
+    # Warm-up: the first calls pay one-time costs (loading GPU code, cuBLAS picking
+    # its kernel, compiling). A compiled function is always warmed up, so that the
+    # compile itself stays out of the profile.
+    if warmup or compile:
+        for _ in range(5):
+            step()
+    if device == "cuda":
+        torch.cuda.synchronize()  # and the GPU finishes it before profiling starts
+
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    trace_path = out_dir / "trace.json"
+    # CPU activity always; on a GPU, CUDA activity too (kernels, copies, through CUPTI).
+    activities = [ProfilerActivity.CPU]
+    if device == "cuda":
+        activities.append(ProfilerActivity.CUDA)
+    # The profiler calls on_trace_ready when the active window closes.
+    on_ready = None
+    if export == "on_trace_ready":
+
+        def on_ready(p):
+            p.export_chrome_trace(str(trace_path))
+
+    with profile(
+        activities=activities,
+        schedule=schedule(wait=wait, warmup=warmup_steps, active=active, repeat=1),
+        on_trace_ready=on_ready,
+    ) as prof:
+        for _ in range(wait + warmup_steps + active):
+            step()
+            prof.step()  # tells the schedule that one step ended
+    if export == "after":  # the alternative: export once the with block has ended
+        prof.export_chrome_trace(str(trace_path))
+    # The table sums each op over the kept steps; with a GPU, sort by GPU time.
+    sort_by = "cuda_time_total" if device == "cuda" else "cpu_time_total"
+    return prof.key_averages().table(sort_by=sort_by, row_limit=15, max_name_column_width=48)
+
+
+# %%
+# The variants
+# ------------
+#
+# The ``_cold`` variants must each be the first call of a fresh process: the
+# recordings this page shows ran each of them alone in a process of its own,
+# several times over, on an NVIDIA H200. The warm ``64_bf16_20steps`` ran in a
+# process shared with other warm experiments.
+#
+# ========================  =====================================================
+# variant                   what it runs
+# ========================  =====================================================
+# ``64_bf16_cold``          64x64 bf16, no warm-up, the default 3 active steps
+# ``4096_bf16_cold``        the same at 4096x4096
+# ``64_bf16_20steps_cold``  64x64, no warm-up, 20 active steps
+# ``64_bf16_20steps``       64x64, five warm-up calls first, 20 active steps
+# ========================  =====================================================
+
+VARIANTS = {
+    "64_bf16_cold": (profile_matmul_add, {"size": 64, "dtype": "bfloat16"}),
+    "4096_bf16_cold": (profile_matmul_add, {"size": 4096, "dtype": "bfloat16"}),
+    "64_bf16_20steps": (
+        profile_matmul_add,
+        {"size": 64, "dtype": "bfloat16", "warmup": True, "active": 20},
+    ),
+    "64_bf16_20steps_cold": (profile_matmul_add, {"size": 64, "dtype": "bfloat16", "active": 20}),
+}
+
+#: A CPU has no GPU lane to show, and a 4096 bf16 GEMM takes seconds there, so on
+#: the CPU every size above this one shrinks to it.
+CPU_MAX_SIZE = 512
+
+
+# ``run(name)`` profiles one variant of ``VARIANTS`` with its harness, moves the
+# trace to ``traces/01_matmul_add/NAME.json``, prints one line saying where it ran,
+# and returns the run's name, the profiler's table and the trace's path.
+def run(name):
+    harness, params = VARIANTS[name]
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    if device == "cpu":
+        params = dict(params, size=min(params["size"], CPU_MAX_SIZE))
+    out = Path("traces") / "01_matmul_add"
+    table = harness(out / name, device=device, **params)
+    trace_path = (out / name / "trace.json").replace(out / f"{name}.json")
+    (out / name).rmdir()
+    if device == "cuda":
+        where = f"live on {torch.cuda.get_device_name(0)}"
+    else:
+        where = f"on the CPU at size {params['size']} (no CUDA device), so no GPU lane"
+    print(f"{name}: profiled {where}; trace written to {trace_path}")
+    return types.SimpleNamespace(name=name, table=table, trace_path=trace_path)
+
+
+# sphinx_gallery_start_ignore
+if "tracesite" in sys.modules:  # the site build replays the H200's recordings instead
+    run = sys.modules["tracesite"].replayer(run)
+# sphinx_gallery_end_ignore
+
+# ``python 01b_cold_start.py VARIANT`` profiles one variant and prints its table.
+if __name__ == "__main__" and sys.argv[1:] and "ipykernel" not in sys.modules:
+    if sys.argv[1] not in VARIANTS:
+        print(f"no variant {sys.argv[1]!r} here; try one of {list(VARIANTS)}", file=sys.stderr)
+        sys.exit(2)
+    print(run(sys.argv[1]).table)
+    sys.exit(0)
+
+# %%
+# Twenty steps in a cold process
+# ------------------------------
+#
+# The first run of this page is the coldest one it can make: nothing has
+# touched the GPU yet in this process. There is no warm-up, so the schedule's
+# skipped step (``wait=1``) and discarded step (``warmup=1``) are the process's
+# first two calls, and they absorb the one-time setup: the CUDA context,
+# loading the GEMM and add kernels, cuBLAS choosing its kernel, the caching
+# allocator's first blocks. (Run as a whole page, only this first
+# run is truly cold; the later ``_cold`` runs inherit a warm process. Run each
+# on its own, as above, to see it cold.)
+
+cold20 = run("64_bf16_20steps_cold")
+# sphinx_gallery_start_ignore
+cold20  # on the site: when and where it was recorded, and a link to every repeat
+# sphinx_gallery_end_ignore
+
+# %%
+# The table sums the 20 steps, so one slow step hides in it. The trace keeps
+# each step apart: with :mod:`tracereader` installed, ``step_times`` gives every
+# ``ProfilerStep``'s CPU time, and we compare the first with the median of the
+# rest.
+
+try:
+    import tracereader
+except ImportError:  # only torch here: the trace file is still there to open in Perfetto
+    tracereader = None
+    print("tracereader is not installed: open the trace at https://ui.perfetto.dev instead")
+
+
+def first_against_rest(result):
+    # The first step's CPU time, the median of the others', and their ratio. A
+    # step's CPU time is its ``ProfilerStep`` span: from one ``prof.step()`` to the
+    # next, the time the CPU took to run the step's Python, dispatch its ops and
+    # launch its kernels (it does not wait for the GPU to finish them).
+    cpu = [s.cpu_us for s in tracereader.step_times(tracereader.load(result.trace_path))]
+    rest = sorted(cpu[1:])[len(cpu[1:]) // 2]
+    print(f"{result.name}: first step {cpu[0]:.0f} us, median of the rest {rest:.0f} us, "
+          f"ratio {cpu[0] / rest:.1f}")  # fmt: skip
+
+
+if tracereader:
+    first_against_rest(cold20)
+
+# %%
+# Twenty steps after a warm-up
+# ----------------------------
+#
+# If the slow first step were the cold start, five warm-up calls before the
+# profiler starts would remove it. They do not: on the H200 the warm first step
+# was still clearly slower than the median of the rest, about as much slower as
+# in the cold process. The schedule's skipped and discarded steps already absorb
+# the true first call: no allocation, occupancy query or module loading appears
+# in the kept steps at all. The trace does not say what the extra time is.
+
+warm20 = run("64_bf16_20steps")
+# sphinx_gallery_start_ignore
+warm20
+# sphinx_gallery_end_ignore
+
+# %%
+# The timeline of the warm run's first few steps shows the difference at a
+# glance: the first kept step is wider than those after it.
+
+if tracereader:
+    import matplotlib.pyplot as plt  # a pyplot figure, so that notebooks and the site show it
+
+    first_against_rest(warm20)
+    warm_trace = tracereader.load(warm20.trace_path)
+    window = (warm_trace.steps[0].start_ns, warm_trace.steps[4].end_ns)
+    tracereader.timeline(warm_trace, window=window, width_in=12, fig=plt.figure())
+
+# %%
+# Three cold steps, at two sizes
+# ------------------------------
+#
+# These are the runs the Hugging Face post "Profiling in PyTorch (Part 1)"
+# made: no warm-up, three active steps. Its A100 showed a long wait between
+# entering ``matmul_add`` and reaching ``aten::matmul`` in the first step, and a
+# gap of milliseconds before the GPU lane started. On the H200 the wait was far
+# shorter, and the late GPU lane was CPU work before the first launch, not a
+# late GPU: the first kernel started soon after its launch call.
+
+cold64 = run("64_bf16_cold")
+# sphinx_gallery_start_ignore
+cold64
+# sphinx_gallery_end_ignore
+
+# %%
+
+print(cold64.table)
+
+# %%
+# At 4096x4096, the closing ``cudaDeviceSynchronize`` (the profiler's own, when
+# the window closes) waits for the GEMMs still queued on the GPU: it lasts as
+# long as that work.
+
+cold4k = run("4096_bf16_cold")
+# sphinx_gallery_start_ignore
+cold4k
+# sphinx_gallery_end_ignore
+
+# %%
+
+print(cold4k.table)
+
+# %%
+# To check a late kernel yourself, ``tracereader.launches`` lists every GPU op
+# with its launch call and the latency between them. A short launch-to-start
+# latency means the CPU was late; a long one, that the GPU was busy with earlier
+# work. (On the CPU there are no GPU ops to list.)
+
+if tracereader:
+    for row in tracereader.launches(tracereader.load(cold64.trace_path)).to_records()[:4]:
+        print(f"{row['op']} -> {row['api']} -> {row['name'][:40]}: "
+              f"started {row['launch_to_start_us']} us after its launch call")  # fmt: skip
+
+# %%
+# What the chapter concluded
+# --------------------------
+#
+# Never read the first active step as typical. Warm up before profiling, keep
+# a ``warmup`` step in the schedule, record several active steps, and quote the
+# median of the steps after the first. Before blaming the GPU for a late
+# kernel, compare its start with its launch call.
+
+# sphinx_gallery_start_ignore
+# On the site: every recording of every variant, to download or open in Perfetto.
+sys.modules["tracesite"].all_recordings_html() if "tracesite" in sys.modules else None
+# sphinx_gallery_end_ignore

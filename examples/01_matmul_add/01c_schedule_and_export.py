@@ -1,0 +1,317 @@
+"""
+The schedule and the export
+===========================
+
+A profile of ``torch.add(torch.matmul(x, w), b)`` usually runs under a
+``schedule(wait=1, warmup=1, active=3)`` and writes its trace from
+``on_trace_ready``. This experiment changes one of those choices at a time: a
+schedule that skips and discards nothing, so the profiler records the process's
+very first call; and a trace exported after the ``with`` block instead of from
+``on_trace_ready``. The section "How do you profile one line of code?" of
+:doc:`/chapters/part1` and its lab notes read these runs.
+
+``64_bf16_nowait`` is about the first call of a process, so run it alone::
+
+    python 01c_schedule_and_export.py                    # the whole page
+    python 01c_schedule_and_export.py 64_bf16_nowait     # one variant in a fresh process
+
+This file needs only torch; on the CPU it profiles the same code there, and
+the trace has no GPU lane. Each run writes its trace to
+``traces/01_matmul_add/<variant>.json``; with :mod:`tracereader` installed the
+page also measures every step.
+"""
+
+# sphinx_gallery_start_ignore
+import warnings
+
+warnings.filterwarnings("ignore", message=".*Profiler clears events.*")
+# sphinx_gallery_end_ignore
+import sys
+import types
+from pathlib import Path
+
+import torch
+from torch.profiler import ProfilerActivity, profile, record_function, schedule
+
+# %%
+# The workload and its harness
+# ----------------------------
+#
+# ``fn`` is the code under study; ``fn_addmm`` and ``DTYPES`` are reached by the
+# harness for other experiments of this set.
+
+
+def fn(x, w, b):
+    return torch.add(torch.matmul(x, w), b)
+
+
+def fn_addmm(x, w, b):
+    return torch.addmm(b, x, w)
+
+
+DTYPES = {"bfloat16": torch.bfloat16, "float16": torch.float16, "float32": torch.float32}
+
+
+# %%
+# ``profile_matmul_add`` runs ``wait + warmup_steps + active`` steps under the
+# profiler. The schedule skips the first ``wait`` steps, records and throws
+# away the next ``warmup_steps`` (the profiler warms up on them), and keeps the
+# last ``active`` ones. Its ``export`` setting picks when the trace is written:
+# ``"on_trace_ready"`` from the callback the profiler calls when the active
+# window closes, ``"after"`` from ``prof.export_chrome_trace`` once the ``with``
+# block has ended. (``warmup=True``, a different thing, runs five untimed calls
+# before the profiler starts; ``batch``, ``op``, ``compile`` and ``tf32`` serve
+# the other experiments of this set.)
+
+
+def profile_matmul_add(
+    out_dir,
+    *,
+    size=64,
+    dtype="bfloat16",
+    batch=0,
+    op="matmul_add",
+    warmup=False,
+    compile=None,
+    tf32=False,
+    wait=1,
+    warmup_steps=1,
+    active=3,
+    export="on_trace_ready",
+    device=None,
+):
+    device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+    torch.manual_seed(0)  # every run multiplies the same numbers
+    # TF32 lets float32 GEMMs (and convolutions) round their inputs for the Tensor
+    # Cores. Set it either way, so that no earlier run's choice leaks into this one.
+    torch.backends.cuda.matmul.allow_tf32 = tf32
+    torch.backends.cudnn.allow_tf32 = tf32
+    dt = DTYPES[dtype]
+    # batch > 0 makes x 3-D; matmul then folds the batch into the rows of one GEMM.
+    x_shape = (batch, size, size) if batch else (size, size)
+    x = torch.randn(x_shape, device=device, dtype=dt)
+    w = torch.randn(size, size, device=device, dtype=dt)
+    b = torch.randn(size, size, device=device, dtype=dt)
+    f = fn_addmm if op == "addmm" else fn
+    # Each compile starts from a clean Dynamo cache, so no earlier run's graph is reused.
+    if compile == "triton-gemm" and device == "cuda":
+        # max-autotune, but with only Inductor's own Triton GEMM templates to choose from
+        torch._dynamo.reset()
+        f = torch.compile(f, options={"max_autotune": True, "max_autotune_gemm_backends": "TRITON"})
+    elif compile:  # "default" is torch.compile's own default mode (mode=None)
+        torch._dynamo.reset()
+        mode = {"default": None, "triton-gemm": "max-autotune-no-cudagraphs"}.get(compile, compile)
+        f = torch.compile(f, mode=mode)
+
+    # One step: the call under study, inside our own label (a span in the trace).
+    def step():
+        with record_function("matmul_add"):
+            return f(x, w, b)
+
+    # Warm-up: the first calls pay one-time costs (loading GPU code, cuBLAS picking
+    # its kernel, compiling). A compiled function is always warmed up, so that the
+    # compile itself stays out of the profile.
+    if warmup or compile:
+        for _ in range(5):
+            step()
+    if device == "cuda":
+        torch.cuda.synchronize()  # and the GPU finishes it before profiling starts
+
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    trace_path = out_dir / "trace.json"
+    # CPU activity always; on a GPU, CUDA activity too (kernels, copies, through CUPTI).
+    activities = [ProfilerActivity.CPU]
+    if device == "cuda":
+        activities.append(ProfilerActivity.CUDA)
+    # The profiler calls on_trace_ready when the active window closes.
+    on_ready = None
+    if export == "on_trace_ready":
+
+        def on_ready(p):
+            p.export_chrome_trace(str(trace_path))
+
+    with profile(
+        activities=activities,
+        schedule=schedule(wait=wait, warmup=warmup_steps, active=active, repeat=1),
+        on_trace_ready=on_ready,
+    ) as prof:
+        for _ in range(wait + warmup_steps + active):
+            step()
+            prof.step()  # tells the schedule that one step ended
+    if export == "after":  # the alternative: export once the with block has ended
+        prof.export_chrome_trace(str(trace_path))
+    # The table sums each op over the kept steps; with a GPU, sort by GPU time.
+    sort_by = "cuda_time_total" if device == "cuda" else "cpu_time_total"
+    return prof.key_averages().table(sort_by=sort_by, row_limit=15, max_name_column_width=48)
+
+
+# %%
+# The variants
+# ------------
+#
+# The recordings this page shows were made on an NVIDIA H200, each variant
+# several times; ``64_bf16_nowait`` each time alone in a fresh process.
+#
+# ========================  =====================================================
+# variant                   what it runs
+# ========================  =====================================================
+# ``64_bf16_nowait``        64x64 bf16, no warm-up, ``wait=0, warmup=0, active=3``
+# ``64_bf16_export_after``  64x64 bf16, warm, the trace exported after ``with``
+# ========================  =====================================================
+
+VARIANTS = {
+    "64_bf16_nowait": (
+        profile_matmul_add,
+        {"size": 64, "dtype": "bfloat16", "wait": 0, "warmup_steps": 0},
+    ),
+    "64_bf16_export_after": (
+        profile_matmul_add,
+        {"size": 64, "dtype": "bfloat16", "warmup": True, "export": "after"},
+    ),
+}
+
+#: A CPU has no GPU lane to show, and a 4096 bf16 GEMM takes seconds there, so on
+#: the CPU every size above this one shrinks to it.
+CPU_MAX_SIZE = 512
+
+
+# ``run(name)`` profiles one variant of ``VARIANTS`` with its harness, moves the
+# trace to ``traces/01_matmul_add/NAME.json``, prints one line saying where it ran,
+# and returns the run's name, the profiler's table and the trace's path.
+def run(name):
+    harness, params = VARIANTS[name]
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    if device == "cpu":
+        params = dict(params, size=min(params["size"], CPU_MAX_SIZE))
+    out = Path("traces") / "01_matmul_add"
+    table = harness(out / name, device=device, **params)
+    trace_path = (out / name / "trace.json").replace(out / f"{name}.json")
+    (out / name).rmdir()
+    if device == "cuda":
+        where = f"live on {torch.cuda.get_device_name(0)}"
+    else:
+        where = f"on the CPU at size {params['size']} (no CUDA device), so no GPU lane"
+    print(f"{name}: profiled {where}; trace written to {trace_path}")
+    return types.SimpleNamespace(name=name, table=table, trace_path=trace_path)
+
+
+# sphinx_gallery_start_ignore
+if "tracesite" in sys.modules:  # the site build replays the H200's recordings instead
+    run = sys.modules["tracesite"].replayer(run)
+# sphinx_gallery_end_ignore
+
+# ``python 01c_schedule_and_export.py VARIANT`` profiles one variant and prints its table.
+if __name__ == "__main__" and sys.argv[1:] and "ipykernel" not in sys.modules:
+    if sys.argv[1] not in VARIANTS:
+        print(f"no variant {sys.argv[1]!r} here; try one of {list(VARIANTS)}", file=sys.stderr)
+        sys.exit(2)
+    print(run(sys.argv[1]).table)
+    sys.exit(0)
+
+# %%
+# What the schedule hides
+# -----------------------
+#
+# With ``wait=0, warmup=0`` the first profiled step is the process's first call
+# of the workload. (torch warns that the profiler "won't be using warmup", and
+# it is right to: its own start-up lands in the first step too.) A schedule's
+# ``wait`` steps run with the profiler off; its ``warmup`` steps run with it on,
+# recording, so that its start-up costs (allocating buffers, enabling CUPTI)
+# fall on steps it then throws away. Skipping both puts all of that, and the
+# process's first GEMM, into the first kept step.
+
+nowait = run("64_bf16_nowait")
+# sphinx_gallery_start_ignore
+nowait  # on the site: when and where it was recorded, and a link to every repeat
+# sphinx_gallery_end_ignore
+
+# %%
+# On the H200 that first step took milliseconds against tens of microseconds
+# for the third, and almost all of it was the first ``aten::mm``: cuBLAS gets
+# ready for its first GEMM there. Inside it the trace shows attribute calls,
+# occupancy queries, ``cudaMalloc`` calls and module loading, and a long stretch
+# with no recorded call at all. The first ``aten::add`` pays its own loading
+# cost. The table sums the three steps, so the first dominates it:
+
+print(nowait.table)
+
+# %%
+# With :mod:`tracereader` installed, ``step_times`` gives each step's CPU time,
+# and the timeline of the first step shows where it went. Expect the first
+# step to be hundreds or thousands of times the third on a GPU; on the CPU the
+# gap is smaller, since there is no CUDA context, no cuBLAS and no GPU code to
+# load, but the first call still pays for the CPU's own one-time setup.
+
+try:
+    import tracereader
+except ImportError:  # only torch here: the trace file is still there to open in Perfetto
+    tracereader = None
+    print("tracereader is not installed: open the trace at https://ui.perfetto.dev instead")
+
+if tracereader:
+    import matplotlib.pyplot as plt  # a pyplot figure, so that notebooks and the site show it
+
+    nowait_trace = tracereader.load(nowait.trace_path)
+    for st in tracereader.step_times(nowait_trace):
+        print(f"{st.name}: CPU {st.cpu_us:,.0f} us")
+    tracereader.timeline(nowait_trace, step=nowait_trace.steps[0].name, fig=plt.figure())
+
+# %%
+# Only such a recording, profiled from its first call, holds the profiler's
+# *Activity Buffer Request*. The Hugging Face post blamed that request for a
+# gap of milliseconds before the GPU lane starts. On the H200 it appeared once,
+# inside the first ``aten::mm``, and ended before the first CUDA call; in every
+# recording whose schedule skipped or discarded a step first it did not appear
+# at all. Its presence follows the schedule, not a cold process.
+
+if tracereader:
+    abr = nowait_trace.where(name="Activity Buffer Request")
+    print(f"Activity Buffer Request: {len(abr)} in this trace")
+
+# %%
+# When to export
+# --------------
+#
+# ``on_trace_ready`` is called once per active cycle, with the profiler
+# holding that cycle's events; ``prof.export_chrome_trace`` after the ``with``
+# block exports whatever the profiler still holds when the block ends. With a
+# schedule, the profiler clears its events at the end of each active cycle, so
+# a trace exported after the ``with`` block keeps at most the last cycle. With
+# one cycle (``repeat=1``, as here) that makes no difference: on the H200 the
+# late export held as many events as the ``on_trace_ready`` one of the
+# ``64_bf16`` run (in the table-and-timeline experiment of this set). The
+# ``key_averages()`` table has the same limit: it sums the last cycle only.
+
+after = run("64_bf16_export_after")
+# sphinx_gallery_start_ignore
+after
+# sphinx_gallery_end_ignore
+
+# %%
+
+print(after.table)
+
+# %%
+# The trace holds the three active steps, and nothing of the skipped or
+# discarded ones, exactly as an ``on_trace_ready`` export would. Count its
+# events and compare them with a trace of ``64_bf16`` to see it:
+
+if tracereader:
+    after_trace = tracereader.load(after.trace_path)
+    print([st.name for st in after_trace.steps], f"{len(after_trace)} events")
+
+# %%
+# What the chapter concluded
+# --------------------------
+#
+# Profile with a schedule that has at least one ``warmup`` step, so that the
+# profiler's start-up and the process's first call stay out of the kept steps,
+# and export the trace from ``on_trace_ready``. With several cycles, export from
+# ``on_trace_ready`` (one file per ``prof.step_num``), or pass
+# ``acc_events=True`` to keep every cycle for ``key_averages()``.
+
+# sphinx_gallery_start_ignore
+# On the site: every recording of every variant, to download or open in Perfetto.
+sys.modules["tracesite"].all_recordings_html() if "tracesite" in sys.modules else None
+# sphinx_gallery_end_ignore

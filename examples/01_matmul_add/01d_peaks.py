@@ -1,0 +1,210 @@
+"""
+How fast can this GPU go?
+=========================
+
+A kernel's time means little without a yardstick beside it. The vendor's
+datasheet gives one: for an H200, 989 TFLOP/s of dense bf16 arithmetic on the
+Tensor Cores and 4.8 TB/s of memory bandwidth. This experiment measures
+another, on the machine at hand: the rate of a large bf16 GEMM and of a large
+device-to-device copy, each timed by the profiler. The section "Is the kernel
+fast?" of :doc:`/chapters/part1` compares the GEMM and the add of
+``torch.add(torch.matmul(x, w), b)`` with these two numbers.
+
+Run it yourself::
+
+    python 01d_peaks.py              # the whole page
+    python 01d_peaks.py peaks        # the same run, its table printed
+
+This file needs only torch. On the CPU it runs the same code there, smaller
+(an 8192 GEMM shrinks to 512 and the copy to 64 MiB); the trace then has no
+GPU lane and no kernels to time. The run writes its trace to
+``traces/01_matmul_add/peaks.json``; with :mod:`tracereader` installed the page
+also computes the two rates.
+"""
+
+# sphinx_gallery_start_ignore
+import warnings
+
+warnings.filterwarnings("ignore", message=".*Profiler clears events.*")
+# sphinx_gallery_end_ignore
+import sys
+import types
+from pathlib import Path
+
+import torch
+
+# ``schedule`` is unused here; the line stays as recorded, since it is part of
+# the code the recordings were made with (one import, shared with the set).
+from torch.profiler import ProfilerActivity, profile, record_function, schedule  # noqa: F401
+
+# %%
+# The harness
+# -----------
+#
+# ``profile_peaks`` builds two ``size`` x ``size`` bf16 matrices and an output
+# for the GEMM (``size`` cubed multiply-adds, the kind of work the Tensor Cores
+# are built for), and two buffers of ``copy_mib`` MiB for the copy, which reads
+# one and writes the other. Three untimed rounds of each come first: cuBLAS
+# picks its kernel on the first GEMM, and the GPU's clocks rise under load.
+# Then it profiles ``calls`` GEMMs and ``calls`` copies, each labelled with
+# ``record_function``, with no schedule: every call is kept. Writing into
+# preallocated outputs (``out=c``, ``dst.copy_``) keeps the memory allocator
+# out of the measurement.
+
+
+def profile_peaks(out_dir, *, size=8192, copy_mib=2048, calls=10, device=None):
+    device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+    if device == "cpu":
+        copy_mib = min(copy_mib, 64)
+    torch.manual_seed(0)
+    a = torch.randn(size, size, device=device, dtype=torch.bfloat16)
+    b = torch.randn(size, size, device=device, dtype=torch.bfloat16)
+    c = torch.empty(size, size, device=device, dtype=torch.bfloat16)
+    src = torch.empty(copy_mib * 2**20, device=device, dtype=torch.uint8)
+    dst = torch.empty_like(src)
+    for _ in range(3):  # warm up: cuBLAS picks its kernel, the clocks rise
+        torch.matmul(a, b, out=c)
+        dst.copy_(src)
+    if device == "cuda":
+        torch.cuda.synchronize()
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    activities = [ProfilerActivity.CPU]
+    if device == "cuda":
+        activities.append(ProfilerActivity.CUDA)
+    with profile(activities=activities) as prof:
+        for _ in range(calls):
+            with record_function("gemm"):
+                torch.matmul(a, b, out=c)
+        for _ in range(calls):
+            with record_function("copy"):
+                dst.copy_(src)
+        if device == "cuda":
+            torch.cuda.synchronize()
+    prof.export_chrome_trace(str(out_dir / "trace.json"))
+    sort_by = "cuda_time_total" if device == "cuda" else "cpu_time_total"
+    return prof.key_averages().table(sort_by=sort_by, row_limit=15, max_name_column_width=48)
+
+
+# %%
+# The variant
+# -----------
+#
+# One variant, recorded on an NVIDIA H200 several times.
+#
+# =========  ====================================================================
+# variant    what it runs
+# =========  ====================================================================
+# ``peaks``  10 GEMMs of 8192x8192 bf16, then 10 device-to-device copies of 2 GiB
+# =========  ====================================================================
+
+VARIANTS = {
+    "peaks": (profile_peaks, {"size": 8192, "copy_mib": 2048, "calls": 10}),
+}
+
+#: A CPU has no GPU lane to show, and a 4096 bf16 GEMM takes seconds there, so on
+#: the CPU every size above this one shrinks to it.
+CPU_MAX_SIZE = 512
+
+
+# ``run(name)`` profiles one variant of ``VARIANTS`` with its harness, moves the
+# trace to ``traces/01_matmul_add/NAME.json``, prints one line saying where it ran,
+# and returns the run's name, the profiler's table and the trace's path.
+def run(name):
+    harness, params = VARIANTS[name]
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    if device == "cpu":
+        params = dict(params, size=min(params["size"], CPU_MAX_SIZE))
+    out = Path("traces") / "01_matmul_add"
+    table = harness(out / name, device=device, **params)
+    trace_path = (out / name / "trace.json").replace(out / f"{name}.json")
+    (out / name).rmdir()
+    if device == "cuda":
+        where = f"live on {torch.cuda.get_device_name(0)}"
+    else:
+        where = f"on the CPU at size {params['size']} (no CUDA device), so no GPU lane"
+    print(f"{name}: profiled {where}; trace written to {trace_path}")
+    return types.SimpleNamespace(name=name, table=table, trace_path=trace_path)
+
+
+# sphinx_gallery_start_ignore
+if "tracesite" in sys.modules:  # the site build replays the H200's recordings instead
+    run = sys.modules["tracesite"].replayer(run)
+# sphinx_gallery_end_ignore
+
+# ``python 01d_peaks.py VARIANT`` profiles one variant and prints its table.
+if __name__ == "__main__" and sys.argv[1:] and "ipykernel" not in sys.modules:
+    if sys.argv[1] not in VARIANTS:
+        print(f"no variant {sys.argv[1]!r} here; try one of {list(VARIANTS)}", file=sys.stderr)
+        sys.exit(2)
+    print(run(sys.argv[1]).table)
+    sys.exit(0)
+
+# %%
+# The table
+# ---------
+#
+# The profiler's table lists the GEMM kernel (an ``nvjet`` kernel, cuBLAS's
+# GEMM for Hopper), the ``Memcpy DtoD`` and a tiny memset, each with its number
+# of calls and its total and average GPU time.
+
+peaks = run("peaks")
+# sphinx_gallery_start_ignore
+peaks  # on the site: when and where it was recorded, and a link to every repeat
+# sphinx_gallery_end_ignore
+
+# %%
+
+print(peaks.table)
+
+# %%
+# The two rates
+# -------------
+#
+# A GEMM of two n x n matrices does 2 n\ :sup:`3` floating-point operations (a
+# multiply and an add per term), so its achieved rate is
+# ``2 * n**3 / seconds``. A copy's rate counts the bytes read and the bytes
+# written. ``kernel_table`` gives each GPU operation's median duration over its
+# calls, which is what we divide by: one slow call cannot move a median.
+
+try:
+    import tracereader
+except ImportError:  # only torch here: the trace file is still there to open in Perfetto
+    tracereader = None
+    print("tracereader is not installed: open the trace at https://ui.perfetto.dev instead")
+
+if tracereader:
+    rows = tracereader.kernel_table(tracereader.load(peaks.trace_path)).to_records()
+    for row in rows:
+        print(f"{row['name'][:60]:60}  {row['calls']:3} calls  median {row['median_us']:8.1f} us")
+    gemm = next((r for r in rows if not r["name"].startswith(("Memcpy", "Memset"))), None)
+    copy = next((r for r in rows if r["name"].startswith("Memcpy")), None)
+    if gemm and copy:  # a GPU trace (a CPU trace has no kernels)
+        print(f"GEMM: {2 * 8192**3 / (gemm['median_us'] * 1e-6) / 1e12:.0f} TFLOP/s")
+        print(f"copy: {2 * 2048 * 2**20 / (copy['median_us'] * 1e-6) / 1e12:.2f} TB/s")
+
+# %%
+# What the chapter concluded
+# --------------------------
+#
+# On the H200 the 8192 GEMM ran at about 800 TFLOP/s, some 80 % of the
+# datasheet's 989, and the copy moved a little over 4 TB/s. Those are the
+# yardsticks the chapter holds its kernels against:
+#
+# * the 4096x4096 GEMM of the matmul-add step ran about as fast as the 8192
+#   one: it is not slow, and only less work would speed it up;
+# * the 64x64 GEMM used under a thousandth of the GPU: its grid had too few
+#   thread blocks to fill the H200's 132 streaming multiprocessors, and a kernel
+#   that short is mostly the fixed cost of starting and finishing;
+# * the 4096x4096 add, which reads two matrices and writes one, is
+#   *memory-bound*: it moved its bytes at about the copy's rate, as fast as this
+#   GPU's memory moves data.
+#
+# Divide a kernel's work by its median time and compare with a yardstick: near
+# the limit, only less work helps; far below it, look at the launch grid and
+# the kernel's name.
+
+# sphinx_gallery_start_ignore
+# On the site: every recording of every variant, to download or open in Perfetto.
+sys.modules["tracesite"].all_recordings_html() if "tracesite" in sys.modules else None
+# sphinx_gallery_end_ignore

@@ -1,0 +1,330 @@
+"""
+One GEMM in three dtypes
+========================
+
+How long does the 4096x4096 GEMM of ``torch.add(torch.matmul(x, w), b)``
+take, how much does that vary from run to run, and what does the dtype
+change? This experiment times the GEMM twenty times in bfloat16, then in
+float32 with TF32 off (torch's default) and on, and reads each kernel's name
+and achieved rate from the trace. The section "Is the kernel fast?" of
+:doc:`/chapters/part1` and the lab notes' "One GEMM twenty times, and three
+dtypes" read these runs.
+
+Run it yourself::
+
+    python 01e_dtypes.py                  # the whole page
+    python 01e_dtypes.py 4096_fp32_tf32   # one variant, its table printed
+
+To try another size or dtype, call ``run`` with the settings to change, e.g.
+``run("4096_fp32", size=2048)`` or ``run("4096_fp32", dtype="float16")``: the
+trace's name then spells them out (``4096_fp32_size2048.json``), so no run
+overwrites another's. Smaller GEMMs run further from the peak; float16 takes
+the same Tensor Core path as bfloat16, with more mantissa and less range.
+
+This file needs only torch; on the CPU it profiles the same code there (the
+trace has no GPU lane and no kernels to time, and the sizes shrink to 512).
+Each run writes its trace to ``traces/01_matmul_add/<variant>.json``; with
+:mod:`tracereader` installed the page also computes each kernel's rate.
+"""
+
+# sphinx_gallery_start_ignore
+import warnings
+
+warnings.filterwarnings("ignore", message=".*Profiler clears events.*")
+# sphinx_gallery_end_ignore
+import sys
+import types
+from pathlib import Path
+
+import torch
+from torch.profiler import ProfilerActivity, profile, record_function, schedule
+
+# %%
+# The workload and its harness
+# ----------------------------
+#
+# ``fn`` is the code under study. ``profile_matmul_add`` builds the inputs in
+# ``dtype`` (a key of ``DTYPES``), runs five untimed calls when ``warmup`` is
+# set, then ``wait + warmup_steps + active`` steps under the profiler's
+# schedule, keeping the last ``active``. ``tf32=True`` sets
+# ``torch.backends.cuda.matmul.allow_tf32``, which lets float32 GEMMs round
+# their inputs to TF32 for the Tensor Cores; newer torch also spells it
+# ``torch.set_float32_matmul_precision("high")``. (``fn_addmm``, ``batch``,
+# ``op``, ``compile`` and ``export`` serve the other experiments of this set.)
+
+
+def fn(x, w, b):
+    return torch.add(torch.matmul(x, w), b)
+
+
+def fn_addmm(x, w, b):
+    return torch.addmm(b, x, w)
+
+
+DTYPES = {"bfloat16": torch.bfloat16, "float16": torch.float16, "float32": torch.float32}
+
+
+def profile_matmul_add(
+    out_dir,
+    *,
+    size=64,
+    dtype="bfloat16",
+    batch=0,
+    op="matmul_add",
+    warmup=False,
+    compile=None,
+    tf32=False,
+    wait=1,
+    warmup_steps=1,
+    active=3,
+    export="on_trace_ready",
+    device=None,
+):
+    device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+    torch.manual_seed(0)  # every run multiplies the same numbers
+    # TF32 lets float32 GEMMs (and convolutions) round their inputs for the Tensor
+    # Cores. Set it either way, so that no earlier run's choice leaks into this one.
+    torch.backends.cuda.matmul.allow_tf32 = tf32
+    torch.backends.cudnn.allow_tf32 = tf32
+    dt = DTYPES[dtype]
+    # batch > 0 makes x 3-D; matmul then folds the batch into the rows of one GEMM.
+    x_shape = (batch, size, size) if batch else (size, size)
+    x = torch.randn(x_shape, device=device, dtype=dt)
+    w = torch.randn(size, size, device=device, dtype=dt)
+    b = torch.randn(size, size, device=device, dtype=dt)
+    f = fn_addmm if op == "addmm" else fn
+    # Each compile starts from a clean Dynamo cache, so no earlier run's graph is reused.
+    if compile == "triton-gemm" and device == "cuda":
+        # max-autotune, but with only Inductor's own Triton GEMM templates to choose from
+        torch._dynamo.reset()
+        f = torch.compile(f, options={"max_autotune": True, "max_autotune_gemm_backends": "TRITON"})
+    elif compile:  # "default" is torch.compile's own default mode (mode=None)
+        torch._dynamo.reset()
+        mode = {"default": None, "triton-gemm": "max-autotune-no-cudagraphs"}.get(compile, compile)
+        f = torch.compile(f, mode=mode)
+
+    # One step: the call under study, inside our own label (a span in the trace).
+    def step():
+        with record_function("matmul_add"):
+            return f(x, w, b)
+
+    # Warm-up: the first calls pay one-time costs (loading GPU code, cuBLAS picking
+    # its kernel, compiling). A compiled function is always warmed up, so that the
+    # compile itself stays out of the profile.
+    if warmup or compile:
+        for _ in range(5):
+            step()
+    if device == "cuda":
+        torch.cuda.synchronize()  # and the GPU finishes it before profiling starts
+
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    trace_path = out_dir / "trace.json"
+    # CPU activity always; on a GPU, CUDA activity too (kernels, copies, through CUPTI).
+    activities = [ProfilerActivity.CPU]
+    if device == "cuda":
+        activities.append(ProfilerActivity.CUDA)
+    # The profiler calls on_trace_ready when the active window closes.
+    on_ready = None
+    if export == "on_trace_ready":
+
+        def on_ready(p):
+            p.export_chrome_trace(str(trace_path))
+
+    with profile(
+        activities=activities,
+        schedule=schedule(wait=wait, warmup=warmup_steps, active=active, repeat=1),
+        on_trace_ready=on_ready,
+    ) as prof:
+        for _ in range(wait + warmup_steps + active):
+            step()
+            prof.step()  # tells the schedule that one step ended
+    if export == "after":  # the alternative: export once the with block has ended
+        prof.export_chrome_trace(str(trace_path))
+    # The table sums each op over the kept steps; with a GPU, sort by GPU time.
+    sort_by = "cuda_time_total" if device == "cuda" else "cpu_time_total"
+    return prof.key_averages().table(sort_by=sort_by, row_limit=15, max_name_column_width=48)
+
+
+# %%
+# The variants
+# ------------
+#
+# The recordings this page shows were made on an NVIDIA H200, each variant
+# several times.
+#
+# =====================  ========================================================
+# variant                what it runs
+# =====================  ========================================================
+# ``4096_bf16_20steps``  4096x4096 bf16, warm, 20 active steps
+# ``4096_fp32``          4096x4096 float32, warm, TF32 off (torch's default)
+# ``4096_fp32_tf32``     4096x4096 float32, warm, TF32 on
+# =====================  ========================================================
+
+VARIANTS = {
+    "4096_bf16_20steps": (
+        profile_matmul_add,
+        {"size": 4096, "dtype": "bfloat16", "warmup": True, "active": 20},
+    ),
+    "4096_fp32": (profile_matmul_add, {"size": 4096, "dtype": "float32", "warmup": True}),
+    "4096_fp32_tf32": (
+        profile_matmul_add,
+        {"size": 4096, "dtype": "float32", "warmup": True, "tf32": True},
+    ),
+}
+
+#: A CPU has no GPU lane to show, and a 4096 GEMM takes seconds there, so on the
+#: CPU every size above this one shrinks to it.
+CPU_MAX_SIZE = 512
+
+
+# ``run(name)`` profiles one variant of ``VARIANTS`` (with any setting changed by
+# ``overrides``, which then name the trace), prints one line saying where it ran,
+# and returns the run's name, the profiler's table and the trace's path.
+def run(name, **overrides):
+    harness, params = VARIANTS[name]
+    params = dict(params, **overrides)
+    name = "_".join([name, *(f"{k}{v}" for k, v in overrides.items())])
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    if device == "cpu":
+        params["size"] = min(params["size"], CPU_MAX_SIZE)
+    out = Path("traces") / "01_matmul_add"
+    table = harness(out / name, device=device, **params)
+    trace_path = (out / name / "trace.json").replace(out / f"{name}.json")
+    (out / name).rmdir()
+    if device == "cuda":
+        where = f"live on {torch.cuda.get_device_name(0)}"
+    else:
+        where = f"on the CPU at size {params['size']} (no CUDA device), so no GPU lane"
+    print(f"{name}: profiled {where}; trace written to {trace_path}")
+    return types.SimpleNamespace(name=name, table=table, trace_path=trace_path)
+
+
+# sphinx_gallery_start_ignore
+if "tracesite" in sys.modules:  # the site build replays the H200's recordings instead
+    run = sys.modules["tracesite"].replayer(run)
+# sphinx_gallery_end_ignore
+
+# ``python 01e_dtypes.py VARIANT`` profiles one variant and prints its table.
+if __name__ == "__main__" and sys.argv[1:] and "ipykernel" not in sys.modules:
+    if sys.argv[1] not in VARIANTS:
+        print(f"no variant {sys.argv[1]!r} here; try one of {list(VARIANTS)}", file=sys.stderr)
+        sys.exit(2)
+    print(run(sys.argv[1]).table)
+    sys.exit(0)
+
+# %%
+# The yardstick
+# -------------
+#
+# A GEMM of two n x n matrices does 2 n\ :sup:`3` floating-point operations, so
+# its achieved rate is ``2 * n**3 / seconds``. ``gemm_rate`` reads the GEMM's
+# kernel from a trace (the GPU op that is neither a copy nor a memset and took
+# the most time) and prints its median duration and that rate, to hold against
+# the datasheet (989 TFLOP/s of dense bf16 on an H200) and against the rate of
+# a large GEMM measured on the same machine (about 800 TFLOP/s on the H200, in
+# the ``peaks`` experiment of this set).
+
+try:
+    import tracereader
+except ImportError:  # only torch here: the trace file is still there to open in Perfetto
+    tracereader = None
+    print("tracereader is not installed: open the trace at https://ui.perfetto.dev instead")
+
+
+def gemm_rate(result, n):
+    rows = tracereader.kernel_table(tracereader.load(result.trace_path)).to_records()
+    gemms = [r for r in rows if not r["name"].startswith(("Memcpy", "Memset"))]
+    if not gemms:  # a CPU trace: no GPU kernels to time
+        return print(f"{result.name}: no GPU kernels in this trace")
+    top = gemms[0]
+    tflops = 2 * n**3 / (top["median_us"] * 1e-6) / 1e12
+    print(f"{result.name}: {top['name']}")
+    print(f"    {top['calls']} calls, median {top['median_us']:.0f} us, {tflops:.0f} TFLOP/s")
+    return gemms
+
+
+# %%
+# One GEMM, twenty times
+# ----------------------
+#
+# The Hugging Face post saw one A100 GEMM run far longer than the others, so
+# its mean misled. Twenty active steps give twenty runs of the 4096 bf16 GEMM:
+# ``kernel_table`` prints, per kernel name, the number of calls, the total and
+# mean time, and the min, median and max: read the median for the typical run
+# and min and max for the spread. On the H200 the spread
+# was a few percent of the median, with no outlier, and the GEMM ran at about
+# the rate of the large GEMM of ``peaks``: it is not slow. Quote the median and
+# look at the spread.
+
+warm_bf16 = run("4096_bf16_20steps")
+# sphinx_gallery_start_ignore
+warm_bf16
+# sphinx_gallery_end_ignore
+
+# %%
+
+if tracereader and gemm_rate(warm_bf16, 4096):
+    print(tracereader.kernel_table(tracereader.load(warm_bf16.trace_path)))
+
+# %%
+# Float32, TF32 off and on
+# ------------------------
+#
+# The same GEMM in float32: four bytes per element instead of two, and no
+# Tensor Core format for it. By default torch does not let cuBLAS use TF32, so
+# the GEMM runs on the fused multiply-add units: its kernel's name says
+# ``ffma``. With TF32 on, the name says ``tf32`` and the Tensor Cores do the
+# work. On the H200 plain fp32 took about sixteen times as long as bf16, and
+# TF32 about twice as long, yet neither is a slow kernel: each ran at roughly
+# three quarters or more of its own datasheet peak (67 TFLOP/s for fp32 on the
+# FMA units, 494.7 for TF32).
+
+fp32_off = run("4096_fp32")
+# sphinx_gallery_start_ignore
+fp32_off
+# sphinx_gallery_end_ignore
+
+# %%
+
+fp32_on = run("4096_fp32_tf32")
+# sphinx_gallery_start_ignore
+fp32_on
+# sphinx_gallery_end_ignore
+
+# %%
+
+if tracereader:
+    gemm_rate(fp32_off, 4096)
+    gemm_rate(fp32_on, 4096)
+
+# %%
+# Read the kernel names from left to right: ``sm80`` or ``sm90`` is the GPU
+# architecture the kernel was built for (an fp32 FMA kernel from the Ampere
+# generation still serves Hopper), ``xmma_gemm`` a cuBLAS GEMM, then the
+# types of the inputs, of the arithmetic and of the output (``f32f32_tf32f32``:
+# float32 data, TF32 arithmetic), then the tile sizes. The bf16 GEMM is an
+# ``nvjet`` kernel, cuBLAS's newer GEMM for Hopper.
+#
+# The fp32 run also shows a queue: its first active step's GEMM started long
+# after its launch call, because the GPU was still busy with the GEMM launched
+# in the discarded warm-up step. A long launch-to-start latency means a kernel
+# waited its turn.
+
+print(fp32_off.table)
+
+# %%
+# What the chapter concluded
+# --------------------------
+#
+# Divide a kernel's work by its median time and compare with the GPU's
+# datasheet for the units the kernel ran on: near the limit, only less work
+# helps, or a dtype the faster units take; far below it, look at the launch
+# grid and the kernel's name. For float32 models on Hopper, enabling TF32 is
+# the cheap step: the inputs lose mantissa bits (10 instead of 23) but keep
+# float32's range, and the GEMM ran nearly eight times as fast here.
+
+# sphinx_gallery_start_ignore
+# On the site: every recording of every variant, to download or open in Perfetto.
+sys.modules["tracesite"].all_recordings_html() if "tracesite" in sys.modules else None
+# sphinx_gallery_end_ignore

@@ -1,0 +1,392 @@
+"""
+What torch.compile changes
+==========================
+
+``torch.compile`` fuses operations. Will it turn the matmul and the add of
+``torch.add(torch.matmul(x, w), b)`` into one kernel? This experiment profiles
+the compiled function in its default mode, in ``reduce-overhead`` mode (CUDA
+graphs) and with max-autotune, and beside it ``torch.addmm(b, x, w)`` called
+directly, which is what the compiler turns the pair into. The section "What
+does ``torch.compile`` change, and what does it not?" of :doc:`/chapters/part1`
+and its lab notes read these runs.
+
+Run it yourself::
+
+    python 01e_compile.py                            # the whole page
+    python 01e_compile.py 4096_bf16_triton_gemm      # one variant, its table printed
+
+This file needs only torch (and, for ``torch.compile`` on the CPU, a C++
+compiler); on the CPU it profiles the same code there (the trace has no GPU
+lane, and 4096 shrinks to 512). Each run writes its trace to
+``traces/01_matmul_add/<variant>.json``; with :mod:`tracereader` installed the
+page also counts each step's GPU operations.
+"""
+
+# sphinx_gallery_start_ignore
+import warnings
+
+warnings.filterwarnings("ignore", message=".*Profiler clears events.*")
+# sphinx_gallery_end_ignore
+import sys
+import types
+from pathlib import Path
+
+import torch
+from torch.profiler import ProfilerActivity, profile, record_function, schedule
+
+# %%
+# The workload and its harness
+# ----------------------------
+#
+# ``fn`` is the code under study; ``fn_addmm`` is the same computation as one
+# ``torch.addmm`` call, which adds ``b`` onto the product inside the GEMM.
+
+
+def fn(x, w, b):
+    return torch.add(torch.matmul(x, w), b)
+
+
+def fn_addmm(x, w, b):
+    return torch.addmm(b, x, w)
+
+
+DTYPES = {"bfloat16": torch.bfloat16, "float16": torch.float16, "float32": torch.float32}
+
+
+# %%
+# ``profile_matmul_add`` builds the inputs, picks ``fn`` or (``op="addmm"``)
+# ``fn_addmm``, and compiles it when ``compile`` names a mode: ``"default"``,
+# ``"reduce-overhead"``, ``"max-autotune-no-cudagraphs"``, or ``"triton-gemm"``,
+# which is max-autotune limited to Inductor's own Triton GEMM templates (on a
+# GPU; on the CPU it is plain ``max-autotune-no-cudagraphs``). Each compile
+# starts from ``torch._dynamo.reset()``, and a compiled function always gets
+# five untimed calls first, so compiling (and CUDA graph recording) happens
+# before the profiler starts. Then ``wait + warmup_steps + active`` steps run
+# under the profiler's schedule and the last ``active`` are kept. (``batch``,
+# ``tf32`` and ``export`` serve the other experiments of this set.)
+
+
+def profile_matmul_add(
+    out_dir,
+    *,
+    size=64,
+    dtype="bfloat16",
+    batch=0,
+    op="matmul_add",
+    warmup=False,
+    compile=None,
+    tf32=False,
+    wait=1,
+    warmup_steps=1,
+    active=3,
+    export="on_trace_ready",
+    device=None,
+):
+    device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+    torch.manual_seed(0)  # every run multiplies the same numbers
+    # TF32 lets float32 GEMMs (and convolutions) round their inputs for the Tensor
+    # Cores. Set it either way, so that no earlier run's choice leaks into this one.
+    torch.backends.cuda.matmul.allow_tf32 = tf32
+    torch.backends.cudnn.allow_tf32 = tf32
+    dt = DTYPES[dtype]
+    # batch > 0 makes x 3-D; matmul then folds the batch into the rows of one GEMM.
+    x_shape = (batch, size, size) if batch else (size, size)
+    x = torch.randn(x_shape, device=device, dtype=dt)
+    w = torch.randn(size, size, device=device, dtype=dt)
+    b = torch.randn(size, size, device=device, dtype=dt)
+    f = fn_addmm if op == "addmm" else fn
+    # Each compile starts from a clean Dynamo cache, so no earlier run's graph is reused.
+    if compile == "triton-gemm" and device == "cuda":
+        # max-autotune, but with only Inductor's own Triton GEMM templates to choose from
+        torch._dynamo.reset()
+        f = torch.compile(f, options={"max_autotune": True, "max_autotune_gemm_backends": "TRITON"})
+    elif compile:  # "default" is torch.compile's own default mode (mode=None)
+        torch._dynamo.reset()
+        mode = {"default": None, "triton-gemm": "max-autotune-no-cudagraphs"}.get(compile, compile)
+        f = torch.compile(f, mode=mode)
+
+    # One step: the call under study, inside our own label (a span in the trace).
+    def step():
+        with record_function("matmul_add"):
+            return f(x, w, b)
+
+    # Warm-up: the first calls pay one-time costs (loading GPU code, cuBLAS picking
+    # its kernel, compiling). A compiled function is always warmed up, so that the
+    # compile itself stays out of the profile.
+    if warmup or compile:
+        for _ in range(5):
+            step()
+    if device == "cuda":
+        torch.cuda.synchronize()  # and the GPU finishes it before profiling starts
+
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    trace_path = out_dir / "trace.json"
+    # CPU activity always; on a GPU, CUDA activity too (kernels, copies, through CUPTI).
+    activities = [ProfilerActivity.CPU]
+    if device == "cuda":
+        activities.append(ProfilerActivity.CUDA)
+    # The profiler calls on_trace_ready when the active window closes.
+    on_ready = None
+    if export == "on_trace_ready":
+
+        def on_ready(p):
+            p.export_chrome_trace(str(trace_path))
+
+    with profile(
+        activities=activities,
+        schedule=schedule(wait=wait, warmup=warmup_steps, active=active, repeat=1),
+        on_trace_ready=on_ready,
+    ) as prof:
+        for _ in range(wait + warmup_steps + active):
+            step()
+            prof.step()  # tells the schedule that one step ended
+    if export == "after":  # the alternative: export once the with block has ended
+        prof.export_chrome_trace(str(trace_path))
+    # The table sums each op over the kept steps; with a GPU, sort by GPU time.
+    sort_by = "cuda_time_total" if device == "cuda" else "cpu_time_total"
+    return prof.key_averages().table(sort_by=sort_by, row_limit=15, max_name_column_width=48)
+
+
+# %%
+# The variants
+# ------------
+#
+# The recordings this page shows were made on an NVIDIA H200, each variant
+# several times.
+#
+# ===========================  ==================================================
+# variant                      what it runs
+# ===========================  ==================================================
+# ``64_bf16_compile``          64x64 bf16, ``torch.compile`` default mode
+# ``64_bf16_addmm``            64x64 bf16, ``torch.addmm(b, x, w)``, eager, warm
+# ``64_bf16_reduce_overhead``  64x64 bf16, ``mode="reduce-overhead"``
+# ``4096_bf16_compile``        4096x4096 bf16, default mode
+# ``4096_bf16_autotune``       4096x4096 bf16, ``max-autotune-no-cudagraphs``
+# ``4096_bf16_triton_gemm``    4096x4096 bf16, Inductor's Triton GEMM only
+# ===========================  ==================================================
+
+VARIANTS = {
+    "64_bf16_addmm": (
+        profile_matmul_add,
+        {"size": 64, "dtype": "bfloat16", "op": "addmm", "warmup": True},
+    ),
+    "64_bf16_compile": (
+        profile_matmul_add,
+        {"size": 64, "dtype": "bfloat16", "compile": "default"},
+    ),
+    "4096_bf16_compile": (
+        profile_matmul_add,
+        {"size": 4096, "dtype": "bfloat16", "compile": "default"},
+    ),
+    "64_bf16_reduce_overhead": (
+        profile_matmul_add,
+        {"size": 64, "dtype": "bfloat16", "compile": "reduce-overhead"},
+    ),
+    "4096_bf16_autotune": (
+        profile_matmul_add,
+        {"size": 4096, "dtype": "bfloat16", "compile": "max-autotune-no-cudagraphs"},
+    ),
+    "4096_bf16_triton_gemm": (
+        profile_matmul_add,
+        {"size": 4096, "dtype": "bfloat16", "compile": "triton-gemm"},
+    ),
+}
+
+#: A CPU has no GPU lane to show, and a 4096 bf16 GEMM takes seconds there, so on
+#: the CPU every size above this one shrinks to it.
+CPU_MAX_SIZE = 512
+
+
+# ``run(name)`` profiles one variant of ``VARIANTS`` with its harness, moves the
+# trace to ``traces/01_matmul_add/NAME.json``, prints one line saying where it ran,
+# and returns the run's name, the profiler's table and the trace's path.
+def run(name):
+    harness, params = VARIANTS[name]
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    if device == "cpu":
+        params = dict(params, size=min(params["size"], CPU_MAX_SIZE))
+    out = Path("traces") / "01_matmul_add"
+    table = harness(out / name, device=device, **params)
+    trace_path = (out / name / "trace.json").replace(out / f"{name}.json")
+    (out / name).rmdir()
+    if device == "cuda":
+        where = f"live on {torch.cuda.get_device_name(0)}"
+    else:
+        where = f"on the CPU at size {params['size']} (no CUDA device), so no GPU lane"
+    print(f"{name}: profiled {where}; trace written to {trace_path}")
+    return types.SimpleNamespace(name=name, table=table, trace_path=trace_path)
+
+
+# sphinx_gallery_start_ignore
+if "tracesite" in sys.modules:  # the site build replays the H200's recordings instead
+    run = sys.modules["tracesite"].replayer(run)
+# sphinx_gallery_end_ignore
+
+# ``python 01f_compile.py VARIANT`` profiles one variant and prints its table.
+if __name__ == "__main__" and sys.argv[1:] and "ipykernel" not in sys.modules:
+    if sys.argv[1] not in VARIANTS:
+        print(f"no variant {sys.argv[1]!r} here; try one of {list(VARIANTS)}", file=sys.stderr)
+        sys.exit(2)
+    print(run(sys.argv[1]).table)
+    sys.exit(0)
+
+# %%
+# The compiled step
+# -----------------
+#
+# In eager mode each step runs two kernels: the GEMM, then the add. Compiled,
+# the step still runs two GPU operations. TorchDynamo captured the Python
+# function (matmul, then add) as a graph, and TorchInductor turned the pair
+# into one ``aten::addmm``. That is still a cuBLAS GEMM: a ``Memcpy DtoD`` first
+# seeds the output with ``b``, and the GEMM (``badd`` in its name) adds its
+# product onto it. What did change is on the CPU: new frames around the call,
+# among them *guards*, checks run on every call that the compiled code still
+# fits the inputs.
+
+compiled = run("64_bf16_compile")
+# sphinx_gallery_start_ignore
+compiled  # on the site: when and where it was recorded, and a link to every repeat
+# sphinx_gallery_end_ignore
+
+# %%
+
+print(compiled.table)
+
+# %%
+# With :mod:`tracereader` installed, ``step_times`` counts each step's GPU
+# operations, and the timeline shows the new frames on the CPU lane:
+# ``Torch-Compiled Region`` around the call, the guard checks, and a
+# ``CompiledFxGraph`` call that runs Inductor's generated code, which in turn
+# calls ``aten::addmm``. A step's *GPU busy* time is the union of the GPU
+# operations it launched, so it counts the copy and the GEMM once each.
+
+try:
+    import tracereader
+except ImportError:  # only torch here: the trace file is still there to open in Perfetto
+    tracereader = None
+    print("tracereader is not installed: open the trace at https://ui.perfetto.dev instead")
+
+
+def last_step(result):
+    # The last kept step: its CPU time, its GPU operations, the GPU's busy time.
+    st = tracereader.step_times(tracereader.load(result.trace_path))[-1]
+    print(f"{result.name}: {st.name}: CPU {st.cpu_us:.0f} us, "
+          f"{st.gpu_ops} GPU ops, GPU busy {st.gpu_busy_us:.1f} us")  # fmt: skip
+
+
+if tracereader:
+    import matplotlib.pyplot as plt  # a pyplot figure, so that notebooks and the site show it
+
+    last_step(compiled)
+    compiled_trace = tracereader.load(compiled.trace_path)
+    tracereader.timeline(compiled_trace, step=compiled_trace.steps[-1].name, fig=plt.figure())
+
+# %%
+# ``torch.addmm`` by hand
+# -----------------------
+#
+# The Hugging Face post's homework: trace ``torch.addmm(b, x, w)`` directly. It
+# gives the compiled program without the compile frames: the same copy, the
+# same ``badd`` GEMM, and a shorter CPU stack.
+
+addmm = run("64_bf16_addmm")
+# sphinx_gallery_start_ignore
+addmm
+# sphinx_gallery_end_ignore
+
+# %%
+
+print(addmm.table)
+if tracereader:
+    last_step(addmm)
+
+# %%
+# CUDA graphs: ``reduce-overhead``
+# --------------------------------
+#
+# ``mode="reduce-overhead"`` replays the step as a CUDA graph: one
+# ``cudaGraphLaunch`` per step releases the copy and the GEMM. A graph replays
+# its kernels on the memory addresses it recorded, so each call first copies
+# your inputs into the graph's own buffers: one more small kernel, three GPU
+# operations per step. A graph saves the launches of many kernels, and here
+# there are only two, so it does not save CPU time either.
+
+graphed = run("64_bf16_reduce_overhead")
+# sphinx_gallery_start_ignore
+graphed
+# sphinx_gallery_end_ignore
+
+# %%
+
+print(graphed.table)
+if tracereader:
+    last_step(graphed)
+
+# %%
+# At 4096x4096: the copy costs GPU time
+# -------------------------------------
+#
+# At this size the ``Memcpy DtoD`` that seeds the output moves a 32 MiB matrix,
+# and it shows on the GPU lane next to the GEMM. ``kernel_table`` lists both,
+# with a tiny memset that cuBLAS queues before every GEMM this large. On the
+# H200 the copy took a little under a tenth of the GEMM's time: it reads and
+# writes the matrix at the GPU's memory bandwidth, which the Hugging Face post
+# measured on its A100 too (32 MB in about 33 µs).
+
+big = run("4096_bf16_compile")
+# sphinx_gallery_start_ignore
+big
+# sphinx_gallery_end_ignore
+
+if tracereader:
+    print(tracereader.kernel_table(tracereader.load(big.trace_path)))
+
+# %%
+# A truly fused kernel would read ``b`` inside the GEMM and need no copy.
+# Limited to Inductor's own Triton GEMM templates, the compiler writes one: a
+# single ``triton_tem_fused_addmm`` kernel per step. On the H200 it took about
+# as long as cuBLAS's GEMM and the copy together, so per step eager, compiled
+# and fused kept the GPU busy for about the same time.
+
+fused = run("4096_bf16_triton_gemm")
+# sphinx_gallery_start_ignore
+fused
+# sphinx_gallery_end_ignore
+
+if tracereader:
+    print(tracereader.kernel_table(tracereader.load(fused.trace_path)))
+
+# %%
+# ``max-autotune-no-cudagraphs`` times the candidates (cuBLAS and Triton
+# templates) at compile time and keeps the fastest. Compiling takes far longer
+# in this mode, since every candidate is built and run; the harness's five
+# untimed calls keep that out of the profile, as for every compiled variant.
+# On the H200 it kept cuBLAS: the same copy and ``badd`` GEMM as the default
+# mode, so the Triton kernel above lost the race.
+
+tuned = run("4096_bf16_autotune")
+# sphinx_gallery_start_ignore
+tuned
+# sphinx_gallery_end_ignore
+
+if tracereader:
+    print(tracereader.kernel_table(tracereader.load(tuned.trace_path)))
+
+# %%
+# What the chapter concluded
+# --------------------------
+#
+# ``torch.compile`` did not fuse the matmul and the add into one kernel: it
+# rewrote them as ``addmm``, which cuBLAS runs as a copy and a GEMM, the same
+# two GPU operations per step as eager. Count the GPU operations per step
+# before and after compiling: if the count did not drop, compile saved no GPU
+# work. Here it did not, and the compiled call
+# cost more CPU time than the eager one. How much more cannot be read from runs
+# profiled one after the other, since CPU time moves between runs; the next
+# experiment of this set times the versions interleaved in one process.
+
+# sphinx_gallery_start_ignore
+# On the site: every recording of every variant, to download or open in Perfetto.
+sys.modules["tracesite"].all_recordings_html() if "tracesite" in sys.modules else None
+# sphinx_gallery_end_ignore
