@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-EXAMPLE = ROOT / "examples" / "05_llm_decode.py"
+EXAMPLE = ROOT / "examples" / "05_llm_decode" / "05_llm_decode.py"
 
 
 def json_arg(doc: str, argv: list[str] | None) -> Path | None:

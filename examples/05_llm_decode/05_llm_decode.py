@@ -1128,57 +1128,11 @@ VARIANTS = {  # the 8B shape first: the recorder starts the longest processes fi
     "loop_fused_1b": (profile_loop, {"shape": "1b", "tune_gemv": True, "cache_len": SHORT_CACHE,
                                      "packed_gqa": True, "fused": True}),
 }  # fmt: skip
-#: Each in a fresh process: compile settings are global to a process.
-COLD_VARIANTS = (
-    "loop_untuned_8b",
-    "logits_check_8b",
-    "loop_attention_8b",
-    "loop_norms_8b",
-    "loop_kernels_8b",
-    "loop_kernels_sdpa_8b",
-    "loop_act_8b",
-    "loop_act_attn_8b",
-    "loop_compiled_8b",
-    "loop_tuned_8b",
-    "loop_short_8b",
-    "loop_packed_8b",
-    "loop_fused_8b",
-    "generate_static_compiled_8b",
-    "generate_dynamic_1b",
-    "generate_static_1b",
-    "generate_static_compiled_1b",
-    "loop_compiled_1b",
-    "loop_fused_1b",
-)
-
-#: Each recording process compiles into an empty cache of its own, so no repeat reuses the
-#: kernels (and the launch settings) that another repeat's compile tuned.
-FRESH_COMPILE_CACHE = True
-
-#: What the site keeps of each recorded trace (its pages read only these profiler steps;
-#: step 0 is the prompt's prefill, each later step one decoded token).
-KEEP_STEPS = {
-    "generate_dynamic_1b": [0, 2],
-    "generate_static_1b": [1],
-    "generate_static_compiled_1b": [1, 2],
-    "generate_static_compiled_8b": [1, 2],
-    "loop_compiled_1b": [1, 2, 3],
-    "loop_fused_1b": [1, 2, 3],
-    "loop_compiled_8b": [1, 2, 3],
-    "loop_tuned_8b": [1, 2, 3],
-    "loop_short_8b": [1, 2, 3],
-    "loop_packed_8b": [1, 2, 3],
-    "loop_fused_8b": [1, 2, 3],
-    "loop_act_8b": [1, 2, 3],
-    "loop_act_attn_8b": [1, 2, 3],
-    "loop_kernels_8b": [1, 2, 3],
-    "loop_kernels_sdpa_8b": [1, 2, 3],
-    "loop_norms_8b": [1, 2, 3],
-    "loop_attention_8b": [1, 2, 3],
-    "loop_untuned_8b": [1, 2, 3],
-    "logits_check_8b": [1, 2],
-}
-KEEP_PYTHON_STEPS = {"generate_dynamic_1b": [2]}  # the Python frames of one decoded token
+# How the site records these variants is its own business (``docs/recordings/plan.json``):
+# each in a fresh process (compile settings are global to a process), each process
+# compiling into an empty cache of its own (no repeat reuses the kernels and launch
+# settings another repeat's compile tuned), and each trace kept to the profiler steps the
+# pages read (step 0 is the prompt's prefill, each later step one decoded token).
 
 
 class Run:
