@@ -821,9 +821,14 @@ class Chapter:
         assert min(x.t["pointwise, copies"] for x in ta.runs) > max(
             x.t["pointwise, copies"] for x in t8.runs
         )
-        assert not self.beats("loop_act_8b", "loop_fused_8b") and not self.beats(
-            "loop_act_attn_8b", "loop_act_8b"
+        # Computing the activation once is faster in the median. In every repeat too in the
+        # 2026-12-02 recording, but not in the one before (its repeats overlapped the fused
+        # loop's), so the page claims the median only.
+        gain = statistics.median(self.per["loop_act_8b"]["tps"]) / statistics.median(
+            self.per["loop_fused_8b"]["tps"]
         )
+        assert gain > 1
+        assert not self.beats("loop_act_attn_8b", "loop_act_8b")
         assert (
             abs(tb.med["attention"] - t8.med["attention"]) < 0.02 * tb.token
         )  # attention: about the same
@@ -834,9 +839,8 @@ class Chapter:
         assert (
             sum(tr.name(g).startswith("triton_poi") and "silu_mul" in tr.name(g) for g in ops) == 64
         )
-        gu = [(x.t["gate_up"], x.tps) for x in ta.runs]
-        slow = min(gu, key=lambda x: x[1])
-        assert slow[0] == max(x[0] for x in gu)  # its slowest repeat: the slowest gate/up GEMV
+        gu = [x.t["gate_up"] for x in ta.runs]
+        assert max(gu) > 1.02 * min(gu)  # the gate/up GEMV's time varies from repeat to repeat
         rows = []
         for label, m, name in (
             ("fused projections", t8.med, "loop_fused_8b"),
@@ -848,14 +852,14 @@ class Chapter:
                 f"{m['pointwise, copies']:,.0f} | {rng(self.per[name]['tps'])} |"
             )
         return {
+            "act_gain_pct": 100 * (gain - 1),
             "act_down_gbs": ta.gbs["down"],
             "act_down_us": ta.med["down"],
             "act_pointwise_us": ta.med["pointwise, copies"],
             "lf8_pointwise_us": t8.med["pointwise, copies"],
             "attn_red_us": tb.med["attention"],
-            "act_slow_gu_us": slow[0],
-            "act_slow_tps": slow[1],
-            "act_fast_gu_us": min(x[0] for x in gu),
+            "act_slow_gu_us": max(gu),
+            "act_fast_gu_us": min(gu),
             "attempt_table": "| loop | gate/up µs | down µs | attention µs | pointwise, copies µs | tokens/s |\n"
             "|---|---:|---:|---:|---:|---:|\n" + "\n".join(rows),
         }
