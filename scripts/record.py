@@ -31,8 +31,9 @@ merges them. ``--older-than T`` keeps only the variants with a repeat recorded b
 (UTC): a full re-record begun at T, resumed run after run until nothing is left, and
 ``--max-min M`` takes of those only as many as fit M minutes (by the stamped wall
 times), so each run fits its time limit. ``--plan`` prints the queue and its estimated time on 1, 2, 4 and 8 GPUs. ``--retrim``
-applies the examples' current trimming settings (``KEEP_STEPS``, ``KEEP_PYTHON_STEPS``,
-``KEEP_REGIONS``) to their recordings in place; it needs no GPU and no torch.
+applies the plan's current trimming settings (``keep_steps``, ``keep_python_steps``,
+``keep_regions`` in ``docs/recordings/plan.json``) to the recordings in place; it needs no
+GPU and no torch.
 """
 
 from __future__ import annotations
@@ -154,7 +155,7 @@ def announce(only: dict[str, list[str]], what: str) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("examples", nargs="*", help="example stems; default: all")
+    parser.add_argument("examples", nargs="*", help="example names (folders under examples/); default: all")
     parser.add_argument("--repeats", type=int, default=DEFAULT_REPEATS)
     parser.add_argument(
         "--gpus",

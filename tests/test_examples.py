@@ -8,9 +8,11 @@ torch (tests/downloads, ``nox -s downloads``).
 from __future__ import annotations
 
 import ast
+import io
 import os
 import subprocess
 import sys
+import tokenize
 import warnings
 from pathlib import Path
 
@@ -71,6 +73,39 @@ def test_every_variant_runs_on_the_cpu(script, tmp_path):
             (out / "timings.json").exists() and table.strip()
         ), name
         assert (out / "trace.json").stat().st_size > 0, name
+
+
+def narrative_share(source: str) -> float:
+    """Comment lines and the module docstring, over the non-blank lines."""
+    lines = source.splitlines()
+    told: set[int] = set()
+    body = ast.parse(source).body
+    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+        told |= set(range(body[0].lineno, (body[0].end_lineno or body[0].lineno) + 1))
+    for tok in tokenize.generate_tokens(io.StringIO(source).readline):
+        if tok.type == tokenize.COMMENT and lines[tok.start[0] - 1].lstrip().startswith("#"):
+            told.add(tok.start[0])
+    nonblank = [i for i, line in enumerate(lines, 1) if line.strip()]
+    return sum(i in told for i in nonblank) / len(nonblank)
+
+
+#: Stories not yet within the limits, and why: the harness each must carry is longer than
+#: half of 400 lines by itself, and splitting a harness changes what it runs, so each waits
+#: for its example's next re-record (issue 25).
+OVER_THE_LIMITS = {
+    "05_llm_decode": "its kernel variants' harness reaches 691 lines of code",
+    "06_train_step": "its one harness, profile_train_step, reaches 335 lines of code",
+}
+
+
+@pytest.mark.parametrize("script", EXAMPLES, ids=lambda p: p.stem)
+def test_a_story_is_short_and_mostly_narrative(script, request):
+    """At most 400 lines, at least half of them comments or the docstring."""
+    if script.stem in OVER_THE_LIMITS:
+        request.applymarker(pytest.mark.xfail(strict=True, reason=OVER_THE_LIMITS[script.stem]))
+    source = script.read_text(encoding="utf-8")
+    assert len(source.splitlines()) <= 400
+    assert narrative_share(source) >= 0.5
 
 
 @pytest.mark.parametrize("script", EXAMPLES, ids=lambda p: p.stem)

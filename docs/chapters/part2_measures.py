@@ -551,9 +551,9 @@ def autotune_cold(timings: dict[str, Any], cold_default: dict[str, Any], tr: Tra
 
 
 # ------------------------------------------------------------------ the launch configurations
-#: How each variant compiled: (mode, compile cache). See the recorder's docs: COLD_VARIANTS run
-#: in a fresh process with an empty Inductor cache; the others share one process per repeat
-#: and the machine's cache.
+#: How each variant compiled: (mode, compile cache). See the recorder's docs: the plan's
+#: cold_variants run in a fresh process with an empty Inductor cache; the others share one
+#: process per repeat and the machine's cache.
 HOW = {"compile": ("default", "machine's"), "reduce_overhead": ("reduce-overhead", "machine's"),
        "compile_cold": ("default", "empty"), "autotune": ("max-autotune", "machine's"),
        "autotune_cold": ("max-autotune", "empty")}  # fmt: skip

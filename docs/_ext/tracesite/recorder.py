@@ -160,7 +160,7 @@ def _child(argv: list[str]) -> int:
     return 0
 
 
-#: What an example keeps of a variant's trace: (KEEP_STEPS, KEEP_PYTHON_STEPS, KEEP_REGIONS).
+#: What the plan keeps of a variant's trace: (keep_steps, keep_python_steps, keep_regions).
 Keep = tuple[list[int] | None, list[int] | None, list[str] | None]
 
 
@@ -379,7 +379,7 @@ def record_examples(
     child's ``CUDA_VISIBLE_DEVICES``; ``None``: one at a time, the environment as it is).
     A process running past ``limit_s`` fails. An example's recordings are replaced only
     when all its processes succeeded; a failed one keeps its old recordings and its
-    remaining processes are skipped. An example that sets ``FRESH_COMPILE_CACHE = True``
+    remaining processes are skipped. An example whose plan sets ``fresh_compile_cache``
     gets an empty compile cache in every process (``TORCHINDUCTOR_CACHE_DIR`` and
     ``TRITON_CACHE_DIR`` in a temporary folder, removed after it), so that no repeat reuses
     the kernels another compiled and tuned.

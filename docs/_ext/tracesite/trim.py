@@ -1,13 +1,14 @@
 """Trimming a recorded trace to the profiler steps its pages read (R5: recordings stay small).
 
-An example may name, per variant, the steps to keep (``KEEP_STEPS``) and the steps whose
-Python frames to keep (``KEEP_PYTHON_STEPS``; ``with_stack`` traces are mostly frames)::
+The recordings' plan (``docs/recordings/plan.json``) may name, per example and variant, the
+steps to keep (``keep_steps``) and the steps whose Python frames to keep
+(``keep_python_steps``; ``with_stack`` traces are mostly frames)::
 
-    KEEP_STEPS = {"loop_8b": [1, 2, 3, 4]}          # drop the prefill's step 0
-    KEEP_PYTHON_STEPS = {"generate_1b": [2]}        # frames of one token only
-    KEEP_REGIONS = {"eager_foreach": ["optimizer"]}  # the CPU side of one region only
+    "keep_steps": {"loop_8b": [1, 2, 3, 4]}            # drop the prefill's step 0
+    "keep_python_steps": {"generate_1b": [2]}          # frames of one token only
+    "keep_regions": {"eager_foreach": ["optimizer"]}   # the CPU side of one region only
 
-``KEEP_REGIONS`` keeps the CPU events inside the named ``record_function`` regions
+``keep_regions`` keeps the CPU events inside the named ``record_function`` regions
 (and the regions, the profiler steps and the memory events themselves); the other CPU
 events go with what they launched. An empty list keeps only the regions and the
 memory events.
