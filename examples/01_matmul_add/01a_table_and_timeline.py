@@ -227,9 +227,10 @@ if __name__ == "__main__" and sys.argv[1:] and "ipykernel" not in sys.modules:
 # 64x64: the table
 # ----------------
 #
-# With 64x64 matrices in bfloat16 the GPU finishes each kernel in a couple of
-# microseconds, while the CPU spends far longer preparing and launching them.
-# Compare ``Self CPU time total`` with ``Self CUDA time total`` at the bottom.
+# With 64x64 matrices in bfloat16 each kernel is tiny, and the GPU works for a
+# small fraction of the time the CPU spends preparing and launching them (the
+# medians are in :doc:`/chapters/part1`). Compare ``Self CPU time total`` with
+# ``Self CUDA time total`` at the bottom.
 # (The total CPU time also counts the profiler's closing
 # ``cudaDeviceSynchronize``, which is waiting, not work: the ``ProfilerStep*``
 # row is the steps' own CPU time.)
@@ -339,7 +340,8 @@ print(batched.table)
 #
 # On the H200, the GPU worked for a small fraction of the CPU time of the 64x64
 # steps (overhead-bound) and for most of it at 4096x4096 (GPU-bound), while
-# the CPU time per step hardly changed between the two. The rule of thumb:
+# the CPU time per step hardly changed between the two (the measured shares,
+# medians over the recordings, are in :doc:`/chapters/part1`). The rule of thumb:
 # compare the GPU's busy time with the steps' CPU time. Under half, launch fewer,
 # larger kernels; over half, study the kernels themselves, as the next
 # experiments of this set do.

@@ -265,9 +265,10 @@ if tracereader:
 # If the slow first step were the cold start, five warm-up calls before the
 # profiler starts would remove it. They do not: on the H200 the warm first step
 # was still clearly slower than the median of the rest, about as much slower as
-# in the cold process. The schedule's skipped and discarded steps already absorb
-# the true first call: no allocation, occupancy query or module loading appears
-# in the kept steps at all. The trace does not say what the extra time is.
+# in the cold process (:doc:`/chapters/part1` gives both ratios). The
+# schedule's skipped and discarded steps already absorb the true first call:
+# no allocation, occupancy query or module loading appears in the kept steps
+# at all. The trace does not say what the extra time is.
 
 warm20 = run("64_bf16_20steps")
 # sphinx_gallery_start_ignore
@@ -293,9 +294,10 @@ if tracereader:
 # These are the runs the Hugging Face post "Profiling in PyTorch (Part 1)"
 # made: no warm-up, three active steps. Its A100 showed a long wait between
 # entering ``matmul_add`` and reaching ``aten::matmul`` in the first step, and a
-# gap of milliseconds before the GPU lane started. On the H200 the wait was far
-# shorter, and the late GPU lane was CPU work before the first launch, not a
-# late GPU: the first kernel started soon after its launch call.
+# gap before the GPU lane started. On the H200 that wait was longest in the
+# first step too, and the late GPU lane was CPU work before the first launch,
+# not a late GPU: the first kernel started soon after its launch call (both
+# times, beside the post's: :doc:`lab notes of Part 1 </chapters/part1-notes>`).
 
 cold64 = run("64_bf16_cold")
 # sphinx_gallery_start_ignore
@@ -308,8 +310,8 @@ print(cold64.table)
 
 # %%
 # At 4096x4096, the closing ``cudaDeviceSynchronize`` (the profiler's own, when
-# the window closes) waits for the GEMMs still queued on the GPU: it lasts as
-# long as that work.
+# the window closes) waits for any GEMMs still queued on the GPU: with work
+# queued, it lasts as long as that work (:doc:`/chapters/part1` measures it).
 
 cold4k = run("4096_bf16_cold")
 # sphinx_gallery_start_ignore

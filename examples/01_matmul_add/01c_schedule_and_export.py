@@ -227,21 +227,22 @@ nowait  # on the site: when and where it was recorded, and a link to every repea
 # sphinx_gallery_end_ignore
 
 # %%
-# On the H200 that first step took milliseconds against tens of microseconds
-# for the third, and almost all of it was the first ``aten::mm``: cuBLAS gets
-# ready for its first GEMM there. Inside it the trace shows attribute calls,
-# occupancy queries, ``cudaMalloc`` calls and module loading, and a long stretch
-# with no recorded call at all. The first ``aten::add`` pays its own loading
-# cost. The table sums the three steps, so the first dominates it:
+# On the H200 that first step took far longer than the third, and most of it
+# was the first ``aten::mm`` (times: :doc:`lab notes of Part 1
+# </chapters/part1-notes>`): cuBLAS gets ready for its first GEMM there.
+# Inside it the trace shows attribute calls, occupancy queries, ``cudaMalloc``
+# calls and module loading, and a long stretch with no recorded call at all.
+# The first ``aten::add`` pays its own loading cost. The table sums the three
+# steps, so the first dominates it:
 
 print(nowait.table)
 
 # %%
 # With :mod:`tracereader` installed, ``step_times`` gives each step's CPU time,
 # and the timeline of the first step shows where it went. Expect the first
-# step to be hundreds or thousands of times the third on a GPU; on the CPU the
-# gap is smaller, since there is no CUDA context, no cuBLAS and no GPU code to
-# load, but the first call still pays for the CPU's own one-time setup.
+# step to dwarf the third on a GPU; on the CPU the gap is smaller, since there
+# is no CUDA context, no cuBLAS and no GPU code to load, but the first call
+# still pays for the CPU's own one-time setup.
 
 try:
     import tracereader

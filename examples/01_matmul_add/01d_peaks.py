@@ -187,13 +187,13 @@ if tracereader:
 # What the chapter concluded
 # --------------------------
 #
-# On the H200 the 8192 GEMM ran at about 800 TFLOP/s, some 80 % of the
-# datasheet's 989, and the copy moved a little over 4 TB/s. Those are the
-# yardsticks the chapter holds its kernels against:
+# On the H200 the 8192 GEMM and the 2 GiB copy each set a measured rate, which
+# :doc:`/chapters/part1` shows beside the datasheet's 989 TFLOP/s. Those are
+# the yardsticks the chapter holds its kernels against:
 #
 # * the 4096x4096 GEMM of the matmul-add step ran about as fast as the 8192
 #   one: it is not slow, and only less work would speed it up;
-# * the 64x64 GEMM used under a thousandth of the GPU: its grid had too few
+# * the 64x64 GEMM used a tiny fraction of the GPU: its grid had too few
 #   thread blocks to fill the H200's 132 streaming multiprocessors, and a kernel
 #   that short is mostly the fixed cost of starting and finishing;
 # * the 4096x4096 add, which reads two matrices and writes one, is

@@ -222,8 +222,8 @@ if __name__ == "__main__" and sys.argv[1:] and "ipykernel" not in sys.modules:
 # kernel from a trace (the GPU op that is neither a copy nor a memset and took
 # the most time) and prints its median duration and that rate, to hold against
 # the datasheet (989 TFLOP/s of dense bf16 on an H200) and against the rate of
-# a large GEMM measured on the same machine (about 800 TFLOP/s on the H200, in
-# the ``peaks`` experiment of this set).
+# a large GEMM measured on the same machine (the ``peaks`` experiment of this
+# set; :doc:`/chapters/part1` shows the rate it reached).
 
 try:
     import tracereader
@@ -252,10 +252,10 @@ def gemm_rate(result, n):
 # its mean misled. Twenty active steps give twenty runs of the 4096 bf16 GEMM:
 # ``kernel_table`` prints, per kernel name, the number of calls, the total and
 # mean time, and the min, median and max: read the median for the typical run
-# and min and max for the spread. On the H200 the spread
-# was a few percent of the median, with no outlier, and the GEMM ran at about
-# the rate of the large GEMM of ``peaks``: it is not slow. Quote the median and
-# look at the spread.
+# and min and max for the spread. On the H200 the slowest run stayed close
+# to the median, with no outlier, and the GEMM ran at about the rate of the
+# large GEMM of ``peaks``: it is not slow (:doc:`/chapters/part1` gives the
+# spread). Quote the median and look at the spread.
 
 warm_bf16 = run("4096_bf16_20steps")
 # sphinx_gallery_start_ignore
@@ -275,10 +275,10 @@ if tracereader and gemm_rate(warm_bf16, 4096):
 # Tensor Core format for it. By default torch does not let cuBLAS use TF32, so
 # the GEMM runs on the fused multiply-add units: its kernel's name says
 # ``ffma``. With TF32 on, the name says ``tf32`` and the Tensor Cores do the
-# work. On the H200 plain fp32 took about sixteen times as long as bf16, and
-# TF32 about twice as long, yet neither is a slow kernel: each ran at roughly
-# three quarters or more of its own datasheet peak (67 TFLOP/s for fp32 on the
-# FMA units, 494.7 for TF32).
+# work. On the H200 plain fp32 took many times as long as bf16, and TF32 more
+# than bf16 but far less than plain fp32, yet neither is a slow kernel: each ran
+# at over half of its own datasheet peak (67 TFLOP/s for fp32 on the FMA units,
+# 494.7 for TF32). The times: :doc:`lab notes of Part 1 </chapters/part1-notes>`.
 
 fp32_off = run("4096_fp32")
 # sphinx_gallery_start_ignore
@@ -322,7 +322,7 @@ print(fp32_off.table)
 # helps, or a dtype the faster units take; far below it, look at the launch
 # grid and the kernel's name. For float32 models on Hopper, enabling TF32 is
 # the cheap step: the inputs lose mantissa bits (10 instead of 23) but keep
-# float32's range, and the GEMM ran nearly eight times as fast here.
+# float32's range, and the GEMM ran several times as fast here.
 
 # sphinx_gallery_start_ignore
 # On the site: every recording of every variant, to download or open in Perfetto.

@@ -329,10 +329,10 @@ if tracereader:
 #
 # At this size the ``Memcpy DtoD`` that seeds the output moves a 32 MiB matrix,
 # and it shows on the GPU lane next to the GEMM. ``kernel_table`` lists both,
-# with a tiny memset that cuBLAS queues before every GEMM this large. On the
-# H200 the copy took a little under a tenth of the GEMM's time: it reads and
-# writes the matrix at the GPU's memory bandwidth, which the Hugging Face post
-# measured on its A100 too (32 MB in about 33 µs).
+# with a tiny memset that cuBLAS queues before every GEMM this large. The
+# Hugging Face post timed the same copy on its A100 (32 MB in about 33 µs); on
+# the H200 it was quicker than that. Its time and rate, beside the GEMM's, are
+# in the :doc:`lab notes of Part 1 </chapters/part1-notes>`.
 
 big = run("4096_bf16_compile")
 # sphinx_gallery_start_ignore
@@ -347,7 +347,8 @@ if tracereader:
 # Limited to Inductor's own Triton GEMM templates, the compiler writes one: a
 # single ``triton_tem_fused_addmm`` kernel per step. On the H200 it took about
 # as long as cuBLAS's GEMM and the copy together, so per step eager, compiled
-# and fused kept the GPU busy for about the same time.
+# and fused kept the GPU busy for about the same time (the ratios are in the
+# :doc:`lab notes of Part 1 </chapters/part1-notes>`).
 
 fused = run("4096_bf16_triton_gemm")
 # sphinx_gallery_start_ignore
@@ -362,8 +363,8 @@ if tracereader:
 # templates) at compile time and keeps the fastest. Compiling takes far longer
 # in this mode, since every candidate is built and run; the harness's five
 # untimed calls keep that out of the profile, as for every compiled variant.
-# On the H200 it kept cuBLAS: the same copy and ``badd`` GEMM as the default
-# mode, so the Triton kernel above lost the race.
+# Which one it keeps can differ from process to process: the :doc:`lab notes
+# of Part 1 </chapters/part1-notes>` say what it picked in each recorded repeat.
 
 tuned = run("4096_bf16_autotune")
 # sphinx_gallery_start_ignore

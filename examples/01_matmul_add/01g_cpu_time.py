@@ -4,9 +4,9 @@ Comparing CPU time fairly: interleaved calls
 
 Does ``torch.compile`` or ``torch.addmm`` save CPU time on
 ``torch.add(torch.matmul(x, w), b)``? Two separate profiling runs cannot say:
-at 64x64 the CPU time per step moves by tens of percent from one process to
-the next, and even within one process, more than the differences we are
-after. This experiment builds four versions of the call in one process (eager,
+at 64x64 the CPU time per step moves from one profiling run to the next,
+even within one process, by more than the differences we are after. This
+experiment builds four versions of the call in one process (eager,
 ``torch.addmm``, compiled, and compiled with ``mode="reduce-overhead"``) and
 runs them in turn, timed without the profiler and then under it. The section
 "What does ``torch.compile`` change, and what does it not?" of
@@ -290,7 +290,8 @@ if tracereader:
 # than an eager one, and ``reduce-overhead`` did not help either: a CUDA graph
 # saves the launches of many kernels, and here there are only two, plus an
 # input copy. A difference was claimed only when every recorded process put the
-# ratio more than 5 % from 1 on the same side. Compare CPU time only between
+# ratio more than 5 % from 1 on the same side; the :doc:`lab notes of Part 1
+# </chapters/part1-notes>` give every ratio. Compare CPU time only between
 # versions interleaved in one process.
 
 # sphinx_gallery_start_ignore

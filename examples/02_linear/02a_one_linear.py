@@ -209,8 +209,9 @@ print(w.stride(), w.t().stride(), w.t().data_ptr() == w.data_ptr())
 # 8192 rows of 4096 features into 4096: about 275 GFLOP per forward. The GEMM
 # now dominates the GPU time, and the same ops call the same kinds of kernel.
 # The small GEMM above is too little work per block to keep the GPU busy for
-# longer than a kernel takes to start and finish; this one ran at about four
-# fifths of the H200's dense bf16 peak (the chapter's lab notes give the numbers).
+# longer than a kernel takes to start and finish; this one ran near the
+# datasheet's dense bf16 peak for the H200, 989 TFLOP/s (the :doc:`lab notes
+# of Part 2 </chapters/part2-notes>` give its measured rate).
 
 big = run("big")
 print(big.table)
@@ -254,8 +255,8 @@ print(small_compile.table)
 # strides worked out at compile time, and the compiled-code runtime's frames
 # take their place (the guards that check that the inputs still match, and the
 # wrappers around the compiled code). At the big shape, where the GEMM is not
-# lost in launch costs, the compiled GEMM took the same time as the eager one on
-# the H200.
+# lost in launch costs, the compiled GEMM took about as long as the eager one
+# on the H200 (:doc:`/chapters/part2` gives the ratio).
 
 big_compile = run("big_compile")
 print(big_compile.table)

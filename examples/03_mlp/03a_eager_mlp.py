@@ -275,11 +275,12 @@ print(eager_big.table)
 
 # %%
 # On the H200 the down GEMM here ran the very kernel that gate and up ran at
-# the small shape, with the same launch: 132 blocks of 384 threads. It took
-# about eight times as long. These GEMMs are persistent kernels: they launch
-# about one block per SM and loop over output tiles, so even grid and block are
-# the same for both jobs. The work shows only in the op's input shapes (which
-# ``record_shapes=True`` put in the trace) and in the duration.
+# the small shape, with the same launch, grid and block alike. It took many
+# times as long (:doc:`/chapters/part2` has both times and the launch). These
+# GEMMs are persistent kernels: they launch about one block per SM and loop
+# over output tiles, so even grid and block are the same for both jobs. The
+# work shows only in the op's input shapes (which ``record_shapes=True`` put
+# in the trace) and in the duration.
 #
 # So read a kernel's name as *which code ran*, and its shapes, grid, block and
 # duration as *how much work it did*. Equal names at different times can mean

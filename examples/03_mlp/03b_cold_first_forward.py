@@ -262,15 +262,16 @@ if tracereader:
 #
 # Every occupancy query came from the process's first GEMM, the gate
 # projection's ``aten::mm``. The later GEMMs, the gelu and the multiply asked
-# nothing, and no later forward asked again. Together the queries took a few
-# microseconds, a sliver of that first call, which took milliseconds.
+# nothing, and no later forward asked again. Together the queries took a
+# sliver of that first call's time (:doc:`/chapters/part2` gives both).
 #
 # The first forward as a whole was slow, and the trace mostly does not say
 # why. The gelu's and the multiply's first calls each hold a ``cudaMalloc`` and
 # a ``Lazy Function Loading`` record (the CUDA driver loading the kernel's code
 # on first use), but most of their time, like most of the first GEMM's, has no
 # recorded event under it. That is start-up work the profiler does not see.
-# The second and third forwards took a small fraction of the first.
+# The :doc:`lab notes of Part 2 </chapters/part2-notes>` set the first
+# forward's time beside a later one's.
 #
 # To see that yourself in the timeline above, look under each op of the first
 # step for time that no child event covers: a wide ``aten::mm`` bar over a few
@@ -282,7 +283,7 @@ if tracereader:
 # steps when you profile the steady state (``schedule(wait=1, warmup=1, ...)``,
 # as the other stories of this set do), and profile a cold start on purpose,
 # in a fresh process, when start-up is what you care about. Other operators can
-# ask for occupancy too: in Part 4's decoding trace the one query comes from
+# ask for occupancy too: in Part 4's decoding trace the query comes from
 # ``aten::cumsum``.
 #
 # Every variant

@@ -245,8 +245,8 @@ print(compiled.table)
 # The fused kernel reads the gate and up outputs once and writes the product
 # once: 3 tensors of 8192 x 3072 bf16 (48 MiB each) instead of eager's 5, that
 # is 144 MiB of traffic instead of 240. A memory-bound kernel's time follows
-# its traffic, and in these recordings the fused kernel took about 37 µs where
-# eager's gelu plus multiply took about 67.
+# its traffic, and in every recording the fused kernel took less time than
+# eager's gelu plus multiply (:doc:`/chapters/part2` gives the saving).
 #
 # The fused kernel's launch configuration
 # ---------------------------------------
@@ -260,12 +260,13 @@ print(compiled.table)
 #
 # In every recording of ``compile`` the kernel ran 128-thread blocks. In every
 # recording of ``compile_cold`` (story ``03d``: alone in a fresh process, with
-# an empty cache) it ran 256-thread blocks, and took about 1.5 times as long:
-# the same code, at two speeds. The recordings cannot say whether the process
-# or the cache made the difference. The 128-thread configuration can be
-# forced: with ``torch._inductor.config.triton.autotune_pointwise = False``
-# Inductor's source generates only that one. Read grid and block in your own
-# trace before you judge a fused kernel: in Perfetto, click the kernel and its
+# an empty cache) it ran 256-thread blocks and took clearly longer, in every
+# repeat: the same code, at two speeds (:doc:`/chapters/part2` has both
+# times). The recordings cannot say whether the process or the cache made the
+# difference. The 128-thread configuration can be forced: with
+# ``torch._inductor.config.triton.autotune_pointwise = False`` Inductor's
+# source generates only that one. Read grid and block in your own trace
+# before you judge a fused kernel: in Perfetto, click the kernel and its
 # arguments list both.
 
 try:
@@ -306,13 +307,13 @@ autotune = run("autotune")
 print(autotune.table)
 
 # %%
-# On the H200 the warm ``autotune`` variant kept one Triton template
-# (``triton_tem_fused_mm_t_view_0``) for one GEMM and cuBLAS for the others,
-# and its forward's GPU time came out a few per cent *above* the default
-# mode's. A race won in the compile's benchmark did not make the profiled
-# forward faster here. Its fused kernel also ran yet another launch
-# configuration (half the blocks, more elements per thread). The races
-# themselves, and what they cost to run, are in story ``03d``.
+# On the H200 the warm ``autotune`` variant kept the same GEMM kernels in
+# every repeat. Which ones (a ``triton_tem`` template or cuBLAS's ``nvjet``,
+# GEMM by GEMM), how its forward's GPU time compared with the default mode's,
+# and the launch configuration its fused kernel ran are in the :doc:`lab notes
+# of Part 2 </chapters/part2-notes>`: a race won in the compile's benchmark
+# need not make the profiled forward faster. The races themselves, and what
+# they cost to run, are in story ``03d``.
 #
 # reduce-overhead: one CUDA graph a step
 # --------------------------------------

@@ -307,8 +307,8 @@ print(compile_cold.table)
 
 # %%
 # Here is a twist that Part 2 follows up. In every ``compile_cold`` repeat on
-# the H200 that fused kernel ran 256-thread blocks and took about 1.5 times as
-# long as the 128-thread blocks that the warm ``compile`` variant of story
+# the H200 that fused kernel ran 256-thread blocks and took clearly longer
+# than the 128-thread blocks that the warm ``compile`` variant of story
 # ``03c`` ran. Inductor times both of its launch configurations at the first
 # call and keeps the one its own timing found faster; alone in a fresh process
 # with an empty cache, it kept the slower one. Compare the two kernels' grid
@@ -321,9 +321,9 @@ print(compile_cold.table)
 # --------------------------
 #
 # Now the mode that races GEMM candidates. Its report scrolls by on stderr
-# while the first call runs, and is kept in ``timings.json``. In the H200's
-# recordings it looked like this (abridged; each block lists up to ten
-# candidates, each Triton one with all its settings)::
+# while the first call runs, and is kept in ``timings.json``. Its layout, from
+# one H200 recording (abridged: a format to read, not a result; each block lists
+# up to ten candidates, each Triton one with all its settings)::
 #
 #     AUTOTUNE mm(8192x768, 768x3072)
 #       mm 0.0676 ms 100.0%
@@ -358,28 +358,28 @@ for result in (compile_cold, autotune_cold):
         print(f"  {race['op']}({race['sizes']}): {best}")
 
 # %%
-# On the H200 the default mode's first call took 2.4 to 3.2 s across the
-# repeats, and the second well under a millisecond: three orders of magnitude,
-# all of it compile. Under max-autotune the first call took 10 to 13 s, about
-# four times as long.
+# On the H200 max-autotune's first call took far longer than the default
+# mode's, which compiles too but races nothing; the second call of either ran
+# the finished code alone. The :doc:`lab notes of Part 2 </chapters/part2-notes>`
+# give the first calls' times; ``timings.json`` holds both calls' for your run.
 #
-# The report held three races per compile: gate, up, then down. Gate and up
-# have the same shape, so the second race's candidates were already compiled
-# (its precompiling took a fraction of a millisecond) but were timed again.
-# Each race timed about 20 candidates; racing and precompiling together took
-# about four seconds per compile. One Triton configuration needed 256 KiB of
-# shared memory against the H200's limit of 227 KiB and failed to compile
-# ("out of resource"), once before each of the two races that compiled
-# candidates. cuBLAS (``mm``) won most races for gate and up, in the first
-# repeat by half a per cent over a Triton template; in one repeat a Triton
-# template took the gate. For down (8192 x 3072 times 3072 x 768) a Triton
-# template won in every repeat, by about a tenth. The forwards then ran the
-# winners.
+# The report held races on the MLP's two GEMM shapes (gate and up share one,
+# down has the other), each with cuBLAS (``mm``) among the candidates beside
+# Inductor's Triton templates. One Triton configuration asked for more shared
+# memory than a block may use on the H200 (227 KiB, Hopper's hardware limit)
+# and failed to compile ("out of resource"). The lab notes count the races
+# and their candidates, give what racing and precompiling cost per compile,
+# and list every race of every repeat: cuBLAS's time, the best Triton
+# template's, and the winner. Who won is a measurement, one per race and
+# repeat, so read it there. In every repeat the forwards then ran the races'
+# winners, which is what to check in your own trace: ``triton_tem`` kernels
+# among the GEMMs where a template won, ``nvjet`` where cuBLAS did, for each
+# GEMM shape.
 #
 # What to take away
 # -----------------
 #
-# A first compile costs seconds, and max-autotune several times more. A warm
+# A first compile is slow, and max-autotune's far slower. A warm
 # profile shows none of it, and neither does a second run of the same script
 # on the same machine, which reads the cache: time the first call of a plain
 # ``torch.compile`` in two fresh processes in a row, and it shrinks. Time the

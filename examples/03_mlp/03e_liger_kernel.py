@@ -234,12 +234,12 @@ print(liger.table)
 # through ``cudaLaunchKernel``, Inductor's Triton kernels through
 # ``cuLaunchKernel``: three launchers, three runtime calls to look for).
 #
-# Its median time was about 44 µs, against about 67 µs for eager's gelu plus
-# multiply: it saves most of what fusion can save. Against Inductor's fused
-# kernel the verdict depends on which launch configuration Inductor kept
-# (story ``03c``): Liger's kernel was slower than the 128-thread one (about
-# 37 µs) and faster than the 256-thread one (about 56 µs) that a compile from
-# an empty cache kept (story ``03d``).
+# Its median time was below that of eager's gelu plus multiply, in every
+# repeat: the same fusion, done by hand. Against Inductor's fused kernel the
+# verdict depends on which launch configuration Inductor kept (story ``03c``):
+# :doc:`/chapters/part2` gives the times, and how Liger's kernel compared with
+# the 128-thread one and with the 256-thread one that a compile from an empty
+# cache kept (story ``03d``).
 #
 # Liger gives each row of the input one block, covering the row's length
 # rounded up to a power of two: 4096 elements for a hidden size of 3072, so a
@@ -269,13 +269,13 @@ liger_big = run("liger_big")
 print(liger_big.table)
 
 # %%
-# Not on the H200. Liger's kernel took about 110 µs here, the same time as
-# eager's gelu plus multiply (about 111 µs): it saved nothing. Inductor's
-# fused kernel still saved time at this shape, about 63 µs. The rounding does
-# not explain it alone: 11008 rounds up to 16384, a third of the lanes masked,
-# but at the small shape a quarter were masked and the kernel still beat
-# eager's pair. The trace cannot say where the time goes inside a kernel; a
-# kernel profiler (Nsight Compute) could.
+# Not on the H200. Liger's kernel took about as long as eager's gelu plus
+# multiply here: it saved nothing. Inductor's fused kernel still took less
+# time than the pair at this shape (:doc:`/chapters/part2` has the times).
+# The rounding does not explain it alone: 11008 rounds up to 16384, a third of
+# the lanes masked, but at the small shape a quarter were masked and the
+# kernel still beat eager's pair. The trace cannot say where the time goes
+# inside a kernel; a kernel profiler (Nsight Compute) could.
 #
 # Nor is the hand-written kernel free of compile time: Triton compiles it the
 # first time it is called for each hidden size (read from Triton's and Liger's

@@ -272,11 +272,12 @@ naive = run("naive")
 print(naive.table)
 
 # %%
-# On the H200 the two GEMMs were a small share of the time. The rest is
-# elementwise work on the score matrix, and the slowest step was the mask:
-# ``masked_fill`` runs PyTorch's general ``elementwise_kernel``, because the
-# ``(seq, seq)`` mask broadcast over batch and heads is not contiguous, after a
-# ``Memcpy DtoD`` that clones the scores. ``naive_inplace`` drops that copy
+# On the H200 the two GEMMs were a small share of the time (the times are in
+# :doc:`/chapters/part3`). The rest is elementwise work on the score matrix,
+# and the slowest step was the mask: ``masked_fill`` runs PyTorch's general
+# ``elementwise_kernel``, because the ``(seq, seq)`` mask broadcast over batch
+# and heads is not contiguous, after a ``Memcpy DtoD`` that clones the
+# scores. ``naive_inplace`` drops that copy
 # (less GPU time) but not the peak memory: two score matrices are still alive
 # at once in the last matmul. Compiled (``naive_compile``), the three steps
 # between the GEMMs become one Triton kernel that builds the mask itself, yet
@@ -300,8 +301,9 @@ print(sdpa.table)
 # was slower than the five steps: it multiplies in fp32 without Tensor Cores
 # and runs a "safe" softmax that checks every row for being fully masked. Run
 # ``sdpa_flash``, ``sdpa_efficient`` and ``sdpa_cudnn`` on your GPU to rank them
-# there, and compare their ``.timings.json`` files for memory. Part 3 of the
-# guide reads every one of these traces step by step.
+# there, and compare their ``.timings.json`` files for memory.
+# :doc:`/chapters/part3` reads every one of these traces step by step, with
+# the measured times and memory.
 #
 # What to take away: a large ``Memcpy DtoD`` under ``aten::masked_fill`` is an
 # out-of-place fill (use ``masked_fill_`` when nothing else needs the

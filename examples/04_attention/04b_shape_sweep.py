@@ -15,7 +15,7 @@ records only one forward of each version at the last shape, to show which
 kernels ran.
 
 This file needs only torch. On a machine with a CUDA GPU it runs the full sweep
-(about 25 seconds on an H200); on the CPU it runs a tiny sweep of the written-out
+of every version at every shape; on the CPU it runs a tiny sweep of the written-out
 version and the math backend, timed with ``time.perf_counter``. Run it::
 
     python 04b_shape_sweep.py           # this page
@@ -349,8 +349,8 @@ print(sweep.table)
 #
 # These are GPU times at workloads large enough to keep the GPU busy. At small
 # ones the CPU cost of each call can decide instead: the stories on interleaved
-# backends and same-backend streams measure that. Part 3 of the guide and its
-# lab notes read this sweep: rates, ratios and memory per shape.
+# backends and same-backend streams measure that. :doc:`/chapters/part3` and
+# its lab notes read this sweep: rates, ratios and memory per shape.
 #
 # On your own GPU, run the sweep and read it the same way. If a backend
 # refuses a shape, its row says why. If your ranking differs from the H200's,

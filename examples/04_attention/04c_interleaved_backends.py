@@ -10,9 +10,9 @@ the pace. So how much CPU time does one call of
 ``torch.nn.functional.scaled_dot_product_attention`` (SDPA) cost, with each
 backend pinned?
 
-Measuring it is harder than it looks. CPU time per call moves by tens of percent
-from one process to the next (clocks, caches, where the allocator's blocks
-landed), so backends recorded in separate runs cannot be compared. This story
+Measuring it is harder than it looks. CPU time per call moves from one process
+to the next (clocks, caches, where the allocator's blocks landed), so backends
+recorded in separate runs cannot be compared. This story
 calls every backend in turn *in one process*, in a balanced order, and times
 each call with the CPU's clock, without the profiler; then it profiles a few
 more rounds to show what each call runs.
@@ -252,21 +252,22 @@ print(interleaved.table)
 # What the H200 showed
 # --------------------
 #
-# Under the profiler, cuDNN's forward op was mostly self time, more than twice
-# flash's. That self time is the per-call work in PyTorch's
-# ``run_cudnn_SDP_fprop`` and cuDNN's frontend: a cache key, the lookup of the
-# graph built on the first call, the table of tensor addresses, the workspace,
-# ``execute``, none of it recorded as an op of its own (a CPU profiler that
-# sees C++ frames, such as ``perf``, can split it). Without the profiler, too, a cuDNN call
-# cost the CPU more than a flash call. (The first call of each cycle follows a
-# synchronize, and costs more for that reason alone; leave it out when you
-# compare.)
+# Under the profiler, cuDNN's forward op was mostly self time, far more than
+# flash's (the :doc:`/cheatsheet` gives both). That self time is the per-call
+# work in PyTorch's ``run_cudnn_SDP_fprop`` and cuDNN's frontend: a cache key,
+# the lookup of the graph built on the first call, the table of tensor
+# addresses, the workspace, ``execute``, none of it recorded as an op of its
+# own (a CPU profiler that sees C++ frames, such as ``perf``, can split it).
+# Without the profiler, too, a cuDNN call cost the CPU more than a flash
+# call. (The first call of each cycle follows a synchronize, and costs more
+# for that reason alone; leave it out when you compare.)
 #
 # The surprise was in the order. Grouped by the version that ran just before
-# it, one version's median CPU time moved by more than 1.2× within a single
-# process. A call's cost depends on its predecessor: a backend just switched to
-# finds its code and data cold. So one call after another version is not a
-# fair measure of a backend's cost in a model, where the same backend runs
+# it, one version's median CPU time moved clearly within a single process (the
+# :doc:`lab notes of Part 3 </chapters/part3-notes>` say by how much). A call's
+# cost depends on its predecessor: a backend just switched to finds its code
+# and data cold. So one call after another version is not a fair measure of
+# a backend's cost in a model, where the same backend runs
 # call after call. The next story, same-backend streams, times exactly that:
 # bursts of calls of one backend, the bursts of all backends interleaved in one
 # process.
@@ -274,8 +275,8 @@ print(interleaved.table)
 # To read the predecessor effect yourself, load ``timings.json``: its
 # ``calls`` list is in run order, so the version before each call is the
 # previous entry. Group each version's times by that predecessor and compare
-# the medians. Part 3 of the guide (its lab notes) and the cheatsheet read
-# this recording.
+# the medians. The :doc:`lab notes of Part 3 </chapters/part3-notes>` and the
+# :doc:`/cheatsheet` read this recording.
 
 # sphinx_gallery_start_ignore
 sys.modules["tracesite"].all_recordings_html() if "tracesite" in sys.modules else None

@@ -293,10 +293,10 @@ series = run("streams_backends")
 print(series.table)
 
 # %%
-# On the H200 every fused call cost the CPU about 20 to 30 µs, less than its
-# kernel cost the GPU. So the CPU ran ahead, the kernels ran back to back, and
-# the wall time per call was the kernel's time: about 60 µs for cuDNN, 100 for
-# flash, 180 for efficient and 2,600 for math. cuDNN's call is the fastest.
+# On the H200 every fused call cost the CPU less than its kernel cost the
+# GPU. So the CPU ran ahead, the kernels ran back to back, and the wall time
+# per call was about the kernel's time: cuDNN's call was the fastest (the
+# times are in the table of :doc:`/chapters/part3`).
 #
 # Open ``streams_backends.json`` in Perfetto (ui.perfetto.dev) to see it. In
 # each version's range on the CPU lane the four calls are short; on the GPU
@@ -308,7 +308,7 @@ print(series.table)
 # ----------------
 #
 # Now the kernels are tiny: one batch element, 8 heads, 128 tokens, about
-# 17 MFLOP of useful work per call. The CPU's cost per call has not changed much, since the same
+# 17 MFLOP of useful work per call. The CPU's cost per call should barely change, since the same
 # checks, choices and launch happen whatever the size. Guess before you read:
 # does the ranking hold?
 
@@ -316,15 +316,15 @@ small = run("streams_small")
 print(small.table)
 
 # %%
-# At the small shape the kernels lasted a few microseconds, and the wall time
-# per call was about the CPU time: the GPU sat idle between calls, waiting for
-# the next launch. There the order reversed. cuDNN's kernel was still the
-# shortest and efficient's the longest, yet efficient's *call* was the fastest
-# (about 21 µs of wall time per call, against 31 for cuDNN), in every process.
+# At the small shape the kernels were short, and the wall time per call was
+# about the CPU time: the GPU sat idle between calls, waiting for the next
+# launch. There the order reversed. cuDNN's kernel was still the shortest and
+# efficient's the longest, yet efficient's *call* was the fastest, in every
+# process (:doc:`/chapters/part3` gives the wall times and their ratio).
 # "cuDNN is fastest" holds for kernel time, and for wall time only while the
 # GPU is busy. In ``streams_small.json`` the GPU lane shows it: each short
-# kernel, then an idle gap (tens of microseconds under the profiler) while the
-# CPU prepares the next call, and every kernel ends before its range does.
+# kernel, then an idle gap while the CPU prepares the next call, and every
+# kernel ends before its range does.
 #
 # How to read ``timings.json`` yourself: each entry of ``streams`` is one
 # stream, in run order, with ``version``, ``after`` (its predecessor),
@@ -339,7 +339,7 @@ print(small.table)
 # is busy. At small batches and short sequences, look for idle gaps between
 # short kernels in the trace: then the call's CPU cost decides, so time whole
 # calls without the profiler, and reach for fewer, larger calls or CUDA graphs
-# rather than a faster kernel. Part 3 of the guide reads both recordings.
+# rather than a faster kernel. :doc:`/chapters/part3` reads both recordings.
 
 # sphinx_gallery_start_ignore
 sys.modules["tracesite"].all_recordings_html() if "tracesite" in sys.modules else None
