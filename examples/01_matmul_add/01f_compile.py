@@ -12,8 +12,8 @@ and its lab notes read these runs.
 
 Run it yourself::
 
-    python 01e_compile.py                            # the whole page
-    python 01e_compile.py 4096_bf16_triton_gemm      # one variant, its table printed
+    python 01f_compile.py                            # the whole page
+    python 01f_compile.py 4096_bf16_triton_gemm      # one variant, its table printed
 
 This file needs only torch (and, for ``torch.compile`` on the CPU, a C++
 compiler); on the CPU it profiles the same code there (the trace has no GPU

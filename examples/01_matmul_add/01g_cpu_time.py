@@ -14,8 +14,8 @@ runs them in turn, timed without the profiler and then under it. The section
 
 Run it yourself::
 
-    python 01f_cpu_time.py                   # the whole page
-    python 01f_cpu_time.py interleaved_64    # the same run, its table printed
+    python 01g_cpu_time.py                   # the whole page
+    python 01g_cpu_time.py interleaved_64    # the same run, its table printed
 
 This file needs only torch (and, for ``torch.compile`` on the CPU, a C++
 compiler); on the CPU it times the same code there, and the trace has no GPU
@@ -208,7 +208,7 @@ if "tracesite" in sys.modules:  # the site build replays the H200's recordings i
     run = sys.modules["tracesite"].replayer(run)
 # sphinx_gallery_end_ignore
 
-# ``python 01f_cpu_time.py VARIANT`` profiles one variant and prints its table.
+# ``python 01g_cpu_time.py VARIANT`` profiles one variant and prints its table.
 if __name__ == "__main__" and sys.argv[1:] and "ipykernel" not in sys.modules:
     if sys.argv[1] not in VARIANTS:
         print(f"no variant {sys.argv[1]!r} here; try one of {list(VARIANTS)}", file=sys.stderr)
