@@ -160,7 +160,7 @@ def run(name):
         where = f"live on {torch.cuda.get_device_name(0)}"
     out_dir = Path("traces") / "02_linear" / name
     table = harness(out_dir, device=device, **params)
-    print(f"{name}: profiled {where}; trace in {out_dir / 'trace.json'}")
+    print(f"{name}: profiled {where}; trace written to {out_dir / 'trace.json'}")
     return types.SimpleNamespace(name=name, table=table, trace_path=out_dir / "trace.json")
 
 
