@@ -5,6 +5,7 @@ runs every check), plus docs, gpu-build, record, bench and serve.
 * ``nox`` runs every check (README command 2, and CI).
 * ``nox -s tests-pythons`` runs the library's unit tests on the lowest and the highest
   supported Python (``SUPPORTED_PYTHONS``), found on PATH or in pyenv's versions folder.
+* ``nox -s serve`` rebuilds the site on every change and serves it with live reload.
 * ``nox -s gpu-build`` re-records every example on a CUDA GPU and builds strictly (R7).
 
 torch is never a dependency of tracereader itself; the sessions that run examples
@@ -37,6 +38,7 @@ PYPROJECT = nox.project.load_toml("pyproject.toml")
 TORCH_SPEC = os.environ.get("TORCH_SPEC", "torch==2.13.0")
 LIGER_SPEC = "liger-kernel==0.8.5"
 SYSTEM_TORCH = TORCH_SPEC == "system"
+SPHINX_AUTOBUILD_SPEC = "sphinx-autobuild>=2024.10.3"
 # The lowest and the highest Python that tracereader supports (``requires-python``).
 SUPPORTED_PYTHONS = ["3.10", "3.13"]
 GENERATED = ["docs/_build", "docs/auto_examples", "docs/gen_modules", "docs/_generated"]
@@ -215,26 +217,23 @@ def _build_docs(session: nox.Session, strict: bool) -> None:
     _sphinx(session, strict)
 
 
-def _sphinx(session: nox.Session, strict: bool) -> None:
-    env = {
+def _sphinx_env(strict: bool) -> dict[str, str]:
+    return {
         "TRACEREADER_STRICT": "1" if strict else "0",
         "KINETO_LOG_LEVEL": "6",
         "PYTHONPATH": str(ROOT / "docs" / "_ext"),
     }
+
+
+# sphinx-build's options and paths, shared by the docs builds and `serve`.
+SPHINX_ARGS = ["-W", "--keep-going", "-j", "auto", "-b", "html", "docs", "docs/_build/html"]
+
+
+def _sphinx(session: nox.Session, strict: bool) -> None:
+    env = _sphinx_env(strict)
     if strict:  # one line per stale recording, before Sphinx starts
         session.run("python", "-m", "tracesite", "check", "examples", env=env)
-    session.run(
-        "sphinx-build",
-        "-W",
-        "--keep-going",
-        "-j",
-        "auto",
-        "-b",
-        "html",
-        "docs",
-        "docs/_build/html",
-        env=env,
-    )
+    session.run("sphinx-build", *SPHINX_ARGS, env=env)
 
 
 @nox.session
@@ -355,14 +354,30 @@ def record(session: nox.Session) -> None:
 
 @nox.session
 def serve(session: nox.Session) -> None:
-    """Serve the built site on http://127.0.0.1:8000 (build it first)."""
+    """Build the site as ``nox -s docs`` does (same options, not strict), serve it on
+    http://127.0.0.1:8000 and rebuild it on every change, reloading the open pages
+    (sphinx-autobuild); Ctrl-C stops it. Arguments after ``--`` go to sphinx-autobuild
+    (``-- --port 8001``, ``-- --open-browser``)."""
+    install_torch(session)
+    session.install("-e", ".", *groups("docs"), SPHINX_AUTOBUILD_SPEC)
     session.run(
-        "python",
-        "-m",
-        "http.server",
-        "8000",
-        "--bind",
+        "sphinx-autobuild",
+        *SPHINX_ARGS,
+        "--host",
         "127.0.0.1",
-        "--directory",
-        "docs/_build/html",
+        "--port",
+        "8000",
+        # what the build writes into the source folder, so that it does not rebuild forever
+        *[f"--ignore={ROOT / path}" for path in GENERATED],
+        f"--ignore={ROOT / 'docs' / 'sg_execution_times.rst'}",
+        "--re-ignore",
+        r"__pycache__|\.pyc$",
+        "--watch",
+        "src",
+        "--watch",
+        "examples",
+        "--watch",
+        "docs/_ext",
+        *session.posargs,
+        env=_sphinx_env(strict=False),
     )
