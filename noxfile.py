@@ -1,8 +1,11 @@
-"""Sessions: lint, tests, docs-strict, downloads, browser (the default set runs every
-check), plus docs, gpu-build, record, bench and serve.
+"""Sessions: lint, tests, tests-pythons, docs-strict, downloads, browser (the default set
+runs every check), plus docs, gpu-build, record, bench and serve.
 
 * ``nox -s docs`` builds the site into ``docs/_build/html`` (README command 1).
 * ``nox`` runs every check (README command 2, and CI).
+* ``nox -s tests-pythons`` runs the library's unit tests on the lowest and the highest
+  supported Python (``SUPPORTED_PYTHONS``), found on PATH or in pyenv's versions folder.
+* ``nox -s serve`` rebuilds the site on every change and serves it with live reload.
 * ``nox -s gpu-build`` re-records every example on a CUDA GPU and builds strictly (R7).
 
 torch is never a dependency of tracereader itself; the sessions that run examples
@@ -28,13 +31,16 @@ nox.needs_version = ">=2024.3.2"
 # build of torch lives, and would download a multi-GB CUDA build instead.
 nox.options.default_venv_backend = "virtualenv"
 nox.options.reuse_venv = "yes"
-nox.options.sessions = ["lint", "tests", "docs-strict", "downloads", "browser"]
+nox.options.sessions = ["lint", "tests", "tests-pythons", "docs-strict", "downloads", "browser"]
 
 ROOT = Path(__file__).parent
 PYPROJECT = nox.project.load_toml("pyproject.toml")
 TORCH_SPEC = os.environ.get("TORCH_SPEC", "torch==2.13.0")
 LIGER_SPEC = "liger-kernel==0.8.5"
 SYSTEM_TORCH = TORCH_SPEC == "system"
+SPHINX_AUTOBUILD_SPEC = "sphinx-autobuild>=2024.10.3"
+# The lowest and the highest Python that tracereader supports (``requires-python``).
+SUPPORTED_PYTHONS = ["3.10", "3.13"]
 GENERATED = ["docs/_build", "docs/auto_examples", "docs/gen_modules", "docs/_generated"]
 
 
@@ -73,6 +79,41 @@ def use_existing_torch(session: nox.Session) -> None:
         "import torch; print('torch', torch.__version__, 'from', "
         "torch.__file__, '; CUDA available:', torch.cuda.is_available())",
     )
+
+
+def _runs_as(python: str, version: str) -> bool:
+    """Whether ``python`` starts and is ``version`` (a pyenv shim for a version that pyenv
+    has not enabled is on PATH, but exits 127)."""
+    probe = "import sys; print('%d.%d' % sys.version_info[:2])"
+    try:
+        done = subprocess.run([python, "-c", probe], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return done.returncode == 0 and done.stdout.strip() == version
+
+
+def _pyenv_roots() -> list[Path]:
+    roots = [os.environ.get("PYENV_ROOT", "")]
+    if shutil.which("pyenv"):
+        found = subprocess.run(["pyenv", "root"], capture_output=True, text=True)
+        roots.append(found.stdout.strip() if found.returncode == 0 else "")
+    roots += [str(Path.home() / ".pyenv"), "/root/.pyenv"]
+    return list(dict.fromkeys(Path(root) for root in roots if root))
+
+
+def _release(python: Path) -> list[int]:
+    """(3, 10, 13) for ``.../versions/3.10.13/bin/python3.10``; -1 for a part like "0rc1"."""
+    return [int(n) if n.isdigit() else -1 for n in python.parts[-3].split(".")]
+
+
+def find_python(version: str) -> str | None:
+    """An interpreter of ``version`` ("3.10"): ``python3.10`` on PATH, else the newest
+    ``<pyenv root>/versions/3.10.*/bin/python3.10``; None when none of them runs."""
+    candidates = [shutil.which(f"python{version}")]
+    for root in _pyenv_roots():
+        found = (root / "versions").glob(f"{version}.*/bin/python{version}")
+        candidates += [str(p) for p in sorted(found, key=_release, reverse=True)]
+    return next((c for c in candidates if c and _runs_as(c, version)), None)
 
 
 def install_torch(session: nox.Session) -> None:
@@ -144,6 +185,29 @@ def tests(session: nox.Session) -> None:
     session.run("pytest", "-q", "-m", "not browser and not downloads", *session.posargs)
 
 
+# Each supported Python, found here (nox's own discovery does not look in pyenv's folder,
+# and would try to download a missing one). One that is missing is passed as no Python,
+# so that its session runs only to fail, naming where it looked: never a silent skip.
+@nox.session(name="tests-pythons")
+@nox.parametrize(
+    "python, version",
+    [(find_python(v) or False, v) for v in SUPPORTED_PYTHONS],
+    ids=SUPPORTED_PYTHONS,
+)
+def tests_pythons(session: nox.Session, version: str) -> None:
+    """The library's unit tests (tests/*.py) on the lowest and the highest supported
+    Python, without torch: the tests that need it skip themselves."""
+    if not session.python:
+        roots = ", ".join(str(root / "versions") for root in _pyenv_roots())
+        session.error(
+            f"Python {version} not found: no working python{version} on PATH nor in {roots}; "
+            f"install it (e.g. `pyenv install {version}`) or put python{version} on PATH"
+        )
+    session.install("-e", ".[draw]", *[r for r in groups("test") if r.startswith("pytest")])
+    tests = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "tests").glob("test_*.py"))
+    session.run("pytest", "-q", "-p", "no:cacheprovider", *tests, *session.posargs)
+
+
 def _build_docs(session: nox.Session, strict: bool) -> None:
     install_torch(session)
     session.install("-e", ".", *groups("docs"))
@@ -153,26 +217,23 @@ def _build_docs(session: nox.Session, strict: bool) -> None:
     _sphinx(session, strict)
 
 
-def _sphinx(session: nox.Session, strict: bool) -> None:
-    env = {
+def _sphinx_env(strict: bool) -> dict[str, str]:
+    return {
         "TRACEREADER_STRICT": "1" if strict else "0",
         "KINETO_LOG_LEVEL": "6",
         "PYTHONPATH": str(ROOT / "docs" / "_ext"),
     }
+
+
+# sphinx-build's options and paths, shared by the docs builds and `serve`.
+SPHINX_ARGS = ["-W", "--keep-going", "-j", "auto", "-b", "html", "docs", "docs/_build/html"]
+
+
+def _sphinx(session: nox.Session, strict: bool) -> None:
+    env = _sphinx_env(strict)
     if strict:  # one line per stale recording, before Sphinx starts
         session.run("python", "-m", "tracesite", "check", "examples", env=env)
-    session.run(
-        "sphinx-build",
-        "-W",
-        "--keep-going",
-        "-j",
-        "auto",
-        "-b",
-        "html",
-        "docs",
-        "docs/_build/html",
-        env=env,
-    )
+    session.run("sphinx-build", *SPHINX_ARGS, env=env)
 
 
 @nox.session
@@ -293,14 +354,30 @@ def record(session: nox.Session) -> None:
 
 @nox.session
 def serve(session: nox.Session) -> None:
-    """Serve the built site on http://127.0.0.1:8000 (build it first)."""
+    """Build the site as ``nox -s docs`` does (same options, not strict), serve it on
+    http://127.0.0.1:8000 and rebuild it on every change, reloading the open pages
+    (sphinx-autobuild); Ctrl-C stops it. Arguments after ``--`` go to sphinx-autobuild
+    (``-- --port 8001``, ``-- --open-browser``)."""
+    install_torch(session)
+    session.install("-e", ".", *groups("docs"), SPHINX_AUTOBUILD_SPEC)
     session.run(
-        "python",
-        "-m",
-        "http.server",
-        "8000",
-        "--bind",
+        "sphinx-autobuild",
+        *SPHINX_ARGS,
+        "--host",
         "127.0.0.1",
-        "--directory",
-        "docs/_build/html",
+        "--port",
+        "8000",
+        # what the build writes into the source folder, so that it does not rebuild forever
+        *[f"--ignore={ROOT / path}" for path in GENERATED],
+        f"--ignore={ROOT / 'docs' / 'sg_execution_times.rst'}",
+        "--re-ignore",
+        r"__pycache__|\.pyc$",
+        "--watch",
+        "src",
+        "--watch",
+        "examples",
+        "--watch",
+        "docs/_ext",
+        *session.posargs,
+        env=_sphinx_env(strict=False),
     )
