@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import ast
 import io
-import json
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -1499,10 +1498,22 @@ def llm_tuning() -> SmallFigure:
     fixed = [t["gemv_kernel"][0] for t in kernel_runs("loop_kernels_8b")]
     assert max(fixed) < 1.03 * min(fixed)
     put("cs_fixed_runs", ", ".join(f"{us(u)}" for u in fixed))
-    sessions = json.loads((HERE / "chapters" / "part4_sessions.json").read_text(encoding="utf-8"))[
-        "variants"
+
+    def launches(r: Any) -> tuple[tuple[str, str, str], ...]:
+        """One token's kernel launches (profiler step 2), in order: name, grid, block."""
+        tv = r.trace()
+        ops = link(tv).gpu_ops_of(tv.step("ProfilerStep#2").event)
+        ops = ops[np.argsort(tv.ts_ns[ops], kind="stable")]
+        return tuple(
+            (tv.name(g), str(tv.extra["grid"][g]), str(tv.extra["block"][g]))
+            for g in ops
+            if tv.kind[g] == Kind.KERNEL
+        )
+
+    final = recorded("loop_untuned_8b", "05_llm_decode")  # every session it was recorded in
+    untuned = [launches(r) for s in final.sessions for r in s.repeats] + [
+        launches(r) for r in final.repeats
     ]
-    untuned = [x["launch_digest"] for ss in sessions["loop_untuned_8b"] for x in ss["repeats"]]
     assert len(untuned) >= 6 and len(set(untuned)) == 1  # the same launches in every process
     put("cs_untuned_n", f"{len(untuned)}")
     fig = Figure(figsize=(WIDTH_IN, 1.8))

@@ -2,7 +2,9 @@
 ``part4-kernels.md``).
 
 :class:`Chapter` reads every repeat of the example's variants through a ``recs`` getter
-(variant name -> its recorded repeats), asserts each claim the pages make on every repeat,
+(variant name -> its recorded repeats) and, for the rows recorded in several sessions, a
+``sessions`` getter (variant name -> its earlier sessions, oldest first), asserts each claim
+the pages make on every repeat of every session,
 and returns the numbers (floats) and Markdown snippets (str) the pages glue, keyed by the
 names the prose uses. A few functions take one repeat (:func:`generate_facts`,
 :func:`packed_facts`): the pages call them in ``%%repeats`` cells. Windows and events for
@@ -56,6 +58,22 @@ class Rec(Protocol):
 
 
 Recs = Callable[[str], Sequence[Rec]]
+
+
+class Session(Protocol):
+    """An earlier recording session of a variant (``tracesite.recordings.Session``)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def repeats(self) -> Sequence[Rec]: ...
+    @property
+    def code_changed(self) -> str | None: ...
+
+
+Sessions = Callable[[str], Sequence[Session]]
+#: The rows recorded in several sessions, whose sessions the pages compare.
+SESSION_ROWS = ("loop_kernels_8b", "loop_kernels_sdpa_8b", "loop_attention_8b", FINAL)
 
 
 def res(r: Rec) -> dict[str, Any]:
@@ -360,6 +378,12 @@ CLASSES = (
 )
 OTHER = ("attention", "norms, argmax", "pointwise, copies")  # the classes that are not GEMVs
 GEMV_CLASSES = ("qkv", "o", "gate_up", "down")
+#: The settings ``gemv_op`` launches ``gemv_kernel`` with, as the page quotes them from the
+#: example (``literalinclude``): columns per step (for the other GEMVs, for gate/up) and warps.
+#: The recordings show the warps (the block's threads), not the columns.
+GEMV_BLOCK_K, GEMV_WARPS = (1024, 2048), 8
+#: Likewise ``attention_op``'s ``attention_kernel``: keys per step and warps.
+ATTENTION_BLOCK_N, ATTENTION_WARPS = 256, 8
 
 
 def gemv_bytes(shape: dict[str, int]) -> dict[str, int]:
@@ -519,11 +543,17 @@ KROWS = ("loop_kernels_8b", "loop_kernels_sdpa_8b", "loop_norms_8b")
 class Chapter:
     """Every claim of Part 4's pages that reads more than one repeat, and their numbers.
 
-    ``recs`` returns every repeat of a variant; ``shapes`` is the example's ``SHAPES``.
+    ``recs`` returns every repeat of a variant; ``shapes`` is the example's ``SHAPES``;
+    ``sessions`` returns a variant's earlier recording sessions (:data:`SESSION_ROWS`').
     """
 
-    def __init__(self, recs: Recs, shapes: dict[str, dict[str, int]]) -> None:
-        self.recs, self.shapes = recs, shapes
+    def __init__(
+        self,
+        recs: Recs,
+        shapes: dict[str, dict[str, int]],
+        sessions: Sessions = lambda name: (),
+    ) -> None:
+        self.recs, self.shapes, self.sessions = recs, shapes, sessions
         self._tables: dict[str, Table] = {}
 
     # --- the path table (part4-notes) and the lesson's short one
@@ -866,14 +896,12 @@ class Chapter:
 
     # --- GEMV kernels of our own (part4-kernels)
 
-    def gemv_kernel_facts(self, source: str) -> Facts:
+    def gemv_kernel_facts(self) -> Facts:
         sweep = json.loads((ROOT / "benchmarks" / "gemv_settings_h200.json").read_text())
         assert sweep["gpu"] == "NVIDIA H200"
-        flat = " ".join(source.split())  # the settings quoted, however the source is laid out
-        assert "BLOCK_K=2048 if silu_mul else 1024," in flat and "num_warps=8" in flat
         gaps, vs_cublas = [], []
         for name, g in sweep["gemvs"].items():
-            want = (2048, 8) if name == "gate_up" else (1024, 8)
+            want = (GEMV_BLOCK_K[name == "gate_up"], GEMV_WARPS)
             chosen = next(t for t in g["settings"] if (t["BLOCK_K"], t["num_warps"]) == want)
             gaps.append(chosen["us"] / min(t["us"] for t in g["settings"]) - 1)
             vs_cublas.append(g["cublas_us"] / chosen["us"])
@@ -889,14 +917,17 @@ class Chapter:
             self.table("loop_kernels_8b"),
         )
         ts, tn = self.table("loop_kernels_sdpa_8b"), self.table("loop_norms_8b")
+        shape = self.shapes["8b"]
         for v in KROWS:
             for r in self.recs(v):
                 tr = r.trace()
                 ops = token_ops(tr)
-                assert (
-                    sum(tr.name(g) == "gemv_kernel" for g in ops) == 4 * 32 + 1
-                )  # every GEMV is ours
+                gemvs = [g for g in ops if tr.name(g) == "gemv_kernel"]
+                assert len(gemvs) == 4 * 32 + 1  # every GEMV is ours
                 assert not any("silu" in tr.name(g) for g in ops)  # no activation kernel
+                # Launched as the page says: one program per output row, 8 warps each.
+                assert [int(tr.extra["grid"][g]) for g in gemvs[:4]] == gemv_rows(shape)
+                assert {int(tr.extra["block"][g]) for g in gemvs} == {32 * GEMV_WARPS}
         f["spread_fused"] = max(t8.spread_pct(c) for c in GEMV_CLASSES)
         f["spread_final"] = max(tk.spread_pct(c) for c in GEMV_CLASSES)
         assert f["spread_final"] < 3 < 10 < f["spread_fused"]
@@ -1061,15 +1092,14 @@ class Chapter:
 
     # --- an attention kernel of our own, then no tuning (part4-kernels)
 
-    def attention_facts(self, source: str) -> Facts:
+    def attention_facts(self) -> Facts:
         asweep = json.loads((ROOT / "benchmarks" / "attention_settings_h200.json").read_text())
         assert asweep["gpu"] == "NVIDIA H200"
-        flat = " ".join(source.split())  # the settings quoted, however the source is laid out
-        assert "BLOCK_N=256, num_warps=8" in flat
         chosen = []
         for pos in asweep["positions"]:
             best = min(pos["settings"], key=lambda t: t["us"])
-            assert (best["BLOCK_N"], best["num_warps"]) == (256, 8)  # the fastest, at each position
+            # the fastest, at each position
+            assert (best["BLOCK_N"], best["num_warps"]) == (ATTENTION_BLOCK_N, ATTENTION_WARPS)
             chosen.append(
                 (
                     pos["position"],
@@ -1133,11 +1163,18 @@ class Chapter:
         f["at_att_like"] = lo_hi(like)
         for v in ("loop_attention_8b", FINAL):
             for r in self.recs(v):
-                names = [r.trace().name(g) for g in token_ops(r.trace())]
+                tr = r.trace()
+                names = [tr.name(g) for g in token_ops(tr)]
                 assert (
                     names.count("attention_kernel") == 32
                     and names.count("gemv_kernel") == 4 * 32 + 1
                 )
+                # One program per query head, 8 warps each, as the page says.
+                att = [g for g in token_ops(tr) if tr.name(g) == "attention_kernel"]
+                assert {int(tr.extra["grid"][g]) for g in att} == {
+                    self.shapes["8b"]["num_attention_heads"]
+                }
+                assert {int(tr.extra["block"][g]) for g in att} == {32 * ATTENTION_WARPS}
         # The attention row's slowest repeat: one pointwise kernel, launched on a tiny grid.
         tps_at = self.per["loop_attention_8b"]["tps"]
         slow = min(range(len(tps_at)), key=lambda i: tps_at[i])
@@ -1205,33 +1242,40 @@ class Chapter:
     # --- sessions (part4-kernels)
 
     @cached_property
-    def sess(self) -> dict[str, list[dict[str, Any]]]:
-        sess: dict[str, list[dict[str, Any]]] = json.loads(
-            (HERE / "part4_sessions.json").read_text()
-        )["variants"]
-        for v in sess:  # the newest session of each row is the one on these pages
-            assert [x["tokens_per_s"] for x in sess[v][-1]["repeats"]] == [
-                res(r)["tokens_per_s"] for r in self.recs(v)
-            ], v
-        return sess
+    def sess(self) -> dict[str, list[list[dict[str, Any]]]]:
+        """Per row of :data:`SESSION_ROWS`, per recording session (oldest first, the current
+        one last), per repeat: :func:`session_summary`."""
+        return {
+            v: [
+                [session_summary(r) for r in reps]
+                for reps in [*(s.repeats for s in self.sessions(v)), self.recs(v)]
+            ]
+            for v in SESSION_ROWS
+        }
 
     def session_facts(self) -> Facts:
         sess = self.sess
 
         def repeats(v: str) -> list[dict[str, Any]]:
-            return [x for ss in sess[v] for x in ss["repeats"]]
+            return [x for ss in sess[v] for x in ss]
 
         uv = repeats(FINAL)
-        tuned_digests = [x["launch_digest"] for v in sess if v != FINAL for x in repeats(v)]
-        assert len({x["launch_digest"] for x in uv}) == 1 and len(set(tuned_digests)) == len(
-            tuned_digests
+        tuned_launches = [x["launches"] for v in sess if v != FINAL for x in repeats(v)]
+        assert len({x["launches"] for x in uv}) == 1 and len(set(tuned_launches)) == len(
+            tuned_launches
         )
         assert all(x["fresh_compile_cache"] for x in uv) and all(len(sess[v]) > 1 for v in sess)
         f: Facts = {
             "sess_u_n": len(uv),
             "sess_u_sessions": len(sess[FINAL]),
-            "sess_tuned_n": len(tuned_digests),
+            "sess_tuned_n": len(tuned_launches),
         }
+        # The earlier sessions of the GEMV-kernel and cuDNN rows ran an earlier version of
+        # the example, each saying how it differs (session.json); the others, the same code.
+        other = {v: [s.code_changed is not None for s in self.sessions(v)] for v in SESSION_ROWS}
+        assert all(other["loop_kernels_8b"]) and all(other["loop_kernels_sdpa_8b"])
+        assert not any(other["loop_attention_8b"] + other[FINAL])
+        f["n_other_code"] = len(other["loop_kernels_8b"])
         su = [x["tokens_per_s"] for x in uv]
         sa = [x["tokens_per_s"] for x in repeats("loop_attention_8b")]
         assert min(sa) < min(su) and max(su) < max(sa)  # inside the attention row's range
@@ -1254,7 +1298,7 @@ class Chapter:
             not x["fresh_compile_cache"]
             for v in ("loop_kernels_8b", "loop_kernels_sdpa_8b")
             for ss in sess[v][:-1]
-            for x in ss["repeats"]
+            for x in ss
         )
         f["n_shared_sessions"] = len(sess["loop_kernels_8b"]) - 1
         # The GEMVs' remaining spread: two groups, by the copy rate each process measured.
@@ -1591,6 +1635,76 @@ def argmax_launch(rs: Sequence[Rec]) -> str:
     assert len(out) == 1
     g, b = out.pop()
     return f"{g} block{'s' * (g > 1)} of {b:,} threads"
+
+
+def session_summary(r: Rec) -> dict[str, Any]:
+    """What Part 4 compares across one repeat of a row's sessions: its headline results,
+    whether its process compiled into an empty cache, and from one profiled token (step 2):
+    the GPU time of its GEMVs and of its attention (the attention reductions: the scores,
+    the softmax's preparation and the softmax, with the launch grid and block of the
+    softmax kernel; or ``attention_kernel``), and its kernel launches (each kernel's name,
+    grid and block, in order: two repeats with the same launches ran the same kernels on
+    the same grids and blocks, though not necessarily with the same constants inside)."""
+    tr = r.trace()
+    ops = token_kernels(tr)
+    names = [tr.name(g) for g in ops]
+    gemv = [g for g, n in zip(ops, names, strict=True) if n == "gemv_kernel"]
+    softmax = [
+        g for g, n in zip(ops, names, strict=True) if n.startswith("triton_red") and "softmax" in n
+    ]
+    scores = [
+        g
+        for g, n in zip(ops, names, strict=True)
+        if n.startswith("triton_red") and "cos" in n and "sum" in n
+    ]
+    prepare = [
+        g for g, n in zip(ops, names, strict=True) if n.startswith("triton_per") and "softmax" in n
+    ]
+    attention = (
+        softmax
+        + scores
+        + prepare
+        + [g for g, n in zip(ops, names, strict=True) if n == "attention_kernel"]
+    )
+    return {
+        "recorded_at": r.env["recorded_at"],
+        "tokens_per_s": res(r)["tokens_per_s"],
+        "hbm_fraction_spec": res(r)["hbm_fraction_spec"],
+        "copy_tbs": res(r)["copy_tbs"],
+        "fresh_compile_cache": bool(r.meta["process"].get("fresh_compile_cache")),
+        "gemv_us": sum(float(tr.dur_ns[g]) for g in gemv) / 1e3,
+        "attention_us": sum(float(tr.dur_ns[g]) for g in attention) / 1e3,
+        "softmax_grid": str(tr.extra["grid"][softmax[0]]) if softmax else None,
+        "softmax_block": str(tr.extra["block"][softmax[0]]) if softmax else None,
+        "kernels": len(ops),
+        "launches": launches(tr),
+    }
+
+
+def token_kernels(tr: Trace, step: str = "ProfilerStep#2") -> list[int]:
+    """The kernels one step launched (its GPU ops without copies and sets), in the order
+    they ran."""
+    return [g for g in token_ops(tr, step) if tr.kind[g] == Kind.KERNEL]
+
+
+def launches(tr: Trace, step: str = "ProfilerStep#2") -> tuple[tuple[str, str, str], ...]:
+    """One profiled token's kernel launches, in order: each kernel's name, grid and block."""
+    return tuple(
+        (tr.name(g), str(tr.extra["grid"][g]), str(tr.extra["block"][g]))
+        for g in token_kernels(tr, step)
+    )
+
+
+def gemv_rows(shape: dict[str, int]) -> list[int]:
+    """The output rows of one layer's four GEMVs (q/k/v, output, gate/up with the
+    activation, down), in the order a token launches them: ``gemv_kernel`` runs one program
+    per output row."""
+    q, kv = (
+        shape["num_attention_heads"] * shape["head_dim"],
+        shape["num_key_value_heads"] * shape["head_dim"],
+    )
+    h, i = shape["hidden_size"], shape["intermediate_size"]
+    return [q + 2 * kv, h, i, h]
 
 
 def slow_gemv(x: dict[str, Any]) -> bool:

@@ -25,8 +25,13 @@ def recs(name: str):
 
 
 @cache
+def sessions(name: str):
+    return load(EXAMPLE, name).sessions
+
+
+@cache
 def chapter() -> m.Chapter:
-    return m.Chapter(recs, load_definitions(SOURCE)["SHAPES"])
+    return m.Chapter(recs, load_definitions(SOURCE)["SHAPES"], sessions)
 
 
 def has_check() -> bool:
@@ -77,12 +82,12 @@ def test_classes_add_up():
 
 
 def test_kernel_pages_facts():
-    c, source = chapter(), SOURCE.read_text(encoding="utf-8")
+    c = chapter()
     facts = {
         **c.fused_facts(),
         **c.attempt_facts(),
-        **c.gemv_kernel_facts(source),
-        **c.attention_facts(source),
+        **c.gemv_kernel_facts(),
+        **c.attention_facts(),
         **c.session_facts(),
         **c.final_facts(),
         **c.small_model_facts(),
@@ -108,3 +113,18 @@ def test_picture_windows():
 def test_logits_check():
     f = chapter().logits_facts()
     assert f["lg_positions"] == 63 and f["l2_mib"] == 60 and f["lg_rel_max"] < 0.1
+
+
+def test_sessions_are_read_from_the_recordings():
+    """Part 4's last rows compare their recording sessions, kept beside the current repeats."""
+    sess = chapter().sess
+    assert set(sess) == set(m.SESSION_ROWS)
+    assert [len(sess[v]) for v in m.SESSION_ROWS] == [5, 5, 2, 2]
+    for v in m.SESSION_ROWS:  # the current session is the last, and no earlier one repeats it
+        assert [x["tokens_per_s"] for x in sess[v][-1]] == [
+            r.results["tokens_per_s"] for r in recs(v)
+        ]
+        stamps = [x["recorded_at"] for ss in sess[v] for x in ss]
+        assert stamps == sorted(stamps) and len(set(stamps)) == len(stamps)
+    f = chapter().session_facts()
+    assert f["sess_u_n"] == 6 and f["sess_tuned_n"] == 36 and f["n_other_code"] == 4

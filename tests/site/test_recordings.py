@@ -117,7 +117,7 @@ TRACE_BUDGET_OTHER = 600_000
 
 def test_recordings_stay_small():
     by_example: dict[str, int] = {}
-    for r in record.iter_recordings():
+    for r in record.iter_recordings(sessions=True):  # earlier sessions count too
         by_example[r.example] = by_example.get(r.example, 0) + r.trace_bytes
     over = {
         name: size
@@ -639,3 +639,141 @@ def test_the_check_names_variants_that_have_no_recording_with_their_current_sett
     assert "99_new/small is stale or missing" in line
     assert line.endswith("python scripts/record.py 99_new --variants small")
     assert _unrecorded(ROOT / "examples") == []  # every variant recorded as VARIANTS says
+
+
+def _sessions_tree(tmp_path: Path) -> Path:
+    """A copy of 05_llm_decode's final loop, its current repeats and one earlier session
+    made of copies of them, stamped a day earlier (``sessions/2026-11-29T10-00/``)."""
+    root = tmp_path / "recordings"
+    variant = root / "05_llm_decode" / "loop_untuned_8b"
+    src = record.recordings_root() / "05_llm_decode" / "loop_untuned_8b"
+    for k in range(3):
+        shutil.copytree(src / f"r{k}", variant / f"r{k}")
+        earlier = variant / "sessions" / "2026-11-29T10-00" / f"r{k}"
+        shutil.copytree(src / f"r{k}", earlier)
+        meta = json.loads((earlier / "meta.json").read_text(encoding="utf-8"))
+        meta["env"]["recorded_at"] = f"2026-11-29T10:0{k}:00+00:00"
+        (earlier / "meta.json").write_text(json.dumps(meta), encoding="utf-8")
+    return root
+
+
+def _edit_meta(folder: Path, **changes: object) -> None:
+    meta = json.loads((folder / "meta.json").read_text(encoding="utf-8"))
+    meta.update(changes)
+    (folder / "meta.json").write_text(json.dumps(meta), encoding="utf-8")
+
+
+def test_earlier_sessions_are_read_beside_the_current_repeats_and_checked(tmp_path):
+    """``<variant>/sessions/<time>/r<k>/``: read as Variant.sessions, left out of the current
+    repeats, and checked: the same code as the current repeats, or a stated difference."""
+    root = _sessions_tree(tmp_path)
+    variant = record.load("05_llm_decode", "loop_untuned_8b", root)
+    (session,) = variant.sessions
+    assert session.name == "2026-11-29T10-00" and session.code_changed is None
+    assert [r.repeat for r in session.repeats] == [0, 1, 2]
+    assert all(r.session == session.name and r.variant == variant.name for r in session.repeats)
+    assert "/sessions/2026-11-29T10-00/r0.json.gz" in session.repeats[0].trace_url()
+    assert all(r.session is None for r in variant.repeats)
+    assert len(list(record.iter_recordings(root))) == 3
+    assert len(list(record.iter_recordings(root, sessions=True))) == 6
+    examples = ROOT / "examples"
+    assert record.check_examples(examples, root) == []
+    # Recorded with other code: flagged, unless session.json says how it differs from now.
+    folder = root / "05_llm_decode" / "loop_untuned_8b" / "sessions" / session.name
+    _edit_meta(folder / "r1", code_hash="0123456789abcdef")
+    (problem,) = record.check_examples(examples, root)
+    assert "session 2026-11-29T10-00 was recorded with other code" in problem
+    current = variant.repeats[0].meta["code_hash"]
+    note = {"code_changed": {"current_code_hash": current, "what": "an older GEMV kernel"}}
+    (folder / "session.json").write_text(json.dumps(note), encoding="utf-8")
+    assert record.check_examples(examples, root) == []
+    assert record.load("05_llm_decode", "loop_untuned_8b", root).sessions[0].code_changed == (
+        "an older GEMV kernel"
+    )
+    note["code_changed"]["current_code_hash"] = "fedcba9876543210"  # the code changed since
+    (folder / "session.json").write_text(json.dumps(note), encoding="utf-8")
+    (problem,) = record.check_examples(examples, root)
+    assert "differs from the code of hash fedcba9876543210" in problem
+    (folder / "session.json").unlink()
+    _edit_meta(folder / "r1", code_hash=current)
+    # Misnamed, or a copy of the current session: flagged.
+    folder.rename(folder.with_name("2026-11-29T09-00"))
+    (problem,) = record.check_examples(examples, root)
+    assert "its first repeat was recorded at 2026-11-29T10:00" in problem
+    folder.with_name("2026-11-29T09-00").rename(folder)
+    twin = folder.with_name("2026-11-30T14-48")
+    for k in range(3):
+        shutil.copytree(folder.parent.parent / f"r{k}", twin / f"r{k}")
+    (problem,) = record.check_examples(examples, root)
+    assert "2026-11-30T14-48: it holds repeats of the current session" in problem
+    shutil.rmtree(twin)
+    # Earlier sessions without current repeats: flagged.
+    for k in range(3):
+        shutil.rmtree(folder.parent.parent / f"r{k}")
+    (problem,) = record.check_examples(examples, root)
+    assert "earlier sessions but no current repeats" in problem
+
+
+def test_retrim_trims_earlier_sessions_to_the_steps_the_plan_keeps(tmp_path):
+    root = _sessions_tree(tmp_path)
+    variant = root / "05_llm_decode" / "loop_untuned_8b"
+    session = variant / "sessions" / "2026-11-29T10-00"  # as recorded: keep_steps [1, 2, 3]
+    before = {p: p.read_bytes() for p in variant.glob("r*/*")}
+    plan = {
+        "keep_steps": {"loop_untuned_8b": [1, 2, 3]},
+        "keep_sessions": {"loop_untuned_8b": [2, 4]},
+    }
+    write_plan(root, **{"05_llm_decode": plan})
+    sizes = {p: p.stat().st_size for p in session.glob("r*/trace.json.gz")}
+    recorder.retrim([Path("05_llm_decode")], root)
+    assert {p: p.read_bytes() for p in variant.glob("r*/*")} == before  # the current: as it was
+    (s,) = record.load("05_llm_decode", "loop_untuned_8b", root).sessions
+    for r in s.repeats:
+        assert r.meta["trimmed"]["keep_steps"] == [2]  # what it still had of the steps kept
+        assert r.trace_bytes < 0.7 * sizes[r.trace_path]
+        assert [st.name for st in r.trace().steps] == ["ProfilerStep#2"]
+    assert recorder.retrim([Path("05_llm_decode")], root)  # a trimmed trace trims to itself
+    assert [r.meta["trimmed"] for r in s.repeats] == [
+        r.meta["trimmed"]
+        for r in record.load("05_llm_decode", "loop_untuned_8b", root).sessions[0].repeats
+    ]
+
+
+def test_recording_again_keeps_the_last_session_the_plan_keeps(tmp_path, monkeypatch):
+    """A variant the plan names in keep_sessions keeps its last session when it is recorded
+    again with the same code; recorded with other code, the last session goes, and the
+    check flags the earlier ones until they say how their code differs."""
+    pytest.importorskip("torch")
+    monkeypatch.setenv("KINETO_LOG_LEVEL", "6")
+    script = write(tmp_path, TINY, name="09_tiny.py")
+    root = tmp_path / "recordings"
+    write_plan(root, **{"09_tiny": {"cold_variants": ["cold"], "keep_sessions": {"warm_a": None}}})
+    lines: list[str] = []
+
+    def record_it(**kw: object) -> None:
+        took = recorder.record_examples(
+            [script], repeats=1, root=root, log=lambda line, **_: lines.append(line), **kw
+        )
+        assert not isinstance(took["09_tiny"], record.RecordingError)
+
+    record_it()
+    first = record.load("09_tiny", "warm_a", root).repeats[0].env["recorded_at"]
+    record_it()  # the whole example again: warm_a's last session stays, beside the new one
+    record_it()  # and again: both earlier sessions outlive the folder's replacement
+    warm_a = record.load("09_tiny", "warm_a", root)
+    assert len(warm_a.sessions) == 2 and warm_a.sessions[0].repeats[0].env["recorded_at"] == first
+    assert warm_a.sessions[0].name.startswith(first[:16].replace(":", "-"))
+    assert record.load("09_tiny", "warm_b", root).sessions == []  # not in keep_sessions
+    assert sum("last session kept in sessions/" in line for line in lines) == 2
+    assert record.check_examples(tmp_path, root=root) == []
+    # Other code: its last session is not kept, and the earlier ones are flagged.
+    script.write_text(
+        TINY.replace(
+            '"warm_a": (profile_tiny, {"size": 8})', '"warm_a": (profile_tiny, {"size": 16})'
+        )
+    )
+    record_it(only={"09_tiny": ["warm_a"]})
+    assert any("its last session ran other code; not kept" in line for line in lines)
+    assert len(record.load("09_tiny", "warm_a", root).sessions) == 2
+    problems = record.check_examples(tmp_path, root=root)
+    assert len(problems) == 2 and all("was recorded with other code" in p for p in problems)

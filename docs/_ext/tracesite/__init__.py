@@ -3,8 +3,9 @@
 It is not part of :mod:`tracereader` (the trace library readers install) and is
 never shipped to readers. It holds:
 
-* :mod:`.recordings`: the recorded repeats of every example variant, read back;
-  staleness checks against the example's current code;
+* :mod:`.recordings`: the recorded repeats of every example variant, and the earlier
+  recording sessions the plan keeps, read back; staleness checks against the example's
+  current code;
 * :mod:`.recorder`: recording an example on a GPU (``scripts/record.py``);
 * :mod:`.gallery`: what an example page shows when the site is built;
 * :mod:`.notebook`: helpers and the ``%%repeats`` magic for the chapters;
@@ -20,11 +21,13 @@ from .html import FigureHTML, Snippet, format_size, trace_links_html
 from .recordings import (
     RECORD_COMMAND,
     Recording,
+    Session,
     Variant,
     check_examples,
     iter_recordings,
     iter_variants,
     load,
+    load_sessions,
     plan_settings,
     recordings_root,
 )
@@ -35,6 +38,7 @@ __all__ = [
     "Recording",
     "RecordingError",
     "Replayed",
+    "Session",
     "Snippet",
     "StaleRecordingError",
     "Variant",
@@ -46,6 +50,7 @@ __all__ = [
     "iter_variants",
     "load",
     "load_definitions",
+    "load_sessions",
     "plan_settings",
     "recordings_root",
     "replayer",

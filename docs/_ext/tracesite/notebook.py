@@ -20,7 +20,7 @@ import statistics
 from pathlib import Path
 from typing import Any
 
-from .recordings import Recording, Variant, load
+from .recordings import Recording, Session, Variant, load
 
 __all__ = [
     "Fmt",
@@ -36,6 +36,7 @@ __all__ = [
     "reader_files",
     "rec",
     "recs",
+    "sessions",
     "setup",
     "show",
     "trace",
@@ -121,6 +122,12 @@ def rec(name: str, example: str | None = None) -> Recording:
 def recs(name: str) -> list[Recording]:
     """Every repeat of ``name``."""
     return variant(name).repeats
+
+
+def sessions(name: str, example: str | None = None) -> list[Session]:
+    """The earlier recording sessions of ``name`` (of the page's example or of
+    ``example``), oldest first: what ``docs/recordings/<example>/<name>/sessions/`` holds."""
+    return variant(name, example).sessions
 
 
 def stamp(example: str | None = None) -> str:

@@ -54,11 +54,13 @@ from ._source import (
 from .recordings import (
     META,
     RESULTS,
+    SESSIONS,
     TABLE,
     TRACE,
     iter_recordings,
     plan_settings,
     recordings_root,
+    session_name,
 )
 from .trim import trim_regions, trim_steps
 
@@ -199,32 +201,54 @@ def _keep_of(settings: dict[str, Any], variant: str) -> Keep:
 
 def retrim(sources: list[Path], root: Path | None = None) -> dict[str, int]:
     """Apply each example's current trimming settings to its recordings in place, without
-    a GPU (trimming only drops events, so a trimmed trace trims to itself); return the
-    bytes each example's traces take now."""
+    a GPU (trimming only drops events, so a trimmed trace trims to itself), its variants'
+    earlier sessions included (``keep_sessions``); return the bytes each example's traces
+    take now."""
     out: dict[str, int] = {}
     for source in sources:
         settings = plan_settings(Path(source).stem, root)
-        for rec in iter_recordings(root):
+        for rec in iter_recordings(root, sessions=True):
             if rec.example != Path(source).stem:
                 continue
             keep = _keep_of(settings, rec.variant)
-            if keep == (None, None, None):
-                out[rec.example] = out.get(rec.example, 0) + rec.trace_bytes
-                continue
-            path = rec.trace_path
-            data = json.loads(gzip.decompress(path.read_bytes()))
-            dropped = _trim(data, keep)
-            if dropped:
-                _write_gz(data, path)
-                meta_path = path.parent / META
-                meta = json.loads(meta_path.read_text(encoding="utf-8"))
-                before = meta.get("trimmed", {}).get("dropped", {})
-                for cat, n in before.items():
-                    dropped[cat] = dropped.get(cat, 0) + n
-                meta["trimmed"] = _trimmed(keep, dropped)
-                meta_path.write_text(json.dumps(meta, indent=1, sort_keys=True), encoding="utf-8")
-            out[rec.example] = out.get(rec.example, 0) + path.stat().st_size
+            if rec.session is not None:
+                keep = _session_keep(settings, rec.variant, rec.meta)
+            if keep != (None, None, None):
+                _retrim_repeat(rec.trace_path.parent, keep)
+            out[rec.example] = out.get(rec.example, 0) + rec.trace_path.stat().st_size
     return out
+
+
+def _session_keep(settings: dict[str, Any], variant: str, meta: dict[str, Any]) -> Keep:
+    """What an earlier session's repeat keeps: the steps the plan keeps of the variant's
+    sessions (``keep_sessions``) among those it kept when recorded, and its recorded
+    trimming of Python frames and regions."""
+    was = meta.get("trimmed", {})
+    steps = settings["keep_sessions"].get(variant)
+    if steps is not None and was.get("keep_steps") is not None:
+        steps = [k for k in steps if k in was["keep_steps"]]
+    return (
+        steps if steps is not None else was.get("keep_steps"),
+        was.get("keep_python_steps"),
+        was.get("keep_regions"),
+    )
+
+
+def _retrim_repeat(folder: Path, keep: Keep) -> None:
+    """Trim one recorded repeat's trace in place to ``keep`` and add what went to the
+    trimming its ``meta.json`` records."""
+    path = folder / TRACE
+    data = json.loads(gzip.decompress(path.read_bytes()))
+    dropped = _trim(data, keep)
+    if dropped:
+        _write_gz(data, path)
+        meta_path = folder / META
+        meta = json.loads(meta_path.read_text(encoding="utf-8"))
+        before = meta.get("trimmed", {}).get("dropped", {})
+        for cat, n in before.items():
+            dropped[cat] = dropped.get(cat, 0) + n
+        meta["trimmed"] = _trimmed(keep, dropped)
+        meta_path.write_text(json.dumps(meta, indent=1, sort_keys=True), encoding="utf-8")
 
 
 def _trimmed(keep: Keep, dropped: dict[str, int]) -> dict[str, Any]:
@@ -482,7 +506,12 @@ def record_examples(
             continue
         target = root / name
         recorded = sorted({p.parent.parent.name for p in ex.staging.glob(f"*/r*/{META}")})
+        for variant in recorded:
+            _keep_session(target / variant, ex.staging / variant, ex.settings, repeats, log)
         if ex.whole:
+            for kept in target.glob(f"*/{SESSIONS}"):  # earlier sessions outlive the folder
+                if (ex.staging / kept.parent.name).is_dir():
+                    kept.rename(ex.staging / kept.parent.name / SESSIONS)
             shutil.rmtree(target, ignore_errors=True)
             ex.staging.rename(target)
         else:  # only what this run recorded: repeat by repeat
@@ -500,6 +529,43 @@ def record_examples(
             "wall_s": wall_s,
         }
     return took
+
+
+def _keep_session(
+    old: Path, new: Path, settings: dict[str, Any], repeats: int, log: Any = print
+) -> Path | None:
+    """Before ``new`` (a variant's fresh repeats) replaces ``old`` (its folder), move
+    ``old``'s current repeats into ``old/sessions/<name>/``, trimmed to the steps the plan
+    keeps of its sessions, when the plan keeps the variant's sessions, ``new`` holds
+    all ``repeats`` repeats, and every old repeat was recorded with the new repeats'
+    code hash (a session recorded with other code is dropped, and said so). Return
+    the session's folder, if one was kept."""
+    keep_sessions = settings.get("keep_sessions", {})
+    if old.name not in keep_sessions:
+        return None
+    before = {int(p.parent.name[1:]): p.parent for p in old.glob(f"r*/{META}")}
+    after = [json.loads(p.read_text(encoding="utf-8")) for p in new.glob(f"r*/{META}")]
+    if (
+        not before
+        or len(after) < repeats
+        or {int(m["repeat"]) for m in after} != set(range(repeats))
+    ):
+        return None
+    metas = {k: json.loads((p / META).read_text(encoding="utf-8")) for k, p in before.items()}
+    hashes = {m.get("code_hash") for m in metas.values()} | {m["code_hash"] for m in after}
+    if len(hashes) != 1:
+        log(f"  {old.parent.name}/{old.name}: its last session ran other code; not kept")
+        return None
+    first = min(str(m["env"]["recorded_at"]) for m in metas.values())
+    dest = old / SESSIONS / session_name(first)
+    if dest.exists():
+        dest = dest.with_name(first[:19].replace(":", "-"))
+    dest.mkdir(parents=True)
+    for k, rep in sorted(before.items()):
+        rep.rename(dest / rep.name)
+        _retrim_repeat(dest / rep.name, _session_keep(settings, old.name, metas[k]))
+    log(f"  {old.parent.name}/{old.name}: last session kept in {SESSIONS}/{dest.name}")
+    return dest
 
 
 def _run_process(

@@ -9,6 +9,17 @@ own ``key_averages()`` table and ``meta.json``::
     docs/recordings/<example>/<variant>/r<k>/{trace.json.gz, table.txt, meta.json}
 
 and ``timings.json`` where the harness also timed its calls without the profiler.
+Those are the variant's current *session*: the repeats one recording run made. Where the
+plan keeps a variant's earlier sessions (``keep_sessions``), each lies beside them, named
+by the UTC date-time its first repeat was recorded, its repeats as they were recorded
+(trimmed as the plan says)::
+
+    docs/recordings/<example>/<variant>/sessions/<2026-11-30T12-18>/r<k>/...
+
+(:attr:`Variant.sessions`). An earlier session counts only when it ran the current
+code: every repeat's hash the current repeats' hash. One recorded with other code is
+kept only with a ``session.json`` beside its repeats that says how that code differs
+from the current (:class:`Session`); :func:`check_examples` flags any other.
 How each example is recorded (which variants need a process of their own, an empty
 compile cache, what of a trace to keep) is the recordings' own plan,
 ``docs/recordings/plan.json`` (:func:`plan_settings`), not the examples' business.
@@ -37,11 +48,13 @@ from ._source import RecordingError, code_hash, find_examples, variant_sources
 __all__ = [
     "RECORD_COMMAND",
     "Recording",
+    "Session",
     "Variant",
     "check_examples",
     "iter_recordings",
     "iter_variants",
     "load",
+    "load_sessions",
     "plan_settings",
     "recordings_root",
 ]
@@ -53,6 +66,8 @@ RECORD_COMMAND = "python scripts/record.py (on a machine with a CUDA GPU)"
 TABLE_COLUMNS = ("Self CPU", "CPU total", "Self CUDA", "CUDA total", "# of Calls")
 
 TRACE, TABLE, META = "trace.json.gz", "table.txt", "meta.json"
+#: A variant's earlier recording sessions, and what one recorded with other code declares.
+SESSIONS, SESSION_NOTE = "sessions", "session.json"
 #: Written by a harness that also times its calls without the profiler.
 TIMINGS = "timings.json"
 RESULTS = (
@@ -73,6 +88,9 @@ PLAN_DEFAULTS: dict[str, Any] = {
     "keep_steps": {},
     "keep_python_steps": {},
     "keep_regions": {},
+    # Per variant: keep its earlier recording sessions when it is recorded again (with
+    # the same code), each trimmed to the profiler steps listed (null: as recorded).
+    "keep_sessions": {},
 }
 
 
@@ -108,6 +126,8 @@ class Recording:
     meta: dict[str, Any]
     trace_path: Path
     stale: bool = False
+    #: The earlier session it belongs to (:class:`Session`); ``None``: the current one.
+    session: str | None = None
     _trace: Any = field(default=None, repr=False)
 
     @property
@@ -154,15 +174,14 @@ class Recording:
     def download_name(self) -> str:
         """The file name a reader's download gets: ``<variant>.json.gz`` for the first
         repeat, ``<variant>-r<k>.json.gz`` for the others (what visible cells load)."""
-        return (
-            f"{self.variant}.json.gz"
-            if self.repeat == 0
-            else f"{self.variant}-r{self.repeat}.json.gz"
-        )
+        name = self.variant if self.session is None else f"{self.variant}-{self.session}"
+        return f"{name}.json.gz" if self.repeat == 0 else f"{name}-r{self.repeat}.json.gz"
 
     def trace_url(self, root: str = "../") -> str:
-        """Where the built site serves this trace, from a page ``root`` below the top."""
-        return f"{root}traces/{self.example}/{self.variant}/r{self.repeat}.json.gz"
+        """Where the built site serves this trace, from a page ``root`` below the top
+        (the site serves the current sessions' traces only)."""
+        within = "" if self.session is None else f"{SESSIONS}/{self.session}/"
+        return f"{root}traces/{self.example}/{self.variant}/{within}r{self.repeat}.json.gz"
 
     def stamp_line(self) -> str:
         """One line: GPU, driver, torch, CUDA, date, and which repeat this is."""
@@ -192,12 +211,37 @@ class Recording:
 
 
 @dataclass
+class Session:
+    """An earlier recording session of one variant: the repeats one recording run made,
+    kept beside the current ones (``<variant>/sessions/<name>/r<k>/``).
+
+    ``name`` is the UTC date-time its first repeat was recorded (``2026-11-30T12-18``).
+    ``note`` is its ``session.json``, which only a session recorded with other code than
+    the current has: ``{"code_changed": {"current_code_hash": ..., "what": ...}}``, what
+    differs between the code it ran and the code whose hash is ``current_code_hash``.
+    """
+
+    example: str
+    variant: str
+    name: str
+    repeats: list[Recording]
+    note: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def code_changed(self) -> str | None:
+        """How the code it ran differs from the current code (``None``: it ran the same)."""
+        changed = self.note.get("code_changed")
+        return str(changed.get("what")) if isinstance(changed, dict) else None
+
+
+@dataclass
 class Variant:
-    """Every repeat of one variant."""
+    """Every repeat of one variant, and its earlier sessions (oldest first)."""
 
     example: str
     name: str
     repeats: list[Recording]
+    sessions: list[Session] = field(default_factory=list)
 
     @property
     def rep(self) -> Recording:
@@ -205,27 +249,61 @@ class Variant:
         return self.repeats[0]
 
 
-def _load_repeat(folder: Path) -> Recording:
-    meta = json.loads((folder / META).read_text(encoding="utf-8"))
-    table = (folder / TABLE).read_text(encoding="utf-8")
-    # The folders name the recording; meta.json says the same for a file read on its own.
-    example, variant = folder.parent.parent.name, folder.parent.name
-    return Recording(example, variant, int(folder.name[1:]), table, meta, folder / TRACE)
+def session_name(recorded_at: str) -> str:
+    """A session's folder name: the UTC date-time (to the minute) of its first repeat,
+    ``2026-11-30T12:18:58+00:00`` -> ``2026-11-30T12-18``."""
+    return recorded_at[:16].replace(":", "-")
+
+
+def _load_repeats(
+    folder: Path, example: str, variant: str, session: str | None = None
+) -> list[Recording]:
+    """The repeats ``r<k>/`` in ``folder``, in repeat order."""
+    out = []
+    for path in sorted(folder.glob("r*/" + META), key=lambda p: int(p.parent.name[1:])):
+        rep = path.parent
+        meta = json.loads(path.read_text(encoding="utf-8"))
+        table = (rep / TABLE).read_text(encoding="utf-8")
+        # The folders name the recording; meta.json says the same for a file read on its own.
+        out.append(
+            Recording(example, variant, int(rep.name[1:]), table, meta, rep / TRACE, False, session)
+        )
+    return out
+
+
+def load_sessions(example: str, variant: str, root: Path | None = None) -> list[Session]:
+    """The earlier recording sessions of ``example``/``variant``, oldest first (none: an
+    empty list), without checking their code hashes (:func:`check_examples` does)."""
+    folder = (root or recordings_root()) / example / variant / SESSIONS
+    out = []
+    for sub in sorted(p for p in folder.glob("*") if p.is_dir()):
+        note_path = sub / SESSION_NOTE
+        try:
+            note = json.loads(note_path.read_text(encoding="utf-8")) if note_path.exists() else {}
+        except ValueError as exc:
+            raise RecordingError(f"{note_path}: not valid JSON ({exc})") from None
+        out.append(
+            Session(
+                example, variant, sub.name, _load_repeats(sub, example, variant, sub.name), note
+            )
+        )
+    return out
 
 
 def load(example: str, variant: str, root: Path | None = None) -> Variant:
-    """Every repeat of ``example``/``variant``, without checking the code hash.
+    """Every repeat of ``example``/``variant`` and its earlier sessions, without checking
+    the code hash.
 
     :func:`check_examples`, run before every docs build, is what guards the
     pages against stale recordings.
     """
     folder = (root or recordings_root()) / example / variant
-    reps = sorted(folder.glob("r*/" + META), key=lambda p: int(p.parent.name[1:]))
+    reps = _load_repeats(folder, example, variant)
     if not reps:
         raise RecordingError(
             f"no recording {example}/{variant} in {folder.parent}; record it with {RECORD_COMMAND}"
         )
-    return Variant(example, variant, [_load_repeat(p.parent) for p in reps])
+    return Variant(example, variant, reps, load_sessions(example, variant, root))
 
 
 def iter_variants(root: Path | None = None) -> Iterator[Variant]:
@@ -236,10 +314,51 @@ def iter_variants(root: Path | None = None) -> Iterator[Variant]:
             yield load(folder.parent.name, folder.name, root)
 
 
-def iter_recordings(root: Path | None = None) -> Iterator[Recording]:
-    """Every repeat of every variant under ``root``."""
+def iter_recordings(root: Path | None = None, sessions: bool = False) -> Iterator[Recording]:
+    """Every current repeat of every variant under ``root``; with ``sessions``, every
+    repeat of their earlier sessions too."""
     for variant in iter_variants(root):
         yield from variant.repeats
+        if sessions:
+            for session in variant.sessions:
+                yield from session.repeats
+
+
+def _session_problems(variant: Variant) -> list[str]:
+    """What is wrong with ``variant``'s earlier sessions: one recorded with other code than
+    its current repeats' and no ``session.json`` that says how that code differs from the
+    current (or one that says so of code no longer current); a session named otherwise
+    than its first repeat's time; one that repeats the current session."""
+    problems = []
+    current = {str(r.meta.get("code_hash")) for r in variant.repeats}
+    now_at = {str(r.env.get("recorded_at")) for r in variant.repeats}
+    for s in variant.sessions:
+        where = f"recording {variant.example}/{variant.name} session {s.name}"
+        if not s.repeats:
+            problems.append(f"{where}: no repeats in it")
+            continue
+        first = min(str(r.env.get("recorded_at", "")) for r in s.repeats)
+        if session_name(first) != s.name and not s.name.startswith(session_name(first) + "-"):
+            problems.append(f"{where}: its first repeat was recorded at {first}; name it so")
+        if now_at & {str(r.env.get("recorded_at")) for r in s.repeats}:
+            problems.append(f"{where}: it holds repeats of the current session")
+        hashes = {str(r.meta.get("code_hash")) for r in s.repeats}
+        if hashes <= current and len(current) == 1:
+            continue
+        changed = s.note.get("code_changed")
+        if not isinstance(changed, dict) or not str(changed.get("what", "")).strip():
+            problems.append(
+                f"{where} was recorded with other code (hash {', '.join(sorted(hashes))}, "
+                f"{', '.join(sorted(current))} now): delete it, or say in its {SESSION_NOTE} "
+                f'how that code differs ({{"code_changed": {{"current_code_hash": ..., "what": ...}}}})'
+            )
+        elif {str(changed.get("current_code_hash"))} != current:
+            problems.append(
+                f"{where}: its {SESSION_NOTE} says how its code differs from the code of hash "
+                f"{changed.get('current_code_hash')}, but the current repeats have "
+                f"{', '.join(sorted(current))}: say how it differs from the current code, or delete it"
+            )
+    return problems
 
 
 def check_examples(examples_dir: str | os.PathLike[str], root: Path | None = None) -> list[str]:
@@ -247,11 +366,19 @@ def check_examples(examples_dir: str | os.PathLike[str], root: Path | None = Non
 
     A variant is stale when the hash stored with any repeat differs from
     :func:`code_hash` of its example's current source and settings, and orphaned
-    when its example is gone.
+    when its example is gone. Its earlier sessions must have been recorded with the
+    current repeats' hash, or say how their code differs (:class:`Session`).
     """
     problems = []
     sources: dict[str, dict[str, Path] | None] = {}
+    for folder in sorted((root or recordings_root()).glob(f"*/*/{SESSIONS}")):
+        if not any(folder.parent.glob("r*/" + META)):
+            problems.append(
+                f"recording {folder.parent.parent.name}/{folder.parent.name}: earlier sessions "
+                "but no current repeats"
+            )
     for variant in iter_variants(root):
+        problems += _session_problems(variant)
         where = f"recording {variant.example}/{variant.name}"
         if variant.example not in sources:
             folder = Path(examples_dir) / variant.example
