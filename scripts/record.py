@@ -155,7 +155,9 @@ def announce(only: dict[str, list[str]], what: str) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("examples", nargs="*", help="example names (folders under examples/); default: all")
+    parser.add_argument(
+        "examples", nargs="*", help="example names (folders under examples/); default: all"
+    )
     parser.add_argument("--repeats", type=int, default=DEFAULT_REPEATS)
     parser.add_argument(
         "--gpus",
