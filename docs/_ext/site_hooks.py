@@ -102,10 +102,52 @@ def thumbnail_alt(app, doctree, docname):
         img["alt"] = f"Thumbnail of the example: {title.astext() if title else example}"
 
 
+#: What sphinx-gallery (0.22) writes into every gallery index for its tag filter.
+TAG_LIST = "\n\n.. raw:: html\n\n  <div id='sg-tag-list' class='sphx-glr-tag-list'></div>"
+
+
+def one_tag_list(app, docname, source):
+    """The top gallery index takes in each sub-gallery's index, and with each one more
+    empty ``<div id="sg-tag-list">``: one id, seven times (axe's ``duplicate-id``). Keep
+    the first, the one sphinx-gallery's tag script fills (``getElementById``)."""
+    if not docname.startswith("auto_examples/"):
+        return
+    first = source[0].find(TAG_LIST)
+    if first >= 0:
+        cut = first + len(TAG_LIST)
+        source[0] = source[0][:cut] + source[0][cut:].replace(TAG_LIST, "")
+
+
+def label_nav_toggles(app, pagename, templatename, context, doctree):
+    """pydata-sphinx-theme's sidebar folds each page's sub-pages under a ``<summary>``
+    that holds only a chevron icon: a control with no name for a screen reader (axe's
+    ``summary-name``). Name each one after the page whose sub-pages it shows."""
+    generate = context.get("generate_toctree_html")
+    if generate is None or getattr(generate, "labels_toggles", False):
+        return
+
+    def labelled(*args, **kwargs):
+        out = generate(*args, **kwargs)  # a BeautifulSoup tree (the theme caches it)
+        for summary in out.find_all("summary") if hasattr(out, "find_all") else ():
+            if summary.get_text(strip=True) or summary.get("aria-label"):
+                continue
+            item = summary.find_parent("li")
+            link = item.find("a", recursive=False) if item else None
+            name = link.get_text(" ", strip=True) if link else "this section"
+            summary["aria-label"] = f"Pages under {name}"
+        return out
+
+    labelled.labels_toggles = True
+    context["generate_toctree_html"] = labelled
+
+
 def setup(app):
     EXTRA.mkdir(parents=True, exist_ok=True)
     # Run before sphinx-gallery (priority 500) executes the examples.
     app.connect("builder-inited", check_recordings, priority=100)
     app.connect("builder-inited", copy_traces, priority=100)
     app.connect("doctree-resolved", thumbnail_alt)
+    app.connect("source-read", one_tag_list)
+    # After the theme's own handler (priority 500) has put generate_toctree_html in place.
+    app.connect("html-page-context", label_nav_toggles, priority=900)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -32,16 +32,21 @@ def _fail(problems: list[str]) -> None:
         pytest.fail("\n".join(problems), pytrace=False)
 
 
+def test_links(site_root):
+    """lychee, offline: every link, image and anchor of every page resolves."""
+    _fail(sitecheck.check_links(site_root))
+
+
 def test_page(page_path, page, site_root, base_url, weights, fetched):
-    """Loads clean and offline; images load and have alt text; links, anchors and
-    downloads resolve; text is readable in light mode; within the weight budget."""
+    """Loads clean and offline; images load; downloads answer; within the weight budget;
+    and axe-core finds no violation (alt text, names, language, title, ids, contrast)."""
     url = base_url + page_path
     report = sitecheck.check_page(page, url, site_root, fetched=fetched)
     if report.weight is not None:
         weights[report.page] = report.weight
     problems = report.problems
-    if report.weight is not None:  # the page loaded: check its text in light mode too
-        problems += sitecheck.check_contrast(page, url)
+    if report.weight is not None:  # the page loaded: axe checks it as it stands
+        problems += sitecheck.check_axe(page, url)
     _fail(problems)
 
 
@@ -68,8 +73,12 @@ def test_phone_width(page_path, page, base_url):
 
 
 def test_dark_mode(page_path, dark_page, base_url):
-    """With the theme in dark mode, text keeps its contrast and figures stay visible."""
-    _fail(sitecheck.check_dark(dark_page, base_url + page_path))
+    """With the theme in dark mode, figures stay visible and text keeps its contrast (axe)."""
+    url = base_url + page_path
+    problems = sitecheck.check_dark(dark_page, url)
+    if not problems or "did not switch on" not in problems[0]:
+        problems += sitecheck.check_axe(dark_page, url, only=sitecheck.AXE_DARK, mode="dark")
+    _fail(problems)
 
 
 def test_search_finds_part1(page, base_url):
