@@ -2,13 +2,12 @@
 What a first compile costs, from an empty cache
 ===============================================
 
-``torch.compile`` is paid for at the first call. Inductor keeps what it
-compiles in a cache on disk (``TORCHINDUCTOR_CACHE_DIR``; Triton's compiled
-kernels and max-autotune's timing results included), so the second run of a
-script compiles much faster than the first, and a warm profile never shows the
-first one. This page points that cache at an empty folder, as on a fresh
-machine, times the first call of the compiled GeGLU MLP (three Linears without
-bias, bf16), then profiles warm forwards as usual:
+``torch.compile`` is paid for at the first call. Inductor keeps what it compiles in a
+cache on disk (``TORCHINDUCTOR_CACHE_DIR``; Triton's compiled kernels and max-autotune's
+timing results included), so the second run of a script compiles much faster than the
+first, and a warm profile never shows the first one. This page points that cache at an
+empty folder, as on a fresh machine, times the first call of the compiled GeGLU MLP
+(three Linears without bias, bf16), then profiles warm forwards as usual:
 
 =================  ==============================  ===============================
 variant            batch x seq, dim -> hidden      compile mode
@@ -22,10 +21,12 @@ compiler and, under max-autotune, the benchmarking of every GEMM candidate.
 Part 2 (:doc:`/chapters/part2` and its lab notes) reads these recordings; the
 warm compiles of the same MLP are story ``03c`` of this set.
 
-This file needs only torch. On a machine with a CUDA GPU it profiles live; on
-the CPU it compiles and profiles a shrunken MLP there, without a GPU lane.
-Run it in a fresh process: ``python 03d_compile_from_empty_cache.py``. Each run
-writes ``trace.json`` and ``timings.json`` to ``traces/03_mlp/<variant>/``.
+This file needs only torch. On a machine with a CUDA GPU it profiles live; on the CPU it
+compiles and profiles a shrunken MLP there, without a GPU lane. Run it in a fresh process::
+
+    python 03d_compile_from_empty_cache.py
+
+Each run writes ``trace.json`` and ``timings.json`` to ``traces/03_mlp/<variant>/``.
 """
 
 # sphinx_gallery_start_ignore
