@@ -287,7 +287,7 @@ def run(name):
     out_dir = Path("traces") / "03_mlp" / name
     table = harness(out_dir, device=device, **params)
     where = "live on the GPU" if device == "cuda" else "on the CPU, so there is no GPU lane"
-    print(f"{name}: profiled {where}; trace written to {out_dir / 'trace.json'}")
+    print(f"{name}: profiled {where}; trace written to {out_dir}/trace.json, timings.json")
     return types.SimpleNamespace(name=name, table=table, trace_path=out_dir / "trace.json")
 
 

@@ -42,8 +42,8 @@ class Replayed:
     """A variant's recording as an example page shows it: like the example's ``Run``
     (``table``, ``trace_path``), plus the stamp and the links to every repeat."""
 
-    def __init__(self, variant: Variant) -> None:
-        self.variant = variant
+    def __init__(self, variant: Variant, root: str = "../") -> None:
+        self.variant, self.root = variant, root
         self.name = variant.name
         rep = variant.rep
         self.table, self.trace_path = rep.table, rep.trace_path
@@ -56,7 +56,7 @@ class Replayed:
         links = "".join(
             f"<li>repeat {r.repeat + 1}: "
             + trace_links_html(
-                r.trace_url(),
+                r.trace_url(self.root),
                 r.trace_bytes,
                 f"{r.example} {r.variant} r{r.repeat}",
                 r.download_name,
@@ -87,6 +87,12 @@ class Pending:
 
     def __repr__(self) -> str:
         return f"{self.name}: {self.table}"
+
+
+def _site_root(source: Path) -> str:
+    """From an example's page to the top of the site: a story of a set folder is built
+    one folder deeper (``auto_examples/<set>/<story>.html``) than a lone script."""
+    return "../../" if example_name(source) != source.stem else "../"
 
 
 def _strict() -> bool:
@@ -130,7 +136,7 @@ def replayer(
                     raise StaleRecordingError(message)
                 warnings.warn(message, stacklevel=2)
                 rec.stale = True
-        return Replayed(variant)
+        return Replayed(variant, _site_root(source))
 
     replay.__doc__ = live_run.__doc__
     replay.__wrapped__ = live_run  # type: ignore[attr-defined]
@@ -149,7 +155,8 @@ def all_recordings_html(example_file: str | os.PathLike[str] | None = None) -> S
         total += sum(r.trace_bytes for r in reps)
         count += len(reps)
         links = " ".join(
-            f'<a href="{html.escape(r.trace_url())}" download>r{r.repeat + 1}</a>' for r in reps
+            f'<a href="{html.escape(r.trace_url(_site_root(source)))}" download>r{r.repeat + 1}</a>'
+            for r in reps
         )
         settings = ", ".join(f"{k}={v!r}" for k, v in variant.rep.params.items())
         rows.append(
