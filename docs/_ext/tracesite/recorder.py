@@ -655,7 +655,6 @@ def _finish(
         "entry": harness.__name__,
         "params": params,
         "code_hash": code_hash(harness_source(harness), harness.__name__, params),
-        "script": harness_source(harness).name,
         "env": env,
         "process": {
             "fresh": True,
