@@ -90,9 +90,10 @@ class Pending:
 
 
 def _site_root(source: Path) -> str:
-    """From an example's page to the top of the site: a story of a set folder is built
-    one folder deeper (``auto_examples/<set>/<story>.html``) than a lone script."""
-    return "../../" if example_name(source) != source.stem else "../"
+    """From an example's page to the top of the site: a script in an example's folder
+    (``examples/05_llm_decode/05_llm_decode.py``, whatever its name) is built one folder
+    deeper (``auto_examples/<folder>/<script>.html``) than a lone script."""
+    return "../../" if example_name(source) == source.parent.name else "../"
 
 
 def _strict() -> bool:
