@@ -56,6 +56,7 @@ from .recordings import (
     RESULTS,
     SESSIONS,
     TABLE,
+    TABLE_FIELDS,
     TRACE,
     iter_recordings,
     plan_settings,
@@ -141,6 +142,70 @@ def environment_stamp() -> dict[str, Any]:
     }
 
 
+def _table_fields(events: Any, sort_by: str | None, row_limit: int) -> dict[str, Any]:
+    """The rows of ``events.table(sort_by=..., row_limit=...)`` and its two totals, from the
+    profiler's own fields, in the printed table's order and with its keys (µs, shares in %)."""
+    from torch.autograd.profiler_util import DeviceType
+
+    def dev(evt: Any, field: str) -> float:  # torch 2.4 renamed cuda_* to device_*
+        if not hasattr(evt, field):
+            field = field.replace("device", "cuda")
+        return float(getattr(evt, field))
+
+    self_cpu = sum(float(e.self_cpu_time_total) for e in events)
+    # As the table's footer sums: device events, not the GPU span of a user's label.
+    self_dev = sum(
+        dev(e, "self_device_time_total")
+        for e in events
+        if e.device_type != DeviceType.CPU and not getattr(e, "is_user_annotation", False)
+    )
+    if sort_by is not None:
+        key = sort_by.replace("cuda", "device")
+        events = sorted(events, key=lambda e: dev(e, key) if "device" in key else getattr(e, key),
+                        reverse=True)  # fmt: skip
+
+    def share(x: float, total: float) -> float:
+        return round(100.0 * x / total, 2) if total else 0.0
+
+    rows = [
+        {
+            "name": e.key,
+            "calls": int(e.count),
+            "self_cpu_us": float(e.self_cpu_time_total),
+            "self_cpu_pct": share(float(e.self_cpu_time_total), self_cpu),
+            "cpu_total_us": float(e.cpu_time_total),
+            "cpu_total_pct": share(float(e.cpu_time_total), self_cpu),
+            "cpu_avg_us": float(e.cpu_time),
+            "self_cuda_us": dev(e, "self_device_time_total"),
+            "self_cuda_pct": share(dev(e, "self_device_time_total"), self_dev),
+            "cuda_total_us": dev(e, "device_time_total"),
+            "cuda_avg_us": dev(e, "device_time"),
+        }
+        for e in list(events)[:row_limit]
+    ]
+    totals = {"self_cpu_us": self_cpu} | ({"self_cuda_us": self_dev} if self_dev else {})
+    return {"sort_by": sort_by, "row_limit": row_limit, "rows": rows, "totals_us": totals}
+
+
+def _watch_tables() -> list[tuple[str, dict[str, Any]]]:
+    """From now on, every profiler table printed in this process (``EventList.table``) is
+    appended to the returned list as (its text, :func:`_table_fields` of it), so the child
+    stores the fields of the table a harness returns beside its text."""
+    from torch.autograd import profiler_util
+
+    seen: list[tuple[str, dict[str, Any]]] = []
+    printed = profiler_util.EventList.table
+
+    @functools.wraps(printed)
+    def table(self: Any, sort_by: str | None = None, row_limit: int = 100, **kw: Any) -> str:
+        text = str(printed(self, sort_by=sort_by, row_limit=row_limit, **kw))
+        seen.append((text, _table_fields(self, sort_by, row_limit)))
+        return text
+
+    setattr(profiler_util.EventList, "table", table)  # noqa: B010 (a method, replaced)
+    return seen
+
+
 def _child(argv: list[str]) -> int:
     """Entry point of one fresh process: ``_child SOURCE JOBS_JSON``.
 
@@ -150,12 +215,17 @@ def _child(argv: list[str]) -> int:
     """
     source, jobs_json = argv
     variants = load_example(source)
+    tabled = _watch_tables()
     for variant, out_dir in json.loads(jobs_json):
         harness, params = variants[variant]
         out = Path(out_dir)
         start = time.perf_counter()
+        tabled.clear()
         table = harness(out, **params)
         (out / TABLE).write_text(table, encoding="utf-8")
+        fields = next((f for text, f in reversed(tabled) if text == table), None)
+        if fields is not None:
+            (out / TABLE_FIELDS).write_text(json.dumps(fields, indent=0), encoding="utf-8")
         env = environment_stamp()
         env["wall_s"] = round(time.perf_counter() - start, 2)
         (out / "env.json").write_text(json.dumps(env), encoding="utf-8")

@@ -66,6 +66,9 @@ RECORD_COMMAND = "python scripts/record.py (on a machine with a CUDA GPU)"
 TABLE_COLUMNS = ("Self CPU", "CPU total", "Self CUDA", "CUDA total", "# of Calls")
 
 TRACE, TABLE, META = "trace.json.gz", "table.txt", "meta.json"
+#: The table's rows and totals as the profiler computed them (``key_averages()``'s own
+#: fields), which the recorder stores beside ``table.txt`` from recordings of 2026-12 on.
+TABLE_FIELDS = "table.json"
 #: A variant's earlier recording sessions, and what one recorded with other code declares.
 SESSIONS, SESSION_NOTE = "sessions", "session.json"
 #: Written by a harness that also times its calls without the profiler.
@@ -201,13 +204,22 @@ class Recording:
         """The profiler's table with only ``columns`` (it is 10 columns wide)."""
         return profiler_table.view(self.table, columns, rows)
 
+    def table_fields(self) -> dict[str, Any] | None:
+        """The table's rows and totals as the profiler computed them (``table.json``),
+        if this recording stored them."""
+        path = self.trace_path.parent / TABLE_FIELDS
+        return json.loads(path.read_text(encoding="utf-8")) if path.exists() else None
+
     def table_rows(self) -> list[dict[str, Any]]:
-        """The profiler table's rows as numbers (``self_cpu_us``, ``calls``, ...)."""
-        return profiler_table.rows(self.table)
+        """The profiler table's rows, in its order, as numbers (``self_cpu_us``, ``calls``,
+        ...): the stored fields where the recording has them, else read from its text."""
+        fields = self.table_fields()
+        return fields["rows"] if fields else profiler_table.rows(self.table)
 
     def table_totals_us(self) -> dict[str, float]:
         """The table's ``Self CPU time total`` and ``Self CUDA time total``, in µs."""
-        return profiler_table.totals_us(self.table)
+        fields = self.table_fields()
+        return fields["totals_us"] if fields else profiler_table.totals_us(self.table)
 
 
 @dataclass
