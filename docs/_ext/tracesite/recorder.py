@@ -138,8 +138,19 @@ def environment_stamp() -> dict[str, Any]:
         "cuda": torch.version.cuda or "none",
         "cudnn": torch.backends.cudnn.version() if cuda else None,  # type: ignore[no-untyped-call,unused-ignore]
         "python": platform.python_version(),
+        # what the LLM and training examples run on, where it is installed
+        "transformers": _version_of("transformers"),
         "recorded_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
     }
+
+
+def _version_of(package: str) -> str | None:
+    from importlib import metadata
+
+    try:
+        return metadata.version(package)
+    except metadata.PackageNotFoundError:
+        return None
 
 
 def _table_fields(events: Any, sort_by: str | None, row_limit: int) -> dict[str, Any]:
