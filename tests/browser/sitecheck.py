@@ -925,3 +925,43 @@ def check_chrome(page, url: str) -> list[str]:
                 f'{label}: the "on this page" contents has {found["tocEntries"]} entries (< 2)'
             )
     return problems
+
+
+#: The rules for a lesson page (``chapters/partN.html``), as a reader meets it.
+LESSON_MAX_WORDS, LESSON_MIN_FIGURES = 2500, 6
+
+
+def lesson_measures(page_html: str) -> dict[str, int]:
+    """What a reader meets on a built lesson page: the words of its visible prose (the
+    article, leaving out code, tables and folded blocks), its figures and its "What to do"
+    boxes."""
+    import html as _html
+    import re
+
+    found = re.search(r'<article class="bd-article"[^>]*>(.*)</article>', page_html, re.S)
+    text = found.group(1) if found else page_html
+    for tag in ("details", "script", "style"):  # folded evidence, and no prose at all
+        text = re.sub(rf"<{tag}\b[^>]*>.*?</{tag}>", " ", text, flags=re.S)
+    figures = len(re.findall(r"<img\b", text))
+    boxes = len(re.findall(r'class="admonition-title"[^>]*>\s*What to do', text))
+    for tag in ("pre", "table"):
+        text = re.sub(rf"<{tag}\b[^>]*>.*?</{tag}>", " ", text, flags=re.S)
+    prose = _html.unescape(re.sub(r"<[^>]+>", " ", text))
+    words = len(re.findall(r"[A-Za-z][A-Za-z'\-]*", prose))
+    return {"words": words, "figures": figures, "what_to_do": boxes}
+
+
+def check_lessons(site_root: str | Path) -> list[str]:
+    """Every lesson within its rules: at most LESSON_MAX_WORDS words of visible prose, at
+    least LESSON_MIN_FIGURES figures, a "What to do" box."""
+    problems = []
+    for path in sorted(Path(site_root, "chapters").glob("part[0-9].html")):
+        m = lesson_measures(path.read_text(encoding="utf-8"))
+        where = f"chapters/{path.name}"
+        if m["words"] > LESSON_MAX_WORDS:
+            problems.append(f"{where}: {m['words']} words of prose, over {LESSON_MAX_WORDS}")
+        if m["figures"] < LESSON_MIN_FIGURES:
+            problems.append(f"{where}: {m['figures']} figures, under {LESSON_MIN_FIGURES}")
+        if not m["what_to_do"]:
+            problems.append(f"{where}: no 'What to do' box")
+    return problems

@@ -32,6 +32,12 @@ def _fail(problems: list[str]) -> None:
         pytest.fail("\n".join(problems), pytrace=False)
 
 
+def test_lessons_within_their_rules(site_root):
+    """Each lesson: at most 2,500 words of visible prose, 6 figures, a "What to do" box."""
+    assert list(site_root.glob("chapters/part[0-9].html")), "no lesson pages built"
+    _fail(sitecheck.check_lessons(site_root))
+
+
 def test_links(site_root):
     """lychee, offline: every link, image and anchor of every page resolves."""
     _fail(sitecheck.check_links(site_root))
