@@ -662,9 +662,20 @@ class Chapter:
             if b[0] in section2 and not beats(b[0], a[0]) and not beats(a[0], b[0])
         ]
         assert len(overlapping) >= 2
-        beating = [w for a, (n, w, _) in built if n in section2 and beats(n, a[0])]
+        beating = [(w, n, a[0]) for a, (n, w, _) in built if n in section2 and beats(n, a[0])]
+
+        def by(n: str, a: str) -> str:  # say so when the slowest repeat wins by under 1 %
+            lo, hi = min(per[n]["tps"]), max(per[a]["tps"])
+            return (
+                f" (its slowest repeat only just: {lo:.1f} against {hi:.1f} tokens/s)"
+                if (lo < 1.01 * hi)
+                else ""
+            )
+
         lesson_beating = (
-            "only " + ", ".join(f"*{w}*" for w in beating) if beating else "none of them"
+            "only " + ", ".join(f"*{w}*{by(n, a)}" for w, n, a in beating)
+            if beating
+            else "none of them"
         )
         f: Facts = {
             "path_table": self.path_table(),
@@ -1297,13 +1308,15 @@ class Chapter:
             for i, (a, b) in enumerate(spans)
         )
         days = {str(r.env["recorded_at"])[:10] for n in names for r in self.recs(n)}
+        # Only the kept recordings are compared: a process may also have run beside one
+        # whose recording was replaced since, hence "at least".
         alone = (
-            f"{beside} of their {len(spans)} processes ran while another recording process ran "
-            "on a second GPU of the same host"
+            f"at least {beside} of their {len(spans)} processes ran while another recording "
+            "process ran on a second GPU of the same host"
             if beside
-            else f"each of their {len(spans)} processes ran alone"
+            else f"none of their {len(spans)} processes ran beside another kept here"
         )
-        return f"The current repeats come from recording runs on {len(days)} days; {alone}."
+        return f"These repeats come from recording runs on {len(days)} days; {alone}."
 
     # --- sessions (part4-kernels)
 
