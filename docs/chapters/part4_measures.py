@@ -1297,17 +1297,18 @@ class Chapter:
         import datetime as dt
 
         names = [*(n for n, _, _ in PATH), CHECK, "loop_compiled_1b", "loop_fused_1b"]
-        spans = []
+        spans, days = [], set()
         for n in names:
             for r in self.recs(n):
-                end = dt.datetime.fromisoformat(str(r.env["recorded_at"])).timestamp()
+                at = str(r.env["recorded_at"])
+                days.add(at[:10])
+                end = dt.datetime.fromisoformat(at).timestamp()
                 spans.append((end - float(r.env["wall_s"]), end))
         # recorded_at is stamped to the second, hence the 1 s of slack
         beside = sum(
             any(a < d - 1 and c < b - 1 for j, (c, d) in enumerate(spans) if j != i)
             for i, (a, b) in enumerate(spans)
         )
-        days = {str(r.env["recorded_at"])[:10] for n in names for r in self.recs(n)}
         # Only the kept recordings are compared: a process may also have run beside one
         # whose recording was replaced since, hence "at least".
         alone = (

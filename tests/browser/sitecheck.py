@@ -28,6 +28,7 @@ import contextlib
 import functools
 import http.server
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -35,6 +36,7 @@ import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from html import unescape
 from importlib import resources
 from pathlib import Path
 from urllib.parse import unquote, urljoin, urlsplit
@@ -935,9 +937,6 @@ def lesson_measures(page_html: str) -> dict[str, int]:
     """What a reader meets on a built lesson page: the words of its visible prose (the
     article, leaving out code, tables and folded blocks), its figures and its "What to do"
     boxes."""
-    import html as _html
-    import re
-
     found = re.search(r'<article class="bd-article"[^>]*>(.*)</article>', page_html, re.S)
     text = found.group(1) if found else page_html
     for tag in ("details", "script", "style"):  # folded evidence, and no prose at all
@@ -946,7 +945,7 @@ def lesson_measures(page_html: str) -> dict[str, int]:
     boxes = len(re.findall(r'class="admonition-title"[^>]*>\s*What to do', text))
     for tag in ("pre", "table"):
         text = re.sub(rf"<{tag}\b[^>]*>.*?</{tag}>", " ", text, flags=re.S)
-    prose = _html.unescape(re.sub(r"<[^>]+>", " ", text))
+    prose = unescape(re.sub(r"<[^>]+>", " ", text))
     words = len(re.findall(r"[A-Za-z][A-Za-z'\-]*", prose))
     return {"words": words, "figures": figures, "what_to_do": boxes}
 

@@ -18,7 +18,7 @@ pointwise kernel's launch configuration) is drawn once per machine, and all
 repeats of a recording agree on it. A fresh machine can draw differently, so a
 page words such choices from the recording and never assumes them. A child process runs the example's harness functions
 (loaded with :func:`load_example`: every script of the example, each without the
-page around it) and writes the trace and the table; the parent stamps, hashes and gzips
+page around it) and writes the trace, the table and the table's own fields (``table.json``); the parent stamps, hashes and gzips
 them into a staging folder (a ``results.json`` the harness wrote, its headline
 measurements, goes into ``meta.json`` under ``results``), and replaces the example's
 recordings only when every process succeeded. With several GPUs, the processes of all the
