@@ -587,7 +587,7 @@ def profile_loop_further(out_dir, *, materialize_act=False, reduce_attention=Fal
 # ``SILU_MUL`` it reads the gate and the up row together and writes ``silu(gate) * up``,
 # so the activation costs no kernel at all. Its settings are fixed: one row per program,
 # 8 warps, 1,024 columns per step (2,048 for gate/up), chosen from a sweep of columns per
-# step and warps on the H200 (``benchmarks/gemv_settings.py`` in the site's repository).
+# step and warps on the H200 (the variant ``gemv_settings_8b``, below).
 # ``torch.library.triton_op`` registers it so that ``torch.compile`` puts the kernel
 # itself into the CUDA graph. Two more options serve the last variant: ``NORM`` applies
 # an RMSNorm to ``x`` on the way in (the sum of squares accumulates in the same loop, and
@@ -786,7 +786,7 @@ def use_gemv_kernels(model, fold_norms=False):
 # never leave the chip. Keys the mask hides count as minus infinity, and their rows are
 # not read. Its settings are fixed as the GEMV kernel's are: 256 keys per step (the whole
 # cache of Part 4's runs in one step) and 8 warps, the fastest in a sweep of keys per step
-# and warps on the H200 (``benchmarks/attention_settings.py`` in the site's repository).
+# and warps on the H200 (the variant ``attention_settings_8b``, below).
 
 
 def attention_kernel(
@@ -936,6 +936,245 @@ def profile_loop_untuned(out_dir, **loop):
     choice open still gets several, timed on its first run)."""
     with torch._inductor.config.patch({"triton.autotune_pointwise": False}):
         return profile_loop_kernels(out_dir, **loop)
+
+
+# %%
+# Where the kernels' fixed settings come from
+# -------------------------------------------
+#
+# ``gemv_kernel`` and ``attention_kernel`` launch with fixed settings. The two sweep
+# variants below are where those settings come from: each times its kernel at every
+# setting as a decode step runs it, next to the peers a decode step would otherwise run,
+# and writes every timing to ``timings.json``. A decode step reads every weight once,
+# so no weight may still sit in the GPU's L2 cache when its kernel starts: each setting
+# runs one launch per layer, back to back, on as many different weight matrices (or
+# caches), and Triton's own timer (``triton.testing.do_bench_cudagraph``) replays those
+# launches as one CUDA graph. The profiled trace holds one pass at the example's settings
+# and one of each peer. On the CPU there is no Triton kernel to time: the sweep times and
+# profiles the peers alone, on the tiny shape.
+
+#: Columns per step and warps ``profile_gemv_settings`` tries; the example runs 1,024
+#: (2,048 for gate/up) and 8.
+GEMV_SWEEP = {"BLOCK_K": (512, 1024, 2048, 4096), "num_warps": (2, 4, 8, 16)}
+#: Keys per step and warps ``profile_attention_settings`` tries; the example runs 256 and 8.
+ATTENTION_SWEEP = {"BLOCK_N": (16, 32, 64, 128, 256), "num_warps": (1, 2, 4, 8, 16)}
+
+
+def _graph_us(launch, per_launch):
+    """Median µs per kernel of ``launch`` (which launches ``per_launch`` kernels), replayed
+    as a CUDA graph by Triton's timer (it needs a stream other than the default one)."""
+    import triton.testing
+
+    with torch.cuda.stream(torch.cuda.Stream()):
+        ms = triton.testing.do_bench_cudagraph(launch, rep=20, return_mode="median")
+    return ms * 1e3 / per_launch
+
+
+def _cpu_us(launch, per_launch, runs=5):
+    """Median µs per kernel of ``launch`` on the CPU, timed by the wall clock."""
+    launch()  # the first call pays one-time costs
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        launch()
+        times.append((time.perf_counter() - start) * 1e6 / per_launch)
+    return sorted(times)[runs // 2]
+
+
+def _sweep_table(title, rows):
+    """The text a sweep prints: its fastest settings first, per case."""
+    lines = [title]
+    for case, peers, settings in rows:
+        lines.append(f"{case}: " + ", ".join(f"{k} {v:.2f} µs" for k, v in peers.items()))
+        for t in sorted(settings, key=lambda t: t["us"])[:5]:
+            knobs = "  ".join(f"{k} {v:>5}" for k, v in t.items() if k not in ("us", "max_abs_err"))
+            lines.append(f"   {knobs}  {t['us']:7.2f} µs  max error {t['max_abs_err']:.4f}")
+    return "\n".join(lines)
+
+
+def profile_gemv_settings(out_dir, *, shape="8b", lm_head_copies=4, device=None, **_decode):
+    """Time ``gemv_kernel`` at every setting of ``GEMV_SWEEP`` on each GEMV of ``shape``
+    (q/k/v, output, gate/up with the activation, down: one weight per layer; the LM head:
+    ``lm_head_copies`` weights), against cuBLAS (``torch.matmul``; for gate/up ``F.linear``
+    and ``silu(gate) * up``). ``_decode``: the decode settings a CPU run passes to every
+    variant, unused here."""
+    device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+    cfg = SHAPES[shape]
+    hidden, layers, inner = cfg["hidden_size"], cfg["num_hidden_layers"], cfg["intermediate_size"]
+    q_rows = cfg["num_attention_heads"] * cfg["head_dim"]
+    kv_rows = cfg["num_key_value_heads"] * cfg["head_dim"]
+    # name: (weight rows, columns, computes silu(gate) * up, how many weights)
+    gemvs = {
+        "qkv": (q_rows + 2 * kv_rows, hidden, False, layers),
+        "o": (hidden, q_rows, False, layers),
+        "gate_up": (2 * inner, hidden, True, layers),
+        "down": (hidden, inner, False, layers),
+        "lm_head": (cfg["vocab_size"], hidden, False, lm_head_copies),
+    }
+    torch.manual_seed(0)
+    kernel = None
+    if device == "cuda":
+        gemv_op()  # binds triton.language as tl, which the kernel's source names
+        import triton
+
+        kernel = triton.jit(gemv_kernel)
+    timed, passes, rows = {}, [], []
+    for name, (n_rows, cols, silu_mul, copies) in gemvs.items():
+        weights = [
+            torch.randn(n_rows, cols, device=device, dtype=torch.bfloat16) * 0.02
+            for _ in range(copies)
+        ]
+        x = torch.randn(cols, device=device, dtype=torch.bfloat16)
+        n_out = n_rows // 2 if silu_mul else n_rows
+        ys = [torch.empty(n_out, device=device, dtype=torch.bfloat16) for _ in range(copies)]
+        want = F.linear(x.float(), weights[0].float())
+        if silu_mul:
+            want = F.silu(want[:n_out]) * want[n_out:]
+
+        def cublas(weights=weights, x=x, ys=ys, silu_mul=silu_mul, n_out=n_out):
+            for w, y in zip(weights, ys, strict=True):
+                if silu_mul:
+                    both = F.linear(x, w)
+                    torch.mul(F.silu(both[:n_out]), both[n_out:], out=y)
+                else:
+                    torch.matmul(w, x, out=y)
+
+        def ours(block_k, warps, weights=weights, x=x, ys=ys, silu_mul=silu_mul, cols=cols):
+            for w, y in zip(weights, ys, strict=True):
+                kernel[(len(y),)](
+                    w, x, y, x, 0.0, K=cols, BLOCK_K=block_k, SILU_MUL=silu_mul,
+                    NORM=False, RESIDUAL=False, num_warps=warps,
+                )  # fmt: skip
+
+        rec = {"rows": n_rows, "cols": cols, "copies": copies, "bytes": n_rows * cols * 2}
+        rec["settings"] = []
+        if kernel is not None:
+            rec["cublas_us"] = _graph_us(cublas, copies)
+            for block_k in GEMV_SWEEP["BLOCK_K"]:
+                for warps in GEMV_SWEEP["num_warps"]:
+                    if cols % block_k:  # the kernel reads whole steps of BLOCK_K columns
+                        continue
+                    ours(block_k, warps)
+                    torch.cuda.synchronize()
+                    err = (ys[0].float() - want).abs().max().item()
+                    us = _graph_us(lambda b=block_k, w=warps: ours(b, w), copies)
+                    rec["settings"].append(
+                        {"BLOCK_K": block_k, "num_warps": warps, "us": us, "max_abs_err": err}
+                    )
+            fixed = 2048 if silu_mul else 1024  # what gemv_op launches
+            passes.append((name, cublas, lambda f=fixed, o=ours: o(f, 8)))
+        else:
+            rec["cublas_us"] = _cpu_us(cublas, copies)
+            passes.append((name, cublas, None))
+        timed[name] = rec
+        rows.append((name, {"cuBLAS": rec["cublas_us"]}, rec["settings"]))
+    _profile_passes(out_dir, passes, device)
+    Path(out_dir, "timings.json").write_text(
+        json.dumps({"what": "gemv_kernel's settings", "gemvs": timed})
+    )
+    return _sweep_table(f"gemv_kernel's settings on the {shape} shape, µs per launch", rows)
+
+
+def _profile_passes(out_dir, passes, device):
+    """Profile one pass of each peer and of each kernel at the example's settings, each
+    inside a label of its own (``gate_up cuBLAS``, ``gate_up ours``), into ``trace.json``."""
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device == "cuda" else [])
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    with profile(activities=activities) as prof:
+        for name, peer, ours in passes:
+            with record_function(f"{name} peer"):
+                peer()
+            if ours is not None:
+                with record_function(f"{name} ours"):
+                    ours()
+        _sync(device)
+    prof.export_chrome_trace(str(out_dir / "trace.json"))
+
+
+def profile_attention_settings(
+    out_dir, *, shape="8b", keys=SHORT_CACHE, positions=(128, 191), copies=128, device=None,
+    **_decode,
+):  # fmt: skip
+    """Time ``attention_kernel`` at every setting of ``ATTENTION_SWEEP`` for one query token
+    of ``shape`` over a static cache of ``keys`` keys with the keys up to each of
+    ``positions`` shown, on ``copies`` different caches, against PyTorch's
+    ``scaled_dot_product_attention`` on the packed query and ``sdpa_reduce_attention``
+    compiled by Inductor (each peer's time includes copying its output into place).
+    ``_decode``: the decode settings a CPU run passes to every variant, unused here."""
+    device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+    cfg = SHAPES[shape]
+    heads, kv_heads, dim = cfg["num_attention_heads"], cfg["num_key_value_heads"], cfg["head_dim"]
+    if device != "cuda":
+        copies, positions = 2, tuple(min(p, keys - 1) for p in positions)
+    torch.manual_seed(0)
+
+    def rand(*size):
+        return torch.randn(*size, device=device, dtype=torch.bfloat16)
+
+    caches = [(rand(1, kv_heads, keys, dim), rand(1, kv_heads, keys, dim)) for _ in range(copies)]
+    query = rand(1, heads, 1, dim)
+    outs = [torch.empty(1, 1, heads, dim, device=device, dtype=torch.bfloat16) for _ in caches]
+    packed = query.view(1, kv_heads, heads // kv_heads, dim)
+    scale = dim**-0.5
+    kernel, reduce = None, sdpa_reduce_attention
+    if device == "cuda":
+        gemv_op()  # binds triton.language as tl, which the kernel's source names
+        import triton
+
+        kernel = triton.jit(attention_kernel)
+        reduce = torch.compile(sdpa_reduce_attention, fullgraph=True)
+    timed, passes, rows = [], [], []
+    for position in positions:
+        mask = (torch.arange(keys, device=device) <= position).view(1, 1, 1, keys)
+        k0, v0 = (c.float().repeat_interleave(heads // kv_heads, 1) for c in caches[0])
+        want = F.scaled_dot_product_attention(query.float(), k0, v0, attn_mask=mask)
+        want = want.transpose(1, 2)
+
+        def sdpa(mask=mask):
+            for (k, v), out in zip(caches, outs, strict=True):
+                att = F.scaled_dot_product_attention(packed, k, v, attn_mask=mask)
+                out.copy_(att.view(1, 1, heads, dim))
+
+        def reductions(mask=mask):
+            for (k, v), out in zip(caches, outs, strict=True):
+                out.copy_(reduce(None, query, k, v, mask, scaling=scale)[0])
+
+        def ours(block_n, warps, mask=mask):
+            for (k, v), out in zip(caches, outs, strict=True):
+                kernel[(heads,)](
+                    query, k, v, mask, out, scale, KEYS=keys, DIM=dim,
+                    GROUP=heads // kv_heads, BLOCK_N=block_n, num_warps=warps,
+                )  # fmt: skip
+
+        rec = {"position": position, "bytes": (position + 1) * dim * 2 * kv_heads * 2}
+        rec["settings"] = []
+        if kernel is not None:
+            rec["sdpa_us"] = _graph_us(sdpa, copies)
+            rec["inductor_reductions_us"] = _graph_us(reductions, copies)
+            for block_n in ATTENTION_SWEEP["BLOCK_N"]:
+                for warps in ATTENTION_SWEEP["num_warps"]:
+                    ours(block_n, warps)
+                    torch.cuda.synchronize()
+                    err = (outs[0].float() - want).abs().max().item()
+                    us = _graph_us(lambda b=block_n, w=warps: ours(b, w), copies)
+                    rec["settings"].append(
+                        {"BLOCK_N": block_n, "num_warps": warps, "us": us, "max_abs_err": err}
+                    )
+            passes.append((f"position {position}", sdpa, lambda o=ours: o(256, 8)))
+        else:
+            rec["sdpa_us"] = _cpu_us(sdpa, copies)
+            rec["inductor_reductions_us"] = _cpu_us(reductions, copies)  # here not compiled
+            passes.append((f"position {position}", sdpa, None))
+        timed.append(rec)
+        peers = {k: rec[f"{k}_us"] for k in ("sdpa", "inductor_reductions")}
+        rows.append((f"position {position}", peers, rec["settings"]))
+    _profile_passes(out_dir, passes, device)
+    shape_info = {"heads": heads, "kv_heads": kv_heads, "dim": dim, "keys": keys, "copies": copies}
+    Path(out_dir, "timings.json").write_text(
+        json.dumps({"what": "attention_kernel's settings", "shape": shape_info, "positions": timed})
+    )
+    return _sweep_table(f"attention_kernel's settings on the {shape} shape, µs per launch", rows)
 
 
 # %%
@@ -1127,6 +1366,8 @@ VARIANTS = {  # the 8B shape first: the recorder starts the longest processes fi
     "loop_compiled_1b": (profile_loop, {"shape": "1b"}),
     "loop_fused_1b": (profile_loop, {"shape": "1b", "tune_gemv": True, "cache_len": SHORT_CACHE,
                                      "packed_gqa": True, "fused": True}),
+    "gemv_settings_8b": (profile_gemv_settings, {"shape": "8b"}),
+    "attention_settings_8b": (profile_attention_settings, {"shape": "8b"}),
 }  # fmt: skip
 # How the site records these variants is its own business (``docs/recordings/plan.json``):
 # each in a fresh process (compile settings are global to a process), each process
