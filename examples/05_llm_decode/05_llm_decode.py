@@ -1134,7 +1134,7 @@ def profile_attention_settings(
         def sdpa(mask=mask):
             for (k, v), out in zip(caches, outs, strict=True):
                 att = F.scaled_dot_product_attention(packed, k, v, attn_mask=mask)
-                out.copy_(att.view(1, 1, heads, dim))
+                out.view(att.shape).copy_(att)  # att may not be contiguous
 
         def reductions(mask=mask):
             for (k, v), out in zip(caches, outs, strict=True):
