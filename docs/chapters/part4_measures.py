@@ -1092,11 +1092,40 @@ class Chapter:
         assert d_gemv > 0 and d_norm > 0 and d_rest > 0
         d_token = med(ts.runs, lambda x: x.token_us) - med(tn.runs, lambda x: x.token_us)
         tok_s = med(ts.runs, lambda x: x.token_us)
-        assert 0 < d_token < 0.02 * tok_s
+        assert d_token > 0
         per_kernel_rest = [x.rest / sum(x.n.values()) for x in tn.runs]
         assert max(per_kernel_rest) < 0.2
-        assert not self.beats("loop_norms_8b", "loop_kernels_sdpa_8b")
-        assert not self.beats("loop_kernels_sdpa_8b", "loop_norms_8b")
+        # Worded from the recording: the two rows may come from different sessions.
+        n8, s8 = self.per["loop_norms_8b"]["tps"], self.per["loop_kernels_sdpa_8b"]["tps"]
+        if self.beats("loop_norms_8b", "loop_kernels_sdpa_8b"):
+            f["norms_vs_sdpa"] = "faster in every repeat, " + (
+                f"if only just ({min(n8):.1f} against {max(s8):.1f})"
+                if min(n8) < 1.01 * max(s8)
+                else f"by {100 * (min(n8) / max(s8) - 1):.0f} % or more"
+            )
+        elif self.beats("loop_kernels_sdpa_8b", "loop_norms_8b"):
+            f["norms_vs_sdpa"] = "slower in every repeat"
+        else:
+            f["norms_vs_sdpa"] = "the repeats overlap: no difference beyond the spread"
+        session_medians = [
+            statistics.median(x["tokens_per_s"] for x in ss)
+            for ss in self.sess["loop_kernels_sdpa_8b"]
+        ]
+        days = {
+            v: sorted({str(r.env["recorded_at"])[:10] for r in self.recs(v)})
+            for v in ("loop_norms_8b", "loop_kernels_sdpa_8b")
+        }
+        f["norms_days"] = (
+            ""
+            if days["loop_norms_8b"] == days["loop_kernels_sdpa_8b"]
+            else " The two rows were recorded on different days ("
+            + ", ".join(days["loop_norms_8b"])
+            + " and "
+            + ", ".join(days["loop_kernels_sdpa_8b"])
+            + "), and the medians of the cuDNN row's own sessions (table below) were "
+            + lo_hi(session_medians, "{:.1f}")
+            + " tokens/s."
+        )
         f.update(
             d_gemv=d_gemv,
             d_norm=d_norm,
@@ -1144,7 +1173,7 @@ class Chapter:
 
     def attention_facts(self) -> Facts:
         # The sweep variant times every setting at each position, in every repeat: the
-        # example's setting within 5 % of the fastest, and under half the peers' time.
+        # example's setting within 5 % of the fastest, and faster than either peer.
         sweeps = [tim(r) for r in self.recs(ATTENTION_SWEEP)]
         by_pos: dict[int, list[tuple[float, float, float, float]]] = {}
         gaps = []
@@ -1156,7 +1185,7 @@ class Chapter:
                     if (t["BLOCK_N"], t["num_warps"]) == (ATTENTION_BLOCK_N, ATTENTION_WARPS)
                 )
                 gaps.append(mine["us"] / min(t["us"] for t in pos["settings"]) - 1)
-                assert mine["us"] < min(pos["sdpa_us"], pos["inductor_reductions_us"]) / 2
+                assert mine["us"] < min(pos["sdpa_us"], pos["inductor_reductions_us"])
                 by_pos.setdefault(pos["position"], []).append(
                     (
                         mine["us"],
@@ -1182,7 +1211,11 @@ class Chapter:
             "asweep_sdpa": med(1),
             "asweep_ind": med(2),
             "asweep_err": max(x[3] for v in by_pos.values() for x in v),
-            "asweep_gap": 100 * max(gaps),
+            "asweep_gap": (
+                "were the fastest"
+                if max(gaps) == 0
+                else f"came within {100 * max(gaps):.1f} % of the fastest"
+            ),
         }
         l2 = self.l2_bytes()
         if l2 is not None:  # the device's own report, stamped by the logits check's recording
@@ -1368,19 +1401,45 @@ class Chapter:
         f["n_other_code"] = len(other["loop_kernels_8b"])
         su = [x["tokens_per_s"] for x in uv]
         sa = [x["tokens_per_s"] for x in repeats("loop_attention_8b")]
-        assert min(sa) < min(su) and max(su) < max(sa)  # inside the attention row's range
+        assert max(su) - min(su) < max(sa) - min(sa)  # a narrower range: steadier
         f["u_tps_all"], f["at_tps_all"] = lo_hi(su, "{:.1f}"), lo_hi(sa, "{:.1f}")
-        assert all(slow_gemv(x) for x in uv)
-        a_same = [x["tokens_per_s"] for x in repeats("loop_attention_8b") if slow_gemv(x)]
-        a_other = [x["tokens_per_s"] for x in repeats("loop_attention_8b") if not slow_gemv(x)]
-        assert a_same and a_other and min(su) > max(a_same) and max(a_other) > max(su)
-        f["at_tps_grp"] = lo_hi(a_same, "{:.1f}")
+        # Faster? Compared within each group of processes (slow_gemv), worded from the data.
+        groups = []
+        for slow, label in ((True, "the slower GEMVs"), (False, "the faster GEMVs")):
+            u = [x["tokens_per_s"] for x in uv if slow_gemv(x) is slow]
+            a = [x["tokens_per_s"] for x in repeats("loop_attention_8b") if slow_gemv(x) is slow]
+            if not (u and a):
+                continue
+            verdict = (
+                "it beat every repeat of the attention row"
+                if min(u) > max(a)
+                else "the attention row beat every repeat of it"
+                if min(a) > max(u)
+                else "the two overlap"
+            )
+            groups.append(
+                (
+                    min(u) > max(a),
+                    f"among processes with {label} {verdict} ({lo_hi(u, '{:.1f}')} against "
+                    f"{lo_hi(a, '{:.1f}')})",
+                )
+            )
+        assert groups
+        f["u_vs_at"] = (
+            (
+                "Faster, too: "
+                if all(b for b, _ in groups)
+                else "Whether it is also faster these recordings cannot say: "
+            )
+            + "; ".join(w for _, w in groups)
+            + "."
+        )
         late = (*KROWS, "loop_attention_8b", FINAL)
         when = sorted(r.env["recorded_at"] for v in late for r in self.recs(v))
-        assert when[0][:10] == when[-1][:10]
+        first, last = when[0][:16].replace("T", " "), when[-1][:16].replace("T", " ")
+        span = f"{first}–{last[11:]} UTC" if first[:10] == last[:10] else f"{first} to {last} UTC"
         f["k_stamp"] = (
-            self.recs(FINAL)[0].stamp_line().split(" (repeat")[0].rsplit(" ", 3)[0]
-            + f" {when[0][:10]} {when[0][11:16]}–{when[-1][11:16]} UTC"
+            self.recs(FINAL)[0].stamp_line().split(" (repeat")[0].rsplit(" ", 3)[0] + f" {span}"
         )
         assert all(r.meta["process"].get("fresh_compile_cache") for v in late for r in self.recs(v))
         assert sum(not x["fresh_compile_cache"] for v in sess for x in repeats(v)) > 0
@@ -1404,7 +1463,7 @@ class Chapter:
             f[f"{key}_copy"] = lo_hi([x["copy_tbs"] for x in grp], "{:.3f}")
             f[f"{key}_gemv"] = lo_hi([x["gemv_us"] for x in grp])
             f[f"{key}_n"] = len(grp)
-        assert all(x in hi_g for x in uv)
+        f["u_in_hi"] = sum(x in hi_g for x in uv)
         f["sess_rows"] = len(sess)
         kv, sv, av = (
             repeats("loop_kernels_8b"),
@@ -1432,8 +1491,21 @@ class Chapter:
             and hits["a"] < len(av)
             and hits["u"] == len(uv)
         )
-        assert all(
-            min(self.per[n]["frac"]) < GOAL for n, _, shape in PATH if shape == "8B" and n != FINAL
+        # The other 8B rows that reached the goal in every repeat (each recorded in one session).
+        others = [
+            (n, what)
+            for n, what, shape in PATH
+            if shape == "8B" and n != FINAL and min(self.per[n]["frac"]) >= GOAL
+        ]
+        assert all(n not in SESSION_ROWS for n, _ in others)
+        f["goal_others"] = (
+            "and no other row did that"
+            if not others
+            else "and of the other rows only "
+            + " and ".join(f"*{w}*" for _, w in others)
+            + " did, in every repeat of the one session "
+            + ("it was" if len(others) == 1 else "each was")
+            + " recorded in"
         )
         f.update({f"sess_{k}_hits": v for k, v in hits.items()})
         f.update(
@@ -1515,18 +1587,6 @@ class Chapter:
             )
             copies.append(sum(float(tr.dur_ns[g]) for g in c) / 1e3)
         f["add_copy_us"] = lo_hi(copies)
-        # The rest is an estimate without the profiler; in the trace the GPU idles longer per token.
-        # The profiler stretches step 2's token (its kernels plus the GPU's idle time between
-        # them, to the next token's first op) beyond the unprofiled token.
-        idle = [trace_idle_us(r.trace()) for r in self.recs(FINAL)]
-        for i, x in zip(idle, tu.runs, strict=True):
-            assert i > x.rest and x.period_us > x.token_us
-            assert abs(x.period_us - sum(x.t.values()) - i) < 0.01 * x.period_us
-        f["f_trace_idle_us"] = statistics.median(idle)
-        f["f_stretch_pct"], f["f_period_us"] = (
-            100 * tu.stretch,
-            statistics.median(x.period_us for x in tu.runs),
-        )
         # The layer pictures: one attention kernel of ours where the fused loop ran three,
         # Inductor's mask kernel, a memset and cuDNN's kernel; in the final loop Inductor
         # computes the mask (``le``) in rotary-embedding kernels (``cos``), counted as
@@ -1819,13 +1879,6 @@ def slow_gemv(x: dict[str, Any]) -> bool:
 
 
 # ---------------------------------------------------------------------- what the pictures show
-
-
-def trace_idle_us(tr: Trace, step: str = "ProfilerStep#2") -> float:
-    """The GPU's idle time between the step's own GPU ops, µs (profiled)."""
-    ops = token_ops(tr, step)
-    starts, ends = tr.ts_ns[ops], np.maximum.accumulate(tr.end_ns[ops])
-    return float(np.clip(starts[1:] - ends[:-1], 0, None).sum()) / 1e3
 
 
 def python_gap_op(tr: Trace) -> int:
