@@ -997,14 +997,16 @@ class Chapter:
                 won.append((best["BLOCK_K"], best["num_warps"]))
             per_gemv.append(f"{label} {lo_hi(ratios, '{:.2f}')}")
             if len(set(won)) == 1 and won[0] != want:
-                others.append(f"{label} ({won[0][0]:,} columns per step, {won[0][1]} warps)")
+                others.append(f"{label} ({won[0][0]:,} columns, {won[0][1]} warps)")
         f: Facts = {
             "sweep_gap": 100 * max(gaps),
             "sweep_vs_cublas": "; ".join(per_gemv),
             "sweep_others": (
                 "no other setting won any GEMV in every repeat"
                 if not others
-                else "another setting was fastest in every repeat for " + " and ".join(others)
+                else "another setting won in every repeat for "
+                + (", ".join(others[:-1]) + " and " if len(others) > 1 else "")
+                + others[-1]
             ),
             "sweep_repeats": len(self.recs(GEMV_SWEEP)),
         }
