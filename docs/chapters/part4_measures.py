@@ -19,7 +19,7 @@ from __future__ import annotations
 import calendar
 import re
 import statistics
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from functools import cached_property
 from typing import Any, Protocol
 
@@ -69,9 +69,9 @@ class Session(Protocol):
 
 
 Sessions = Callable[[str], Sequence[Session]]
-#: The rows recorded in several sessions, whose sessions the pages compare.
 #: The variants that sweep the kernels' launch settings.
 GEMV_SWEEP, ATTENTION_SWEEP = "gemv_settings_8b", "attention_settings_8b"
+#: The rows recorded in several sessions, whose sessions the pages compare.
 SESSION_ROWS = ("loop_kernels_8b", "loop_kernels_sdpa_8b", "loop_attention_8b", FINAL)
 
 
@@ -125,6 +125,18 @@ def token_ops(tr: Trace, step: str = "ProfilerStep#2") -> list[int]:
     """The GPU ops one step launched, in the order they ran."""
     ops = link(tr).gpu_ops_of(tr.step(step).event)
     return [int(g) for g in ops[np.argsort(tr.ts_ns[ops], kind="stable")]]
+
+
+def token_gaps_us(tr: Trace, step: str = "ProfilerStep#2") -> np.ndarray:
+    """The GPU's idle time between consecutive GPU ops of one step, µs each (profiled)."""
+    ops = token_ops(tr, step)
+    ends = np.maximum.accumulate(tr.end_ns[ops])
+    return np.clip((tr.ts_ns[ops][1:] - ends[:-1]) / 1e3, 0, None)
+
+
+def days(stamps: Iterable[Any]) -> list[str]:
+    """The days (UTC, ``YYYY-MM-DD``) of ``recorded_at`` stamps, sorted, each once."""
+    return sorted({str(t)[:10] for t in stamps})
 
 
 def gpu_period_us(tr: Trace) -> list[float]:
@@ -607,12 +619,12 @@ class Chapter:
 
     def _row(self, name: str, what: str, shape: str, base: str) -> str:
         p = self.per[name]
-        days = [
+        on = [
             f"{int(d[8:10])} {calendar.month_abbr[int(d[5:7])]}"
-            for d in sorted({str(r.env["recorded_at"])[:10] for r in self.recs(name)})
+            for d in days(r.env["recorded_at"] for r in self.recs(name))
         ]
         return (
-            f"| {what} | {base} | {' and '.join(days)} | {shape} | {rng(p['tps'])} | {rng(p['ms'], '{:.2f}')} | {p['kernels'][0]:.0f} | "
+            f"| {what} | {base} | {' and '.join(on)} | {shape} | {rng(p['tps'])} | {rng(p['ms'], '{:.2f}')} | {p['kernels'][0]:.0f} | "
             f"{p['launches'][0]:.0f} | {rng([min(b, 1) * 100 for b in p['busy']])} % | "
             f"{rng([f * 100 for f in p['frac']])} % |"
         )
@@ -971,33 +983,28 @@ class Chapter:
     # --- GEMV kernels of our own (part4-kernels)
 
     def gemv_kernel_facts(self) -> Facts:
-        # The sweep variant times every setting on every GEMV, in every repeat.
-        gaps, vs_cublas = [], []
-        for r in self.recs(GEMV_SWEEP):
-            for name, g in tim(r)["gemvs"].items():
-                want = (GEMV_BLOCK_K[name == "gate_up"], GEMV_WARPS)
-                chosen = next(t for t in g["settings"] if (t["BLOCK_K"], t["num_warps"]) == want)
-                gaps.append(chosen["us"] / min(t["us"] for t in g["settings"]) - 1)
-                vs_cublas.append(g["cublas_us"] / chosen["us"])
-        assert min(vs_cublas) > 1 and max(gaps) < 0.05
-        # Per GEMV: how many times as fast as cuBLAS, and which GEMVs another setting won in
-        # every repeat.
+        # The sweep variant times every setting on every GEMV, in every repeat: per GEMV, the
+        # fixed settings' distance from the fastest, how many times as fast as cuBLAS, and
+        # whether another setting won in every repeat.
         sweeps = [tim(r)["gemvs"] for r in self.recs(GEMV_SWEEP)]
         labels = {"qkv": "q/k/v", "o": "output", "gate_up": "gate/up", "down": "down"}
         labels["lm_head"] = "LM head"
-        per_gemv, others = [], []
+        gaps, per_gemv, others = [], [], []
         for name, label in labels.items():
             want = (GEMV_BLOCK_K[name == "gate_up"], GEMV_WARPS)
             ratios, won = [], []
             for sw in sweeps:
                 g = sw[name]
                 chosen = next(t for t in g["settings"] if (t["BLOCK_K"], t["num_warps"]) == want)
-                ratios.append(g["cublas_us"] / chosen["us"])
                 best = min(g["settings"], key=lambda t: t["us"])
+                gaps.append(chosen["us"] / best["us"] - 1)
+                ratios.append(g["cublas_us"] / chosen["us"])
                 won.append((best["BLOCK_K"], best["num_warps"]))
+            assert min(ratios) > 1
             per_gemv.append(f"{label} {lo_hi(ratios, '{:.2f}')}")
             if len(set(won)) == 1 and won[0] != want:
                 others.append(f"{label} ({won[0][0]:,} columns, {won[0][1]} warps)")
+        assert all(len(sw) == len(labels) for sw in sweeps) and max(gaps) < 0.05
         f: Facts = {
             "sweep_gap": 100 * max(gaps),
             "sweep_vs_cublas": "; ".join(per_gemv),
@@ -1148,10 +1155,7 @@ class Chapter:
         # both were shorter.
         gap_med = []
         for r, x in zip(self.recs("loop_norms_8b"), tn.runs, strict=True):
-            tr = r.trace()
-            ops = token_ops(tr)
-            ends = np.maximum.accumulate(tr.end_ns[ops])
-            gaps = np.clip((tr.ts_ns[ops][1:] - ends[:-1]) / 1e3, 0, None)
+            gaps = token_gaps_us(r.trace())
             gap_med.append(float(np.median(gaps)))
             assert 0 < x.rest < float(gaps.sum())  # less than the profiled gaps alone
         assert max(per_kernel_rest) < min(gap_med)
@@ -1200,17 +1204,17 @@ class Chapter:
             statistics.median(x["tokens_per_s"] for x in ss)
             for ss in self.sess["loop_kernels_sdpa_8b"]
         ]
-        days = {
-            v: sorted({str(r.env["recorded_at"])[:10] for r in self.recs(v)})
+        n_days, s_days = (
+            days(r.env["recorded_at"] for r in self.recs(v))
             for v in ("loop_norms_8b", "loop_kernels_sdpa_8b")
-        }
+        )
         f["norms_days"] = (
             ""
-            if days["loop_norms_8b"] == days["loop_kernels_sdpa_8b"]
+            if n_days == s_days
             else " The two rows were recorded on different days ("
-            + ", ".join(days["loop_norms_8b"])
+            + ", ".join(n_days)
             + " and "
-            + ", ".join(days["loop_kernels_sdpa_8b"])
+            + ", ".join(s_days)
             + "), and the medians of the cuDNN row's own sessions (table below) were "
             + lo_hi(session_medians, "{:.1f}")
             + " tokens/s."
@@ -1306,9 +1310,9 @@ class Chapter:
         # The profiled pass (position 191, the plan keeps only it): SDPA's own kernel, cuDNN's,
         # against ours, and the other GPU ops each SDPA call runs, per call (medians).
         cudnn, mine_k, extra = [], [], []
+        calls = sweeps[0]["shape"]["copies"]
         for r in self.recs(ATTENTION_SWEEP):
             tr = r.trace()
-            calls = sweeps[0]["shape"]["copies"]
             peer = link(tr).gpu_ops_of(_region(tr, "position 191 peer"))
             ours = link(tr).gpu_ops_of(_region(tr, "position 191 ours"))
             cud = [float(tr.dur_ns[g]) / 1e3 for g in peer if tr.name(g).startswith("cudnn")]
@@ -1534,10 +1538,7 @@ class Chapter:
                 "It was also faster: every repeat of it beat every repeat of the attention row."
             )
         else:
-            row_days = {
-                v: sorted({str(x["recorded_at"])[:10] for x in xs})
-                for v, xs in (("u", uv), ("a", xa))
-            }
+            row_days = {v: days(x["recorded_at"] for x in xs) for v, xs in (("u", uv), ("a", xa))}
             groups = {v: {slow_gemv(x) for x in xs} for v, xs in (("u", uv), ("a", xa))}
             assert groups["u"] == groups["a"] == {True, False}
             f["u_vs_at"] = (
@@ -1637,11 +1638,11 @@ class Chapter:
         table = []
         for v in SESSION_ROWS:
             xs = repeats(v)
-            days = sorted({str(x["recorded_at"])[:10] for x in xs})
+            on = days(x["recorded_at"] for x in xs)
             table.append(
                 f"| {labels[v]} | {len(sess[v])} | {len(xs)} | "
                 f"{sum(x['hbm_fraction_spec'] >= GOAL for x in xs)} | "
-                f"{days[0]}{' to ' + days[-1] if len(days) > 1 else ''} |"
+                f"{on[0]}{' to ' + on[-1] if len(on) > 1 else ''} |"
             )
         f["sessions_table"] = (
             f"| row | sessions | repeats | repeats at {100 * GOAL:.0f} % or more | recorded |\n"
