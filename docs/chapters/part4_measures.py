@@ -1739,10 +1739,14 @@ class Chapter:
             for n, what, shape in PATH
             if shape == "8B" and n != FINAL and min(self.per[n]["frac"]) >= GOAL
         ]
+
+        def every_repeat(n: str) -> list[Rec]:  # its kept earlier sessions' and the current
+            return [r for ss in self.sessions(n) for r in ss.repeats] + list(self.recs(n))
+
         always = [
             (n, w)
             for n, w in others
-            if n not in SESSION_ROWS or all(x["hbm_fraction_spec"] >= GOAL for x in repeats(n))
+            if all(res(r)["hbm_fraction_spec"] >= GOAL for r in every_repeat(n))
         ]
         lately = [(n, w) for n, w in others if (n, w) not in always]
 
@@ -1752,9 +1756,8 @@ class Chapter:
 
         said = []
         if always:
-            kept = [n for n, _ in always if n in SESSION_ROWS]
+            kept = [n for n, _ in always if self.sessions(n)]
             assert not kept or len(kept) == len(always)
-            assert all(not self.sessions(n) for n, _ in always if n not in SESSION_ROWS)
             said.append(
                 f", and {rows(always)} in every repeat of "
                 + (
@@ -1789,11 +1792,14 @@ class Chapter:
         f["sess_u_lo"], f["sess_u_hi"] = 100 * min(fu), 100 * max(fu)
         labels = {name: what for name, what, _ in PATH}
         table = []
-        for v in SESSION_ROWS:
-            xs = repeats(v)
+        kept_rows = [n for n, _, _ in PATH if self.sessions(n)]
+        assert set(SESSION_ROWS) <= set(kept_rows)
+        f["kept_rows"] = len(kept_rows)
+        for v in kept_rows:
+            xs = [session_summary(r) for r in every_repeat(v)]
             on = days(x["recorded_at"] for x in xs)
             table.append(
-                f"| {labels[v]} | {len(sess[v])} | {len(xs)} | "
+                f"| {labels[v]} | {len(self.sessions(v)) + 1} | {len(xs)} | "
                 f"{sum(x['hbm_fraction_spec'] >= GOAL for x in xs)} | "
                 f"{on[0]}{' to ' + on[-1] if len(on) > 1 else ''} |"
             )
