@@ -1492,7 +1492,7 @@ def llm_tuning() -> SmallFigure:
         if n.startswith("triton_red") and "_t_" in n and "argmax" not in n
     }  # over a transposed weight
     # Of those launched with different settings in different processes, the most uneven.
-    relaunched = [n for n in common if len({str(t[n][1]) for t in tuned}) > 1]
+    relaunched = [n for n in common if len({t[n][1] for t in tuned}) > 1]
     name = max(relaunched, key=lambda n: max(t[n][0] for t in tuned) / min(t[n][0] for t in tuned))
     per_run = [t[name] for t in tuned]
     assert max(u for u, _ in per_run) > 1.2 * min(u for u, _ in per_run)

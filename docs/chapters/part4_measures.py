@@ -1481,7 +1481,7 @@ class Chapter:
         # The attention row's slowest repeat over all its sessions (the current one and the
         # earlier ones the recordings keep): one pointwise kernel, launched on a tiny grid.
         ATT = "loop_attention_8b"
-        at_sess = [*((s.name, s.repeats) for s in self.sessions(ATT)), (None, self.recs(ATT))]
+        at_sess = self.sessions_of(ATT)
         at_reps = [r for _, reps in at_sess for r in reps]
         at_names = [name for name, reps in at_sess for _ in reps]
         tps_at = [session_summary(r)["tokens_per_s"] for r in at_reps]
@@ -1595,17 +1595,25 @@ class Chapter:
 
     # --- sessions (part4-kernels)
 
+    def sessions_of(self, v: str) -> list[tuple[str | None, Sequence[Rec]]]:
+        """Every recording session of ``v`` the recordings keep, oldest first: each earlier
+        one as (its name, its repeats), then the current repeats as (None, repeats)."""
+        return [*((s.name, s.repeats) for s in self.sessions(v)), (None, self.recs(v))]
+
+    @cached_property
+    def kept(self) -> dict[str, list[list[dict[str, Any]]]]:
+        """Per row with kept earlier sessions (in :data:`PATH` order), per session (oldest
+        first, the current one last), per repeat: :func:`session_summary`."""
+        return {
+            n: [[session_summary(r) for r in reps] for _, reps in self.sessions_of(n)]
+            for n, _, _ in PATH
+            if self.sessions(n)
+        }
+
     @cached_property
     def sess(self) -> dict[str, list[list[dict[str, Any]]]]:
-        """Per row of :data:`SESSION_ROWS`, per recording session (oldest first, the current
-        one last), per repeat: :func:`session_summary`."""
-        return {
-            v: [
-                [session_summary(r) for r in reps]
-                for reps in [*(s.repeats for s in self.sessions(v)), self.recs(v)]
-            ]
-            for v in SESSION_ROWS
-        }
+        """:attr:`kept` for the rows of :data:`SESSION_ROWS` only."""
+        return {v: self.kept[v] for v in SESSION_ROWS}
 
     def session_facts(self) -> Facts:
         sess = self.sess
@@ -1741,7 +1749,7 @@ class Chapter:
         ]
 
         def every_repeat(n: str) -> list[Rec]:  # its kept earlier sessions' and the current
-            return [r for ss in self.sessions(n) for r in ss.repeats] + list(self.recs(n))
+            return [r for _, reps in self.sessions_of(n) for r in reps]
 
         always = [
             (n, w)
@@ -1792,14 +1800,13 @@ class Chapter:
         f["sess_u_lo"], f["sess_u_hi"] = 100 * min(fu), 100 * max(fu)
         labels = {name: what for name, what, _ in PATH}
         table = []
-        kept_rows = [n for n, _, _ in PATH if self.sessions(n)]
-        assert set(SESSION_ROWS) <= set(kept_rows)
-        f["kept_rows"] = len(kept_rows)
-        for v in kept_rows:
-            xs = [session_summary(r) for r in every_repeat(v)]
+        assert set(SESSION_ROWS) <= set(self.kept)
+        f["kept_rows"] = len(self.kept)
+        for v, kept_v in self.kept.items():
+            xs = [x for ss in kept_v for x in ss]
             on = days(x["recorded_at"] for x in xs)
             table.append(
-                f"| {labels[v]} | {len(self.sessions(v)) + 1} | {len(xs)} | "
+                f"| {labels[v]} | {len(kept_v)} | {len(xs)} | "
                 f"{sum(x['hbm_fraction_spec'] >= GOAL for x in xs)} | "
                 f"{on[0]}{' to ' + on[-1] if len(on) > 1 else ''} |"
             )
