@@ -290,10 +290,9 @@ def first_step_facts(
     schedule's skipped and warm-up steps absorbed the one-time setup: the first kept step
     records the same calls as every later one, and no setup call appears at all.
 
-    Five warm-up calls barely change the first step's ratio to the rest: it stays within
-    a fifth of the cold run's ratio in every repeat, whether the warm run was the first
-    profile of its process or came after others (``warm_meta`` says which; the order
-    rotates from repeat to repeat)."""
+    Five warm-up calls lower the first step's ratio to the rest below the cold run's in
+    every repeat, but do not remove it: it stays over 2. In every repeat the warm run came
+    after other profiled runs in its process (``warm_meta`` says which)."""
     for tr in (cold20, warm20, cold3):
         assert all(cpu_calls(tr, 0) == cpu_calls(tr, k) for k in range(1, len(tr.steps)))
         assert not any(len(tr.where(contains=c)) for c in SETUP_CALLS)
@@ -304,7 +303,8 @@ def first_step_facts(
     cold_ratio = cold[0] / statistics.median(cold[1:])
     warm_ratio = warm[0] / statistics.median(warm[1:])
     assert warm_meta["params"].get("warmup") and warm_meta["process"]["fresh"]
-    assert abs(warm_ratio - cold_ratio) < 0.2 * cold_ratio
+    assert warm_ratio < cold_ratio
+    assert warm_meta["process"]["variants_in_it"][0] != warm_meta["variant"]
 
     def label_gap(step: int) -> float:
         lo_hi = in_step(cold3, step)

@@ -66,7 +66,7 @@ def test_first_step(k):
     meta = load(EXAMPLE, "64_bf16_20steps").repeats[k].meta
     f = m.first_step_facts(t("64_bf16_20steps_cold"), t("64_bf16_20steps"), t("64_bf16_cold"), meta)
     assert f["cold_ratio"] > 2 and f["warm_ratio"] > 2
-    assert abs(f["warm_ratio"] - f["cold_ratio"]) < 0.2 * f["cold_ratio"]
+    assert f["warm_ratio"] < f["cold_ratio"]
     assert m.unscheduled_facts(t("64_bf16_nowait"))["n_clusters"] > 0
     warm = [t(n) for n in ("64_bf16", "64_bf16_20steps", "4096_bf16")]
     assert m.warm_step_facts(t("64_bf16"), warm)["slow_max"] > 1.5
@@ -93,13 +93,10 @@ def test_window(k):
     assert 0 < f["idle_sync_min"] < f["idle_sync_max"] < 100
 
 
-def test_warmup_order():
-    """Both kinds of warm 20-step repeat exist: first in its process, and after others."""
-    firsts = [
-        r.meta["process"]["variants_in_it"][0] == "64_bf16_20steps"
-        for r in load(EXAMPLE, "64_bf16_20steps").repeats
-    ]
-    assert any(firsts) and not all(firsts)
+def test_warm_runs_follow_other_runs_in_their_process():
+    """The notes say every warm 20-step repeat came after other profiled runs."""
+    for r in load(EXAMPLE, "64_bf16_20steps").repeats:
+        assert r.meta["process"]["variants_in_it"][0] != "64_bf16_20steps"
 
 
 def test_launch_calls_and_sync(k):

@@ -1,34 +1,18 @@
-"""Reading the text of ``prof.key_averages().table()``, as a recording stores it.
+"""Showing ``prof.key_averages().table()`` narrower, as a recording stores its text.
 
-Pages quote the profiler's own table; these helpers drop columns for display
-(:func:`view`) or turn rows and totals into numbers (:func:`rows`, :func:`totals_us`)
-so a page can check its prose against them. Column positions come from the
-dashed rule under the header; names come from the header itself, because a long
-name ("CUDA time avg") can overflow its column by a character.
+Pages quote the profiler's own table; :func:`view` drops columns from its text for
+display. Its numbers are never read back from the text: the recorder stores the
+table's own fields beside it (``table.json``, read by ``Recording.table_rows``).
+Column positions come from the dashed rule under the header; names come from the
+header itself, because a long name ("CUDA time avg") can overflow its column by a
+character.
 """
 
 from __future__ import annotations
 
 import re
-from typing import Any
 
-__all__ = ["rows", "totals_us", "view"]
-
-_UNIT_US = {"us": 1.0, "ms": 1e3, "s": 1e6}
-#: Header text -> key in :func:`rows`; durations in µs, percentages as numbers.
-_KEYS = {
-    "Name": "name",
-    "Self CPU %": "self_cpu_pct",
-    "Self CPU": "self_cpu_us",
-    "CPU total %": "cpu_total_pct",
-    "CPU total": "cpu_total_us",
-    "CPU time avg": "cpu_avg_us",
-    "Self CUDA": "self_cuda_us",
-    "Self CUDA %": "self_cuda_pct",
-    "CUDA total": "cuda_total_us",
-    "CUDA time avg": "cuda_avg_us",
-    "# of Calls": "calls",
-}
+__all__ = ["view"]
 
 
 def _layout(text: str) -> tuple[list[str], list[tuple[int, int]], list[str], list[str]] | None:
@@ -43,14 +27,6 @@ def _layout(text: str) -> tuple[list[str], list[tuple[int, int]], list[str], lis
         return None
     footer = [line for line in lines[rules[2] + 1 :] if line.strip()]
     return names, spans, lines[rules[1] + 1 : rules[2]], footer
-
-
-def duration_us(text: str) -> float:
-    """``"836.608us"``, ``"1.007ms"``, ``"2.1s"`` -> microseconds."""
-    m = re.fullmatch(r"(-?[\d.]+)(us|ms|s)", text.strip())
-    if not m:
-        raise ValueError(f"not a profiler duration: {text!r}")
-    return float(m.group(1)) * _UNIT_US[m.group(2)]
 
 
 def view(text: str, columns: tuple[str, ...], rows_kept: int | None = None) -> str:
@@ -68,33 +44,3 @@ def view(text: str, columns: tuple[str, ...], rows_kept: int | None = None) -> s
     head = "  ".join(name.rjust(b - a) for name, (a, b) in picked)
     rule = "  ".join("-" * (b - a) for _, (a, b) in picked)
     return "\n".join([rule, head, rule, *map(cut, body[:rows_kept]), rule, *footer])
-
-
-def rows(text: str) -> list[dict[str, Any]]:
-    """Every row as a dict: ``name``, ``calls``, ``*_us`` durations, ``*_pct`` shares."""
-    layout = _layout(text)
-    if layout is None:
-        raise ValueError("not a key_averages() table")
-    names, spans, body, _ = layout
-    keys = [_KEYS.get(n, n) for n in names]
-    out = []
-    for line in body:
-        row: dict[str, Any] = {}
-        for key, (a, b) in zip(keys, spans, strict=True):
-            cell = line[a:b].strip()
-            if key == "name":
-                row[key] = cell
-            elif key == "calls":
-                row[key] = int(cell)
-            elif key.endswith("_pct"):
-                row[key] = float(cell.rstrip("%"))
-            else:
-                row[key] = duration_us(cell)
-        out.append(row)
-    return out
-
-
-def totals_us(text: str) -> dict[str, float]:
-    """The footer: ``{"self_cpu_us": ..., "self_cuda_us": ...}`` (CUDA absent on CPU runs)."""
-    found = re.findall(r"Self (CPU|CUDA) time total: (\S+)", text)
-    return {f"self_{dev.lower()}_us": duration_us(value) for dev, value in found}

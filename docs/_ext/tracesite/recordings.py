@@ -204,22 +204,29 @@ class Recording:
         """The profiler's table with only ``columns`` (it is 10 columns wide)."""
         return profiler_table.view(self.table, columns, rows)
 
-    def table_fields(self) -> dict[str, Any] | None:
-        """The table's rows and totals as the profiler computed them (``table.json``),
-        if this recording stored them."""
+    def table_fields(self) -> dict[str, Any]:
+        """The table's rows and totals as the profiler computed them (``table.json``,
+        which the recorder writes beside the table's text)."""
         path = self.trace_path.parent / TABLE_FIELDS
-        return json.loads(path.read_text(encoding="utf-8")) if path.exists() else None
+        if not path.exists():
+            raise RecordingError(
+                f"{self.example}/{self.variant} repeat {self.repeat + 1} has no {TABLE_FIELDS} "
+                f"(recorded before the recorder stored the table's fields); re-record it with "
+                f"{RECORD_COMMAND}"
+            )
+        fields: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+        return fields
 
     def table_rows(self) -> list[dict[str, Any]]:
         """The profiler table's rows, in its order, as numbers (``self_cpu_us``, ``calls``,
-        ...): the stored fields where the recording has them, else read from its text."""
-        fields = self.table_fields()
-        return fields["rows"] if fields else profiler_table.rows(self.table)
+        ...)."""
+        rows: list[dict[str, Any]] = self.table_fields()["rows"]
+        return rows
 
     def table_totals_us(self) -> dict[str, float]:
         """The table's ``Self CPU time total`` and ``Self CUDA time total``, in µs."""
-        fields = self.table_fields()
-        return fields["totals_us"] if fields else profiler_table.totals_us(self.table)
+        totals: dict[str, float] = self.table_fields()["totals_us"]
+        return totals
 
 
 @dataclass
