@@ -43,7 +43,8 @@ sphinx_gallery_conf = {
     "examples_dirs": ["../examples"],
     "gallery_dirs": ["auto_examples"],
     "filename_pattern": r"/\d\d_",
-    "ignore_pattern": r"__init__\.py",
+    # A set's helper module (_NN_*.py) is not a story: its stories' downloads paste it in.
+    "ignore_pattern": r"__init__\.py|[\\/]_\d\d_\w*\.py$",
     "within_subsection_order": "FileNameSortKey",
     "reset_modules": ("matplotlib", "site_hooks.reset_example"),
     "reset_modules_order": "before",

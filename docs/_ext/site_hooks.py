@@ -141,11 +141,54 @@ def label_nav_toggles(app, pagename, templatename, context, doctree):
     context["generate_toctree_html"] = labelled
 
 
+def inline_helpers(app):
+    """Each story that imports its set's helper module (``examples/NN_name/_NN_*.py``) is
+    offered as one file: its ``.py`` and ``.ipynb`` downloads get the helper's code pasted
+    where the story imports it, so a download runs with only torch (R9). Then the story's
+    zip and the gallery's zips are made again from those files."""
+    import json
+
+    from sphinx_gallery.downloads import generate_zipfiles
+    from sphinx_gallery.utils import zip_files
+    from tracesite._source import inlined_source
+
+    conf = app.config.sphinx_gallery_conf
+    if str(conf.get("plot_gallery", True)) == "False":
+        return
+    gallery = Path(app.srcdir) / conf["gallery_dirs"][0]
+    done = 0
+    for story in sorted((DOCS.parent / "examples").glob("*/[0-9]*.py")):
+        found = inlined_source(story)
+        target = gallery / story.parent.name / story.name
+        if found is None or not target.exists():
+            continue
+        text, swaps = found
+        target.write_text(text, encoding="utf-8")
+        notebook = target.with_suffix(".ipynb")
+        nb = json.loads(notebook.read_text(encoding="utf-8"))
+        for old, new in swaps:
+            cells = [
+                c for c in nb["cells"] if c["cell_type"] == "code" and old in "".join(c["source"])
+            ]
+            if len(cells) != 1:
+                raise ExtensionError(f"{notebook.name}: no one code cell holds {old.strip()!r}")
+            source = "".join(cells[0]["source"]).replace(old, new)
+            cells[0]["source"] = source.splitlines(keepends=True)
+        notebook.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+        zip_files([target, notebook], target.with_suffix(".zip"), target.parent)
+        done += 1
+    if done:
+        generate_zipfiles(gallery, app.srcdir, conf)
+        logger.info(f"downloads: the helper module pasted into {done} stories")
+
+
 def setup(app):
     EXTRA.mkdir(parents=True, exist_ok=True)
     # Run before sphinx-gallery (priority 500) executes the examples.
     app.connect("builder-inited", check_recordings, priority=100)
     app.connect("builder-inited", copy_traces, priority=100)
+    # After sphinx-gallery (priority 500) has written the downloads.
+    app.connect("builder-inited", inline_helpers, priority=900)
     app.connect("doctree-resolved", thumbnail_alt)
     app.connect("source-read", one_tag_list)
     # After the theme's own handler (priority 500) has put generate_toctree_html in place.

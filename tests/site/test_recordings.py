@@ -41,6 +41,44 @@ def write(tmp_path: Path, text: str, name: str = "01_thing.py") -> Path:
     return path
 
 
+def _split(tmp_path: Path, story_import: str) -> Path:
+    """EXAMPLE as a set: a helper module with its first part, a story with the rest."""
+    folder = tmp_path / "01_set"
+    folder.mkdir()
+    head, tail = EXAMPLE.split("def unrelated():")
+    (folder / "_01_common.py").write_text(
+        '"""Shared."""\n' + head.split('"""Docstring of the page."""')[1]
+    )
+    return write(
+        folder,
+        f'"""Story."""\nimport math\n{story_import}\n\ndef unrelated():{tail}',
+        "01a_story.py",
+    )
+
+
+def test_a_story_hashes_as_one_file_with_its_helper_pasted_in(tmp_path):
+    base = record.code_hash(write(tmp_path, EXAMPLE), "profile_thing", {"size": 4})
+    story = _split(tmp_path, "from _01_common import helper")
+    assert record.code_hash(story, "profile_thing", {"size": 4}) == base
+    ns = record.load_definitions(story)
+    assert ns["profile_thing"](None, size=1) == str(2 + 3.141592653589793)
+    assert ns["helper"].__code__.co_filename.endswith("_01_common.py")  # tracebacks point there
+    # A change in the helper is a change in the story.
+    helper = story.parent / "_01_common.py"
+    helper.write_text(helper.read_text().replace("SCALE = 2", "SCALE = 3"))
+    assert record.code_hash(story, "profile_thing", {"size": 4}) != base
+
+
+@pytest.mark.parametrize(
+    ("line", "error"),
+    [("from _01_common import helper as h", "without 'as'"),
+     ("from _01_common import nothing", "defines no nothing")],
+)  # fmt: skip
+def test_a_helper_import_the_hash_cannot_follow_says_why(tmp_path, line, error):
+    with pytest.raises(record.RecordingError, match=error):
+        record.code_hash(_split(tmp_path, line), "profile_thing", {"size": 4})
+
+
 def write_plan(root: Path, **examples: dict) -> None:
     """The recordings' plan (``plan.json``) for the examples given as keywords."""
     root.mkdir(parents=True, exist_ok=True)

@@ -9,6 +9,13 @@ a folder ``examples/NN_name/`` of story scripts (one experiment each, a sub-gall
 of the site), or, in tests, one script ``NN_name.py``. Each script defines the
 variants it shows in a ``VARIANTS`` dict literal; :func:`variant_sources` reads which
 script defines which variant without running any of them.
+
+A folder may also hold one *helper* module, ``_NN_name.py`` (a leading underscore: it is
+not a story, and the gallery neither runs nor lists it), with the code its stories share.
+A story imports names from it (``from _05_common import build_model``). For the code hash,
+:func:`load_definitions` and the site's downloads, that import stands for the helper's
+statements, inlined where the import is (:func:`statements`): a story hashes exactly as
+the one file it would be with the helper pasted in, and its download is that one file.
 """
 
 from __future__ import annotations
@@ -28,8 +35,10 @@ __all__ = [
     "example_name",
     "example_scripts",
     "find_examples",
-    "harness_source",
+    "helper_module",
+    "inlined_source",
     "load_definitions",
+    "statements",
     "variant_sources",
 ]
 
@@ -76,10 +85,10 @@ def _canonical(node: Any) -> str:
     return repr(node)
 
 
-def _definitions(tree: ast.Module) -> dict[str, ast.stmt]:
-    """Module-level names bound by def, class, assignment or import."""
+def _definitions(body: list[ast.stmt]) -> dict[str, ast.stmt]:
+    """Module-level names bound by def, class, assignment or import (the last binding)."""
     defs: dict[str, ast.stmt] = {}
-    for stmt in tree.body:
+    for stmt in body:
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             defs[stmt.name] = stmt
         elif isinstance(stmt, (ast.Assign, ast.AnnAssign)):
@@ -92,6 +101,82 @@ def _definitions(tree: ast.Module) -> dict[str, ast.stmt]:
             for alias in stmt.names:
                 defs[(alias.asname or alias.name).split(".")[0]] = stmt
     return defs
+
+
+def helper_module(script: str | os.PathLike[str], stmt: ast.stmt) -> Path | None:
+    """The helper module ``stmt`` imports from, if it is ``from _helper import names`` and
+    ``_helper.py`` sits beside ``script``; else None."""
+    if not (isinstance(stmt, ast.ImportFrom) and stmt.level == 0 and stmt.module):
+        return None
+    if not stmt.module.startswith("_") or "." in stmt.module:
+        return None
+    path = Path(script).parent / f"{stmt.module}.py"
+    return path if path.is_file() else None
+
+
+def statements(script: str | os.PathLike[str]) -> list[tuple[Path, ast.stmt]]:
+    """The script's module-level statements, each with the file it is in: an import from
+    its helper module (:func:`helper_module`) is replaced by the helper's statements.
+
+    Raises :class:`RecordingError` for what the inlining cannot keep the same: a helper
+    that imports another helper, ``import *`` or ``as`` from a helper, or a name the helper
+    does not define.
+    """
+    script = Path(script)
+    out: list[tuple[Path, ast.stmt]] = []
+    for stmt in ast.parse(script.read_text(encoding="utf-8")).body:
+        helper = helper_module(script, stmt)
+        if helper is None:
+            out.append((script, stmt))
+            continue
+        assert isinstance(stmt, ast.ImportFrom)
+        inner = ast.parse(helper.read_text(encoding="utf-8")).body
+        where = f"{script.name}:{stmt.lineno}"
+        if any(helper_module(helper, s) for s in inner):
+            raise RecordingError(f"{helper.name}: a helper module imports no other helper")
+        if any(a.name == "*" or a.asname for a in stmt.names):
+            raise RecordingError(f"{where}: import names from {helper.name} by name, without 'as'")
+        missing = sorted({a.name for a in stmt.names} - set(_definitions(inner)))
+        if missing:
+            raise RecordingError(f"{where}: {helper.name} defines no {', '.join(missing)}")
+        out.extend((helper, s) for s in inner)
+    return out
+
+
+def _pasted(helper: Path) -> str:
+    """The helper's code as a story's download holds it: all but its module docstring,
+    between two comment lines that name it."""
+    text = helper.read_text(encoding="utf-8")
+    body = ast.parse(text).body
+    has_doc = (
+        bool(body) and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)
+    )
+    start = (body[0].end_lineno or 0) if has_doc else 0
+    code = "".join(text.splitlines(keepends=True)[start:]).strip("\n")
+    return (
+        f"# ---- {helper.name}: the code this set's stories share, pasted in ----\n\n"
+        f"{code}\n\n# ---- end of {helper.name} ----\n"
+    )
+
+
+def inlined_source(script: str | os.PathLike[str]) -> tuple[str, list[tuple[str, str]]] | None:
+    """The story as one file, each import from its helper module replaced by the helper's
+    code (what the site offers as its download), and the (import, pasted) text pairs; None
+    if the story imports no helper. It hashes as the story does (:func:`statements`)."""
+    script = Path(script)
+    text = script.read_text(encoding="utf-8")
+    lines = text.splitlines(keepends=True)
+    swaps = []
+    for stmt in ast.parse(text).body:
+        helper = helper_module(script, stmt)
+        if helper is not None:
+            first, last = stmt.lineno, stmt.end_lineno or stmt.lineno
+            swaps.append((first, last, "".join(lines[first - 1 : last]), _pasted(helper)))
+    if not swaps:
+        return None
+    for first, last, _, pasted in reversed(swaps):
+        lines[first - 1 : last] = [pasted]
+    return "".join(lines), [(old, new) for _, _, old, new in swaps]
 
 
 def code_hash(source_path: str | os.PathLike[str], entry: str, params: dict[str, Any]) -> str:
@@ -111,8 +196,8 @@ def code_hash(source_path: str | os.PathLike[str], entry: str, params: dict[str,
     str
         16 hex digits of a SHA-256.
     """
-    tree = ast.parse(Path(source_path).read_text(encoding="utf-8"))
-    defs = _definitions(tree)
+    body = [stmt for _, stmt in statements(source_path)]
+    defs = _definitions(body)
     if entry not in defs:
         raise RecordingError(f"{source_path}: no module-level function named {entry!r}")
     seen: dict[int, ast.stmt] = {}
@@ -124,7 +209,7 @@ def code_hash(source_path: str | os.PathLike[str], entry: str, params: dict[str,
         seen[id(stmt)] = stmt
         todo.extend(n.id for n in ast.walk(stmt) if isinstance(n, ast.Name) and n.id in defs)
     # Keep source order so the hash does not depend on traversal order.
-    order = {id(s): i for i, s in enumerate(tree.body)}
+    order = {id(s): i for i, s in enumerate(body)}
     parts = [
         _canonical(_strip_docstrings(s)) for s in sorted(seen.values(), key=lambda s: order[id(s)])
     ]
@@ -173,18 +258,20 @@ def load_definitions(source_path: str | os.PathLike[str]) -> dict[str, Any]:
     recording, or on the CPU in the test suite.
     """
     path = Path(source_path)
-    tree = ast.parse(path.read_text(encoding="utf-8"))
-    body: list[ast.stmt] = []
+    runs: list[tuple[Path, list[ast.stmt]]] = []  # consecutive definitions of one file
     bound: set[str] = set()
-    for node in tree.body:
+    for where, node in statements(path):
         if _is_definition(node, bound):
-            body.append(node)
+            if not runs or runs[-1][0] != where:
+                runs.append((where, []))
+            runs[-1][1].append(node)
             bound |= _bound_names(node)
     namespace: dict[str, Any] = {
         "__name__": f"tracereader_example_{path.stem}",
         "__file__": str(path),
     }
-    exec(compile(ast.Module(body=body, type_ignores=[]), str(path), "exec"), namespace)
+    for where, body in runs:  # each compiled under its own file, so tracebacks point there
+        exec(compile(ast.Module(body=body, type_ignores=[]), str(where), "exec"), namespace)
     return namespace
 
 
@@ -248,12 +335,3 @@ def variant_sources(example: str | os.PathLike[str]) -> dict[str, Path]:
                 )
             out[name] = script
     return out
-
-
-def harness_source(harness: Any) -> Path:
-    """The script a harness function was defined in (:func:`load_definitions` compiles
-    each script under its own path)."""
-    code = getattr(harness, "__code__", None)
-    if code is None:
-        raise RecordingError(f"{harness!r} is not a function defined in an example script")
-    return Path(code.co_filename)

@@ -48,8 +48,8 @@ from ._source import (
     RecordingError,
     code_hash,
     example_scripts,
-    harness_source,
     load_definitions,
+    variant_sources,
 )
 from .recordings import (
     META,
@@ -395,9 +395,10 @@ def stale_variants(
     source = Path(source).resolve()
     variants = load_example(source)
     stale = []
+    scripts = variant_sources(source)
     for name, (harness, params) in variants.items():
         metas = _repeat_metas(root / source.stem / name)
-        want = code_hash(harness_source(harness), harness.__name__, params)
+        want = code_hash(scripts[name], harness.__name__, params)
         if len(metas) < repeats or any(m.get("code_hash") != want for m in metas):
             stale.append(name)
     return stale
@@ -735,7 +736,7 @@ def _finish(
         "repeats": repeats,
         "entry": harness.__name__,
         "params": params,
-        "code_hash": code_hash(harness_source(harness), harness.__name__, params),
+        "code_hash": code_hash(variant_sources(source)[name], harness.__name__, params),
         "env": env,
         "process": {
             "fresh": True,
