@@ -167,6 +167,7 @@ def inline_helpers(app):
         notebook = target.with_suffix(".ipynb")
         nb = json.loads(notebook.read_text(encoding="utf-8"))
         for old, new in swaps:
+            old, new = old.rstrip("\n"), new.rstrip("\n")  # a cell has no last newline
             cells = [
                 c for c in nb["cells"] if c["cell_type"] == "code" and old in "".join(c["source"])
             ]

@@ -15,7 +15,7 @@ sys.path.insert(0, str(ROOT / "docs" / "chapters"))
 import part4_measures as m  # noqa: E402
 
 EXAMPLE = "05_llm_decode"
-SOURCE = ROOT / "examples" / EXAMPLE / f"{EXAMPLE}.py"
+SOURCE = ROOT / "examples" / EXAMPLE / "_05_common.py"  # the shapes every story of 05 shares
 N = len(load(EXAMPLE, m.FINAL).repeats)
 
 

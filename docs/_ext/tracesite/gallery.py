@@ -91,7 +91,7 @@ class Pending:
 
 def _site_root(source: Path) -> str:
     """From an example's page to the top of the site: a script in an example's folder
-    (``examples/05_llm_decode/05_llm_decode.py``, whatever its name) is built one folder
+    (``examples/05_llm_decode/05a_generate.py``, whatever its name) is built one folder
     deeper (``auto_examples/<folder>/<script>.html``) than a lone script."""
     return "../../" if example_name(source) == source.parent.name else "../"
 

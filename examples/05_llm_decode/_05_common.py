@@ -1,50 +1,13 @@
-"""
-An LLM decoding with transformers: from generate() to the bandwidth limit
-=========================================================================
+"""Code the stories of ``05_llm_decode`` share: the model, the timing, the decode loop, the kernels.
 
-A Llama-architecture model from Hugging Face ``transformers``, built from a
-config with random bf16 weights (nothing is downloaded): ``1b`` has the shape of
-Llama-3.2-1B, ``8b`` that of Llama-3-8B. Greedy decoding, batch 1, a prompt of
-``PROMPT`` random tokens, ``NEW_TOKENS`` new ones. Variants:
-
-* ``generate_*``: ``model.generate()`` with a dynamic or a static KV cache, with
-  and without the compile that ``generate()`` applies by itself to a static cache;
-* ``loop_*``: the same model driven by a decode loop of our own over a static
-  cache, one compiled step per token (``mode="reduce-overhead"``: one CUDA graph
-  per token), then one change at a time: Inductor's own GEMV kernels
-  (``tuned``), a cache sized to the tokens generated (``short``), attention on
-  the key/value heads without copying them (``packed``), and the q/k/v and
-  gate/up projections fused into one matrix each (``fused``); then further attempts on
-  the fused loop: the MLP's activation computed once before the down projection
-  (``act``), attention written as reductions for Inductor (``act_attn``), every GEMV
-  run by a Triton kernel of our own that also computes the activation (``kernels``),
-  the same with SDPA's cuDNN attention again (``kernels_sdpa``), and with the RMSNorms
-  and residual adds moved into those kernels too (``norms``); a Triton attention kernel of
-  our own beside the GEMV kernels (``attention``), and that loop with Inductor's own tuning
-  turned off (``untuned``);
-* ``logits_check_8b``: that last loop's logits at every decoded position checked against an
-  fp32 copy of the same weights, and the loop timed with and without reading each token on
-  the host (``.item()``).
-
-Each variant first times decoding without the profiler (``timings.json``: ms per
-token over several runs, the prefill taken out) and then profiles a few tokens,
-one profiler step per token. On the CPU it runs the ``tiny`` shape, uncompiled
-(the compiled loop's subject is the GPU: CUDA graphs). This file needs torch and
-``transformers``. Run it yourself::
-
-    python 05_llm_decode.py                            # generate(), dynamic cache
-    python 05_llm_decode.py --list                     # every variant
-    python 05_llm_decode.py --variant loop_fused_1b    # one named variant
-
-Each run writes its trace to ``traces/05_llm_decode/<name>.json``.
+Not a story of its own: each story of this set imports what it needs from here, and
+the site's download of a story is one file with this code pasted in where it imports
+it, so it runs with only torch and ``transformers``. The recordings' code hash reads a
+story the same way, as that one file. The functions that swap module globals for one
+run (``profile_loop_further``, ``profile_loop_kernels``) live here, beside the loop
+whose globals they swap.
 """
 
-# sphinx_gallery_start_ignore
-import warnings
-
-warnings.filterwarnings("ignore", message=".*Profiler clears events.*")
-# sphinx_gallery_end_ignore
-import argparse
 import json
 import sys
 import time
@@ -233,63 +196,6 @@ def _profile(out_dir, generate_n, tokens, device, *, with_stack=False):
     prof.export_chrome_trace(str(Path(out_dir) / "trace.json"))
     sort_by = "cuda_time_total" if device == "cuda" else "cpu_time_total"
     return prof.key_averages().table(sort_by=sort_by, row_limit=15, max_name_column_width=48)
-
-
-# %%
-# generate(), as most code calls it
-# ---------------------------------
-#
-# A stopping criterion is called once per generated token; ours never stops
-# anything and only marks the token's end in the trace (a profiler step).
-
-
-def profile_generate(
-    out_dir,
-    *,
-    shape="1b",
-    cache="dynamic",
-    compile=False,
-    new_tokens=NEW_TOKENS,
-    profiled_tokens=6,
-    runs=3,
-    with_stack=False,
-    device=None,
-):
-    """Time ``generate()`` (ms per decoded token, the prefill apart), then profile one
-    short call."""
-    tf = _transformers()
-    device = device or ("cuda" if torch.cuda.is_available() else "cpu")
-    model = build_model(shape, device)
-    ids = torch.randint(0, model.config.vocab_size, (1, PROMPT), device=device)
-    kw = {"do_sample": False, "pad_token_id": 0}
-    if cache == "static":
-        kw["cache_implementation"] = "static"
-        kw["disable_compile"] = not compile
-
-    class MarkToken(tf.StoppingCriteria):
-        def __init__(self, mark):
-            self.mark = mark
-
-        def __call__(self, input_ids, scores, **kwargs):
-            self.mark()
-            return torch.zeros((), dtype=torch.bool)  # never stop
-
-    def gen(n, mark_token=None):
-        extra = (
-            {"stopping_criteria": tf.StoppingCriteriaList([MarkToken(mark_token)])}
-            if mark_token
-            else {}
-        )
-        return model.generate(ids, max_new_tokens=n, min_new_tokens=n, **kw, **extra)[:, PROMPT:]
-
-    start = time.perf_counter()
-    gen(new_tokens)  # warm up (and compile: generate() compiles a static-cache forward itself)
-    _sync(device)
-    compile_s = round(time.perf_counter() - start, 2)
-    write_timings(
-        out_dir, model, gen, new_tokens=new_tokens, runs=runs, device=device, compile_s=compile_s
-    )
-    return _profile(out_dir, gen, profiled_tokens, device, with_stack=with_stack)
 
 
 # %%
@@ -915,43 +821,9 @@ def profile_loop_kernels(out_dir, *, attention="sdpa", fold_norms=False, **loop)
 
 
 # %%
-# Inductor's tuning off
-# ---------------------
-#
-# With every GEMV and one token's attention in kernels of our own, what Inductor still
-# generates is small: the norms, the rotary embedding, the cache writes. Coordinate-descent
-# tuning (``tune_gemv``) times candidate launches for those too, in every process, on each
-# kernel alone, and can pick a launch that runs far slower inside the loop. The
-# ``loop_untuned_8b`` variant turns it off (``tune_gemv=False``), and
-# ``profile_loop_untuned`` also turns off Inductor's timing of several launches for each
-# pointwise kernel (``autotune_pointwise``), so that those kernels launch with the
-# settings Inductor's heuristics pick from the shapes.
+# The kernels' settings swept (the story 05d_kernel_settings runs these)
+# -----------------------------------------------------------------------
 
-
-def profile_loop_untuned(out_dir, **loop):
-    """``profile_loop_kernels`` (its settings in ``loop``, ``tune_gemv=False`` among them)
-    with more of Inductor's tuning off: ``autotune_pointwise=False`` stops it from timing
-    several launch settings for each pointwise kernel it generates, so it launches each
-    with the one its heuristics pick from the shapes (a reduction whose shape leaves the
-    choice open still gets several, timed on its first run)."""
-    with torch._inductor.config.patch({"triton.autotune_pointwise": False}):
-        return profile_loop_kernels(out_dir, **loop)
-
-
-# %%
-# Where the kernels' fixed settings come from
-# -------------------------------------------
-#
-# ``gemv_kernel`` and ``attention_kernel`` launch with fixed settings. The two sweep
-# variants below are where those settings come from: each times its kernel at every
-# setting as a decode step runs it, next to the peers a decode step would otherwise run,
-# and writes every timing to ``timings.json``. A decode step reads every weight once,
-# so no weight may still sit in the GPU's L2 cache when its kernel starts: each setting
-# runs one launch per layer, back to back, on as many different weight matrices (or
-# caches), and Triton's own timer (``triton.testing.do_bench_cudagraph``) replays those
-# launches as one CUDA graph. The profiled trace holds one pass at the example's settings
-# and one of each peer. On the CPU there is no Triton kernel to time: the sweep times and
-# profiles the peers alone, on the tiny shape.
 
 #: Columns per step and warps ``profile_gemv_settings`` tries; the example runs 1,024
 #: (2,048 for gate/up) and 8.
@@ -1092,103 +964,9 @@ def _profile_passes(out_dir, passes, device):
     prof.export_chrome_trace(str(out_dir / "trace.json"))
 
 
-def profile_attention_settings(
-    out_dir, *, shape="8b", keys=SHORT_CACHE, positions=(128, 191), copies=128, device=None,
-    **_decode,
-):  # fmt: skip
-    """Time ``attention_kernel`` at every setting of ``ATTENTION_SWEEP`` for one query token
-    of ``shape`` over a static cache of ``keys`` keys with the keys up to each of
-    ``positions`` shown, on ``copies`` different caches, against PyTorch's
-    ``scaled_dot_product_attention`` on the packed query and ``sdpa_reduce_attention``
-    compiled by Inductor (each peer's time includes copying its output into place).
-    ``_decode``: the decode settings a CPU run passes to every variant, unused here."""
-    device = device or ("cuda" if torch.cuda.is_available() else "cpu")
-    cfg = SHAPES[shape]
-    heads, kv_heads, dim = cfg["num_attention_heads"], cfg["num_key_value_heads"], cfg["head_dim"]
-    if device != "cuda":
-        copies, positions = 2, tuple(min(p, keys - 1) for p in positions)
-    torch.manual_seed(0)
-
-    def rand(*size):
-        return torch.randn(*size, device=device, dtype=torch.bfloat16)
-
-    caches = [(rand(1, kv_heads, keys, dim), rand(1, kv_heads, keys, dim)) for _ in range(copies)]
-    query = rand(1, heads, 1, dim)
-    outs = [torch.empty(1, 1, heads, dim, device=device, dtype=torch.bfloat16) for _ in caches]
-    packed = query.view(1, kv_heads, heads // kv_heads, dim)
-    scale = dim**-0.5
-    kernel, reduce = None, sdpa_reduce_attention
-    if device == "cuda":
-        gemv_op()  # binds triton.language as tl, which the kernel's source names
-        import triton
-
-        kernel = triton.jit(attention_kernel)
-        reduce = torch.compile(sdpa_reduce_attention, fullgraph=True)
-    timed, passes, rows = [], [], []
-    for position in positions:
-        mask = (torch.arange(keys, device=device) <= position).view(1, 1, 1, keys)
-        k0, v0 = (c.float().repeat_interleave(heads // kv_heads, 1) for c in caches[0])
-        want = F.scaled_dot_product_attention(query.float(), k0, v0, attn_mask=mask)
-        want = want.transpose(1, 2)
-
-        def sdpa(mask=mask):
-            for (k, v), out in zip(caches, outs, strict=True):
-                att = F.scaled_dot_product_attention(packed, k, v, attn_mask=mask)
-                out.view(att.shape).copy_(att)  # att may not be contiguous
-
-        def reductions(mask=mask):
-            for (k, v), out in zip(caches, outs, strict=True):
-                out.copy_(reduce(None, query, k, v, mask, scaling=scale)[0])
-
-        def ours(block_n, warps, mask=mask):
-            for (k, v), out in zip(caches, outs, strict=True):
-                kernel[(heads,)](
-                    query, k, v, mask, out, scale, KEYS=keys, DIM=dim,
-                    GROUP=heads // kv_heads, BLOCK_N=block_n, num_warps=warps,
-                )  # fmt: skip
-
-        rec = {"position": position, "bytes": (position + 1) * dim * 2 * kv_heads * 2}
-        rec["settings"] = []
-        if kernel is not None:
-            rec["sdpa_us"] = _graph_us(sdpa, copies)
-            rec["inductor_reductions_us"] = _graph_us(reductions, copies)
-            for block_n in ATTENTION_SWEEP["BLOCK_N"]:
-                for warps in ATTENTION_SWEEP["num_warps"]:
-                    ours(block_n, warps)
-                    torch.cuda.synchronize()
-                    err = (outs[0].float() - want).abs().max().item()
-                    us = _graph_us(lambda b=block_n, w=warps: ours(b, w), copies)
-                    rec["settings"].append(
-                        {"BLOCK_N": block_n, "num_warps": warps, "us": us, "max_abs_err": err}
-                    )
-            passes.append((f"position {position}", sdpa, lambda o=ours: o(256, 8)))
-        else:
-            rec["sdpa_us"] = _cpu_us(sdpa, copies)
-            rec["inductor_reductions_us"] = _cpu_us(reductions, copies)  # here not compiled
-            passes.append((f"position {position}", sdpa, None))
-        timed.append(rec)
-        peers = {k: rec[f"{k}_us"] for k in ("sdpa", "inductor_reductions")}
-        rows.append((f"position {position}", peers, rec["settings"]))
-    _profile_passes(out_dir, passes, device)
-    shape_info = {"heads": heads, "kv_heads": kv_heads, "dim": dim, "keys": keys, "copies": copies}
-    Path(out_dir, "timings.json").write_text(
-        json.dumps({"what": "attention_kernel's settings", "shape": shape_info, "positions": timed})
-    )
-    return _sweep_table(f"attention_kernel's settings on the {shape} shape, µs per launch", rows)
-
-
 # %%
-# Checking the final loop: its logits, and what a host read costs
-# ---------------------------------------------------------------
-#
-# The final loop computes in bf16 through kernels of our own. ``check_loop_logits``
-# builds that loop (the settings ``loop_untuned_8b`` runs with) around a step that also
-# returns the logits it picks each token from, keeps the logits of every decoded
-# position, and compares them with an fp32 copy of the same random weights fed the same
-# tokens (teacher-forced: one forward over the prompt and the loop's tokens), and with
-# transformers' own bf16 forward over those tokens for scale. It also times the loop with
-# and without reading each new token on the host (``token.item()``), the two interleaved,
-# and profiles a few tokens of the loop that reads them.
+# The final loop with its logits (the story 05e_logits_check runs these)
+# ---------------------------------------------------------------------
 
 
 def decode_step_logits(model, token, position, cache):
@@ -1233,170 +1011,18 @@ def compare_logits(logits, reference, tokens):
     }
 
 
-def check_loop_logits(
-    out_dir, *, shape="8b", new_tokens=NEW_TOKENS, profiled_tokens=4, runs=5, device=None
-):
-    """The final loop with ``decode_step_logits``: time it with and without a per-token
-    ``.item()`` (``runs`` interleaved rounds of ``time_decode``), profile
-    ``profiled_tokens`` tokens that read their token on the host, and check its logits at
-    every decoded position against an fp32 reference (``results.json``)."""
-    tf = _transformers()
-    device = device or ("cuda" if torch.cuda.is_available() else "cpu")
-    model = build_model(shape, device)
-    ids = torch.randint(0, model.config.vocab_size, (1, PROMPT), device=device)
-    fuse_projections(model)
-    use_gemv_kernels(model)
-    use_kernel_attention(model)
-    cache = tf.StaticCache(config=model.config, max_cache_len=SHORT_CACHE)
-    tuning_off = {"coordinate_descent_tuning": False, "triton.autotune_pointwise": False}
-    with torch._inductor.config.patch(tuning_off), torch.no_grad():
-        step = decode_step_logits
-        if device == "cuda":
-            step = torch.compile(decode_step_logits, mode="reduce-overhead", fullgraph=True)
-
-        def gen(n, mark_token=None, read=False, kept=None):
-            cache.reset()
-            token = prefill(model, ids, cache)
-            position = torch.full((1,), PROMPT, device=device)
-            out = [token]
-            for _ in range(n - 1):
-                if mark_token:
-                    mark_token()
-                token, position, logits = step(model, token, position, cache)
-                token, position = token.clone(), position.clone()  # a CUDA graph reuses its outputs
-                if kept is not None:
-                    kept.append(logits.float())  # a copy, for the same reason
-                if read:
-                    token.item()  # the host reads the token: it waits for the GPU
-                out.append(token)
-            return torch.cat(out, dim=1)
-
-        start = time.perf_counter()
-        gen(new_tokens)  # warm up: compile, record the CUDA graph
-        gen(new_tokens, read=True)
-        _sync(device)
-        compile_s = round(time.perf_counter() - start, 2)
-        graphs = _compiled_graphs()
-        plain, read = [], []
-        for _ in range(runs):  # interleaved: one run without the host read, one with it
-            plain += time_decode(gen, new_tokens, 1, device)[0]
-            read += time_decode(lambda n: gen(n, read=True), new_tokens, 1, device)[0]
-        recompiles = _compiled_graphs() - graphs
-        kept = []
-        tokens = gen(new_tokens, kept=kept)[0]
-        loop_logits = torch.cat(kept)
-        out_dir = Path(out_dir)
-        out_dir.mkdir(parents=True, exist_ok=True)
-        table = _profile(
-            out_dir,
-            lambda n, mark_token=None: gen(n, mark_token, read=True),
-            profiled_tokens,
-            device,
-        )
-        ref = build_model(shape, device).float()
-        weights_match = torch.equal(ref.lm_head.weight, model.lm_head.weight.float())
-        seq = torch.cat([ids[0], tokens[:-1]]).view(1, -1)
-        fp32 = ref(seq).logits[0, PROMPT - 1 :].float()  # row i predicts tokens[i]
-        bf16 = ref.to(torch.bfloat16)(seq).logits[0, PROMPT - 1 :].float()
-    assert bool((loop_logits.argmax(dim=1) == tokens[1:]).all())  # the loop picked its argmax
-    ms, ms_read = _median(plain), _median(read)
-    results = {
-        "positions": [PROMPT + i for i in range(new_tokens - 1)],
-        **compare_logits(loop_logits, fp32[1:], tokens[1:]),
-        **{f"bf16_{k}": v for k, v in compare_logits(bf16[1:], fp32[1:], tokens[1:]).items()},
-        "prefill_agrees": bool(fp32[0].argmax() == tokens[0]),
-        "weights_match": weights_match,
-        "ms_per_token": round(ms, 4),
-        "tokens_per_s": round(1e3 / ms, 2),
-        "ms_per_token_item": round(ms_read, 4),
-        "item_us_per_token": round((ms_read - ms) * 1e3, 2),
-        "graphs_compiled_while_timed": recompiles,
-        "l2_cache_bytes": torch.cuda.get_device_properties(0).L2_cache_size
-        if device == "cuda"
-        else None,
-    }
-    (out_dir / "results.json").write_text(json.dumps(results))
-    (out_dir / "timings.json").write_text(
-        json.dumps(
-            {
-                "what": "ms per decoded token per run, unprofiled, interleaved: without and with a per-token .item()",
-                "ms_per_token": plain,
-                "ms_per_token_item": read,
-                "new_tokens": new_tokens,
-                "compile_s": compile_s,
-                "tokens": tokens.tolist(),
-            }
-        )
-    )
-    return table
-
-
 # %%
-# The variants
-# ------------
-
-VARIANTS = {  # the 8B shape first: the recorder starts the longest processes first
-    "loop_compiled_8b": (profile_loop, {"shape": "8b"}),
-    "loop_tuned_8b": (profile_loop, {"shape": "8b", "tune_gemv": True}),
-    "loop_short_8b": (profile_loop, {"shape": "8b", "tune_gemv": True, "cache_len": SHORT_CACHE}),
-    "loop_packed_8b": (profile_loop, {"shape": "8b", "tune_gemv": True, "cache_len": SHORT_CACHE,
-                                      "packed_gqa": True}),
-    "loop_fused_8b": (profile_loop, {"shape": "8b", "tune_gemv": True, "cache_len": SHORT_CACHE,
-                                     "packed_gqa": True, "fused": True}),
-    "loop_act_8b": (profile_loop_further, {"materialize_act": True, "shape": "8b", "tune_gemv": True,
-                                           "cache_len": SHORT_CACHE, "packed_gqa": True, "fused": True}),
-    "loop_act_attn_8b": (profile_loop_further, {"materialize_act": True, "reduce_attention": True,
-                                                "shape": "8b", "tune_gemv": True, "cache_len": SHORT_CACHE,
-                                                "packed_gqa": True, "fused": True}),
-    "loop_kernels_8b": (profile_loop_kernels, {"attention": "reductions", "shape": "8b", "tune_gemv": True,
-                                               "cache_len": SHORT_CACHE, "packed_gqa": True}),
-    "loop_kernels_sdpa_8b": (profile_loop_kernels, {"shape": "8b", "tune_gemv": True, "cache_len": SHORT_CACHE,
-                                                    "packed_gqa": True}),
-    "loop_norms_8b": (profile_loop_kernels, {"fold_norms": True, "shape": "8b", "tune_gemv": True,
-                                             "cache_len": SHORT_CACHE, "packed_gqa": True}),
-    "loop_attention_8b": (profile_loop_kernels, {"attention": "kernel", "shape": "8b", "tune_gemv": True,
-                                                 "cache_len": SHORT_CACHE, "packed_gqa": True}),
-    "loop_untuned_8b": (profile_loop_untuned, {"attention": "kernel", "shape": "8b", "tune_gemv": False,
-                                               "cache_len": SHORT_CACHE, "packed_gqa": True}),
-    "logits_check_8b": (check_loop_logits, {"shape": "8b"}),
-    "generate_static_compiled_8b": (profile_generate, {"shape": "8b", "cache": "static", "compile": True}),
-    "generate_dynamic_1b": (profile_generate, {"shape": "1b", "with_stack": True, "profiled_tokens": 4}),
-    "generate_static_1b": (profile_generate, {"shape": "1b", "cache": "static"}),
-    "generate_static_compiled_1b": (profile_generate, {"shape": "1b", "cache": "static", "compile": True}),
-    "loop_compiled_1b": (profile_loop, {"shape": "1b"}),
-    "loop_fused_1b": (profile_loop, {"shape": "1b", "tune_gemv": True, "cache_len": SHORT_CACHE,
-                                     "packed_gqa": True, "fused": True}),
-    "gemv_settings_8b": (profile_gemv_settings, {"shape": "8b"}),
-    "attention_settings_8b": (profile_attention_settings, {"shape": "8b"}),
-}  # fmt: skip
-# How the site records these variants is its own business (``docs/recordings/plan.json``):
-# each in a fresh process (compile settings are global to a process), each process
-# compiling into an empty cache of its own (no repeat reuses the kernels and launch
-# settings another repeat's compile tuned), and each trace kept to the profiler steps the
-# pages read (step 0 is the prompt's prefill, each later step one decoded token).
+# The plumbing every story of this set shares
+# -------------------------------------------
+#
+# ``run_variant`` profiles one variant of a story's ``VARIANTS``, on the CPU with the
+# tiny shape and a few tokens, moves what the run wrote to
+# ``traces/05_llm_decode/NAME.*`` and says where it ran. ``command_line`` is a story's
+# ``--variant NAME`` flag.
 
 
-class Run:
-    """What one profiled run left: its name, the profiler's table and the trace file."""
-
-    def __init__(self, name, table, trace_path, device):
-        self.name, self.table, self.trace_path, self.device = name, table, trace_path, device
-
-    def __repr__(self):
-        if self.device == "cuda":
-            where = f"live on {torch.cuda.get_device_name(0)}"
-        else:
-            where = (
-                "on the CPU with the tiny shape, uncompiled: no CUDA device here, so the "
-                "profiler recorded CPU activity only and the trace has no GPU lane"
-            )
-        return f"{self.name}: profiled {where}; trace written to {self.trace_path}"
-
-
-def run(name, *, out_root=Path("traces") / "05_llm_decode"):
-    """Profile one variant of ``VARIANTS`` and return a Run (on the CPU: the ``tiny``
-    shape and fewer tokens)."""
-    harness, params = VARIANTS[name]
+def run_variant(variants, name, out_root=Path("traces") / "05_llm_decode"):
+    harness, params = variants[name]
     params = dict(params)
     device = "cuda" if torch.cuda.is_available() else "cpu"
     if device == "cpu":
@@ -1405,66 +1031,29 @@ def run(name, *, out_root=Path("traces") / "05_llm_decode"):
             params["with_stack"] = False  # the Python frames' names (UnicodeDecodeError)
     out_dir = Path(out_root) / name
     table = harness(out_dir, device=device, **params)
-    trace_path = Path(out_root) / f"{name}.json"
-    (out_dir / "trace.json").replace(trace_path)
+    trace_path = (out_dir / "trace.json").replace(Path(out_root) / f"{name}.json")
     for extra in out_dir.iterdir():  # timings.json, results.json
         extra.replace(Path(out_root) / f"{name}.{extra.name}")
     out_dir.rmdir()
-    result = Run(name, table, trace_path, device)
-    print(result)
-    return result
+    if device == "cuda":
+        where = f"live on {torch.cuda.get_device_name(0)}"
+    else:
+        where = (
+            "on the CPU with the tiny shape, uncompiled: no CUDA device here, so the "
+            "profiler recorded CPU activity only and the trace has no GPU lane"
+        )
+    print(f"{name}: profiled {where}; trace written to {trace_path}")
+    return types.SimpleNamespace(name=name, table=table, trace_path=trace_path)
 
 
-# sphinx_gallery_start_ignore
-# When this site is built, ``run`` replays what the H200 recorded (the build
-# machine may have no GPU). A downloaded copy of this file never takes this branch.
-if "tracesite" in sys.modules:
-    run = sys.modules["tracesite"].replayer(run)
-# sphinx_gallery_end_ignore
-
-
-def main(argv):
-    """Profile one variant from the command line."""
-    parser = argparse.ArgumentParser(description="Profile LLM decoding with transformers.")
-    parser.add_argument("--list", action="store_true", help="list the variants and exit")
-    parser.add_argument("--variant", choices=sorted(VARIANTS), help="run one named variant")
-    args = parser.parse_args(argv)
-    if args.list:
-        for name, (harness, params) in VARIANTS.items():
+def command_line(variants, run, argv):
+    """``--variant NAME``: profile that variant and print its table; ``--list``: list them."""
+    if argv == ["--list"]:
+        for name, (harness, params) in variants.items():
             print(f"{name:>28}  {harness.__name__}  {params}")
         return 0
-    print(run(args.variant or "generate_dynamic_1b").table)
+    if len(argv) != 2 or argv[0] != "--variant" or argv[1] not in variants:
+        print(f"usage: --variant NAME (one of {', '.join(variants)}) or --list", file=sys.stderr)
+        return 2
+    print(run(argv[1]).table)
     return 0
-
-
-# Flags given: profile what they name and stop. (Inside Jupyter, sys.argv holds the
-# kernel's own flags, so a notebook always runs the page below.)
-if __name__ == "__main__" and sys.argv[1:] and "ipykernel" not in sys.modules:
-    sys.exit(main(sys.argv[1:]))
-
-# %%
-# generate() with a dynamic cache: the table
-# ------------------------------------------
-#
-# Guess first: at batch 1, which kernels take the GPU's time while decoding?
-
-dynamic = run("generate_dynamic_1b")
-print(dynamic.table)
-
-# %%
-# The 8B shape, our final loop: the table
-# ---------------------------------------
-
-final = run("loop_untuned_8b")
-print(final.table)
-
-# %%
-# Every variant
-# -------------
-
-for name, (harness, params) in VARIANTS.items():
-    print(f"{name:>28}  {harness.__name__}({', '.join(f'{k}={v!r}' for k, v in params.items())})")
-
-# sphinx_gallery_start_ignore
-sys.modules["tracesite"].all_recordings_html() if "tracesite" in sys.modules else None
-# sphinx_gallery_end_ignore
