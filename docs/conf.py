@@ -44,7 +44,7 @@ sphinx_gallery_conf = {
     "gallery_dirs": ["auto_examples"],
     "filename_pattern": r"/\d\d_",
     # A set's helper module (_NN_*.py) is not a story: its stories' downloads paste it in.
-    "ignore_pattern": r"__init__\.py|[\\/]_\d\d_\w*\.py$",
+    "ignore_pattern": r"__init__\.py|^_\d\d_\w*\.py$",  # (matched against the file name)
     "within_subsection_order": "FileNameSortKey",
     "reset_modules": ("matplotlib", "site_hooks.reset_example"),
     "reset_modules_order": "before",
