@@ -181,3 +181,20 @@ def test_a_story_with_a_helper_downloads_as_one_file_that_hashes_the_same(script
         assert theirs[name][1] == params
         entry = harness.__name__
         assert code_hash(alone, entry, params) == code_hash(script, entry, params), name
+
+
+def test_the_gallery_neither_runs_nor_lists_a_helper_module():
+    """sphinx-gallery matches ``ignore_pattern`` against the file name alone."""
+    import re
+
+    conf = ast.parse((ROOT / "docs" / "conf.py").read_text(encoding="utf-8"))
+    found = next(
+        v.value
+        for node in ast.walk(conf)
+        if isinstance(node, ast.Dict)
+        for k, v in zip(node.keys, node.values, strict=True)
+        if isinstance(k, ast.Constant) and k.value == "ignore_pattern"
+    )
+    helpers = sorted(p.name for p in (ROOT / "examples").glob("*/_[0-9][0-9]_*.py"))
+    assert helpers and all(re.search(found, name) for name in helpers)
+    assert not any(re.search(found, p.name) for p in EXAMPLES)
