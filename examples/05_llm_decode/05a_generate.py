@@ -162,9 +162,10 @@ if __name__ == "__main__" and sys.argv[1:] and "ipykernel" not in sys.modules:
 # ------------------------------------------
 #
 # Guess first: at batch 1, which kernels take the GPU's time while decoding? The
-# table sums the profiled tokens by operator, sorted by GPU time. Look for the GEMV
-# kernels (a matrix times one vector: each reads a whole weight matrix), then for how
-# many rows there are at all: every small op of every layer is a launch of its own.
+# table sums the profiled run (the prompt's prefill, then a few tokens) by operator
+# and keeps the 15 with the most GPU time. Look for the GEMV kernels (a matrix times
+# one vector: each reads a whole weight matrix), then at the ``# of Calls`` column:
+# every small op of every layer is a launch of its own, so the counts run high.
 
 dynamic = run("generate_dynamic_1b")
 print(dynamic.table)

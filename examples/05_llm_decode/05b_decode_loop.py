@@ -36,7 +36,7 @@ warnings.filterwarnings("ignore", message=".*Profiler clears events.*")
 import sys
 
 # From the code this set's stories share: the two harnesses this story runs,
-# ``profile_loop`` and ``profile_loop_further`` (shown below), the settings
+# ``profile_loop`` (shown below) and ``profile_loop_further`` (described below), the settings
 # ``SHORT_CACHE`` (a cache of 256 positions: the prompt and the new tokens, rounded
 # up), and the plumbing of every story (``run_variant``, ``command_line``).
 from _05_common import (
@@ -86,8 +86,8 @@ from _05_common import (
 # --------------------
 #
 # The fused loop's trace points to two more changes, which ``profile_loop_further``
-# makes for one run (it swaps module functions, so each of its variants runs in a fresh
-# process). ``materialize_act`` computes the MLP's activation ``silu(gate) * up`` once,
+# makes. It swaps module functions for the rest of the process and does not put them
+# back, so run each of its variants in a fresh process (the site's recorder does). ``materialize_act`` computes the MLP's activation ``silu(gate) * up`` once,
 # in an op Inductor cannot fuse, before the down projection, instead of letting Inductor
 # recompute it inside every block of that GEMV. ``reduce_attention`` writes one token's
 # attention as multiply-and-sum reductions that Inductor generates and tunes itself,
@@ -154,9 +154,12 @@ if __name__ == "__main__" and sys.argv[1:] and "ipykernel" not in sys.modules:
 # The fused loop at 1B: the table
 # -------------------------------
 #
-# Guess first: with the whole step one CUDA graph, what is left in the table? Look for
-# the ``cudaGraphLaunch`` row (one per token), and at the kernels: which are GEMVs, and
-# how much of the GPU's time the attention and the small pointwise kernels take.
+# Guess first: with the whole step one CUDA graph, what is left in the table? It keeps
+# the 15 ops with the most GPU time over the profiled run (the prefill, uncompiled,
+# then a few tokens). Look at the kernels: which are GEMVs, and how much of the GPU's
+# time the attention and the small pointwise kernels take. The graph launches
+# themselves (``cudaGraphLaunch``, one per token) take CPU time, not GPU time: find
+# them in the trace, on the CPU's lane.
 
 fused_1b = run("loop_fused_1b")
 print(fused_1b.table)

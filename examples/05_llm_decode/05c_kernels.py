@@ -70,7 +70,8 @@ from _05_common import SHORT_CACHE, command_line, profile_loop_kernels, run_vari
 #
 # ``profile_loop_kernels`` runs the fused loop of the previous story with every GEMV
 # in ``gemv_kernel``; ``attention`` picks one token's attention: ``"sdpa"`` (SDPA on
-# the key/value heads, which runs cuDNN's kernel), ``"reductions"`` (written as
+# the key/value heads; PyTorch picks its backend, cuDNN's kernel in the H200
+# recordings), ``"reductions"`` (written as
 # reductions for Inductor) or ``"kernel"`` (``attention_kernel``), and ``fold_norms``
 # moves the RMSNorms and the residual adds into the GEMV kernels. It also writes how
 # far the kernels' logits are from the model's own (``kernel_logits_max_abs_diff``

@@ -6,8 +6,9 @@ The fourth experiment of Part 4. The kernels of our own in the previous story la
 with fixed settings: ``gemv_kernel`` with 1,024 columns per step (2,048 for gate/up)
 and 8 warps, ``attention_kernel`` with 256 keys per step and 8 warps. This story
 times each kernel at every setting of a sweep, as a decode step of Llama-3-8B's shape
-runs it, next to the peers a decode step would otherwise run (cuBLAS for the GEMVs;
-cuDNN's attention and the attention as reductions), and profiles one pass of each.
+runs it, next to peers: cuBLAS for the GEMVs; PyTorch's SDPA (cuDNN's kernel in the
+H200 recordings) and the attention as reductions compiled by Inductor. It profiles
+one pass of our kernel at its fixed settings and one of cuBLAS or SDPA.
 :doc:`/chapters/part4-kernels` reads the recordings.
 
 On the CPU there is no Triton kernel to time: the sweep times and profiles the peers
@@ -35,11 +36,14 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-# From the code this set's stories share: the two kernels and their registered ops
-# (``gemv_kernel``, ``gemv_op``, ``attention_kernel``), the attention as reductions
-# (``sdpa_reduce_attention``), the shapes (``SHAPES``, ``SHORT_CACHE``), ``_sync``
-# (wait for the GPU), and the plumbing of every story (``run_variant``,
-# ``command_line``).
+# From the code this set's stories share: the GEMV sweep's harness
+# (``profile_gemv_settings``), the attention kernel (``attention_kernel``) and the GEMV
+# kernel's registered op (``gemv_op``, which compiles both kernels on first use), the
+# attention as reductions (``sdpa_reduce_attention``), the sweep's settings and shapes
+# (``ATTENTION_SWEEP``, ``SHAPES``, ``SHORT_CACHE``), its timers (``_graph_us`` on the
+# GPU, ``_cpu_us`` on the CPU), ``_profile_passes`` (profiles one pass of each kind),
+# ``_sweep_table`` (the table a sweep prints), and the plumbing of every story
+# (``run_variant``, ``command_line``).
 from _05_common import (
     ATTENTION_SWEEP,
     SHAPES,
@@ -57,36 +61,38 @@ from _05_common import (
 )
 
 # %%
-# Where the kernels' fixed settings come from
-# -------------------------------------------
+# How a setting is timed
+# ----------------------
 #
 # ``gemv_kernel`` and ``attention_kernel`` launch with fixed settings. The two sweep
 # variants below are where those settings come from: each times its kernel at every
 # setting as a decode step runs it, next to the peers a decode step would otherwise run,
 # and writes every timing to ``timings.json``. A decode step reads every weight once,
 # so no weight may still sit in the GPU's L2 cache when its kernel starts: each setting
-# runs one launch per layer, back to back, on as many different weight matrices (or
-# caches), and Triton's own timer (``triton.testing.do_bench_cudagraph``) replays those
-# launches as one CUDA graph. The profiled trace holds one pass at the example's settings
-# and one of each peer. On the CPU there is no Triton kernel to time: the sweep times and
+# runs its launches back to back on different weight matrices or caches (one per layer
+# for the layers' GEMVs, 4 copies of the LM head, 128 attention caches), and Triton's
+# own timer (``triton.testing.do_bench_cudagraph``) replays those launches as one CUDA
+# graph. The profiled trace holds one pass at the example's settings and one of cuBLAS
+# or SDPA (the reductions are timed, not traced). On the CPU there is no Triton kernel to time: the sweep times and
 # profiles the peers alone, on the tiny shape.
 #
 # Why time on different weights each launch? A GEMV of a decoded token reads its weight
 # matrix once, from the GPU's memory. Timed in a loop on one matrix, the kernel would
 # find the matrix already in the L2 cache after the first launch (the H200's L2 cache
 # is large enough to hold a whole weight matrix of one 8B layer, such as the output
-# projection's), and look faster than it can ever be in the decode loop. Launches on as
-# many matrices as there are layers read each one once, as the loop does. The same goes
-# for the attention sweep and its caches.
+# projection's), and look faster than it can ever be in the decode loop. Launches on
+# enough different matrices read each from memory, as the loop does. One layer's cache
+# is small, so the attention sweep uses more caches than there are layers.
 #
 # The GEMV sweep
 # --------------
 #
 # ``profile_gemv_settings`` (in the shared code) runs ``gemv_kernel`` at every
-# combination of ``GEMV_SWEEP`` (columns per step ``BLOCK_K``, and ``num_warps``) on
-# each GEMV of a decode step: q/k/v, the output projection, gate/up with the activation,
-# down, and the LM head, against cuBLAS (``torch.matmul``; for gate/up, ``F.linear``
-# then ``silu(gate) * up``). Each timing also records the largest error against cuBLAS.
+# combination of ``GEMV_SWEEP`` (columns per step ``BLOCK_K``, and ``num_warps``) whose
+# ``BLOCK_K`` divides the GEMV's columns, on each GEMV of a decode step: q/k/v, the
+# output projection, gate/up with the activation, down, and the LM head, against
+# cuBLAS (``torch.matmul``; for gate/up, ``F.linear`` then ``silu(gate) * up``). Each
+# timing also records its largest error against an fp32 reference.
 #
 # The attention sweep
 # -------------------
@@ -220,10 +226,11 @@ if __name__ == "__main__" and sys.argv[1:] and "ipykernel" not in sys.modules:
 # -------------------------
 #
 # The table is the sweep's own, not the profiler's: per GEMV of a decode step, the peers'
-# times, then the five fastest settings of ours with their largest error against cuBLAS.
+# times, then the five fastest settings of ours with their largest error against fp32.
 # Guess first: is one setting fastest for every GEMV? And does any setting of ours beat
-# cuBLAS on every GEMV, or only on some shapes? Compare within a row first, then across
-# rows: the GEMVs differ in shape (rows by columns), and so may their best settings.
+# cuBLAS on every GEMV, or only on some shapes? Compare within one GEMV's lines first,
+# then across GEMVs: they differ in shape (rows by columns), and so may their best
+# settings.
 
 gemv_sweep = run("gemv_settings_8b")
 print(gemv_sweep.table)

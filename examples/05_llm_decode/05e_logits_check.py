@@ -36,9 +36,10 @@ from pathlib import Path
 import torch
 
 # From the code this set's stories share: the model (``build_model``,
-# ``_transformers``), the loop's parts (``prefill``, ``fuse_projections``,
-# ``use_packed_gqa``), the kernels (``use_gemv_kernels``, ``attention_op``,
-# ``sdpa_kernel_attention``), the timing (``time_decode``, ``_median``,
+# ``_transformers``), the loop's parts (``prefill``, ``fuse_projections``), the kernels
+# (``use_gemv_kernels``, and ``use_kernel_attention``, which registers the attention
+# kernel for the model), the step that also returns its logits (``decode_step_logits``),
+# the comparison (``compare_logits``), the timing (``time_decode``, ``_median``,
 # ``_compiled_graphs``, ``_profile``, ``_sync``), the settings (``PROMPT``,
 # ``NEW_TOKENS``, ``SHORT_CACHE``), and the plumbing of every story.
 from _05_common import (
@@ -70,8 +71,9 @@ from _05_common import (
 # builds that loop (the settings ``loop_untuned_8b`` runs with) around a step that also
 # returns the logits it picks each token from, keeps the logits of every decoded
 # position, and compares them with an fp32 copy of the same random weights fed the same
-# tokens (teacher-forced: one forward over the prompt and the loop's tokens), and with
-# transformers' own bf16 forward over those tokens for scale. It also times the loop with
+# tokens (teacher-forced: one forward over the prompt and the loop's tokens). For scale,
+# it measures how far transformers' own bf16 forward over those tokens is from the same
+# fp32 reference. It also times the loop with
 # and without reading each new token on the host (``token.item()``), the two interleaved,
 # and profiles a few tokens of the loop that reads them.
 
@@ -204,8 +206,8 @@ def check_loop_logits(
 #   reference's); the ``bf16_`` fields give the same for plain bf16, for scale;
 # * ``argmax_agrees``: whether the loop's token is the reference's choice, and
 #   ``ref_gap``: where it is not, by how much the reference preferred its own;
-# * ``prefill_agrees``, ``weights_match``: the prompt's first token agrees, and the
-#   reference really has the loop's weights;
+# * ``prefill_agrees``: the first new token (the prefill picks it) is the reference's
+#   choice too; ``weights_match``: the reference's LM head equals the loop's;
 # * ``ms_per_token`` and ``ms_per_token_item``: the median time per token without and
 #   with the host read, and ``item_us_per_token``, their difference in µs;
 # * ``graphs_compiled_while_timed``: graphs compiled during the timing (0 expected),
@@ -236,9 +238,11 @@ if __name__ == "__main__" and sys.argv[1:] and "ipykernel" not in sys.modules:
 # The final loop, reading each token: the table
 # ---------------------------------------------
 #
-# Guess first: with ``token.item()`` after every step, where does the CPU wait? Look for
-# the device-to-host copy of one token and the synchronization beside it, once per
-# profiled token. Without ``read``, the loop never asks the host for a value while decoding.
+# Guess first: with ``token.item()`` after every step, where does the CPU wait? The
+# table keeps the 15 ops with the most GPU time over the profiled run (the prefill,
+# then a few tokens), so the waits themselves hardly show in it: find each token's
+# device-to-host copy and the CPU's wait beside it in the trace, one per decoded step.
+# Without ``read``, the loop never asks the host for a value while decoding.
 
 logits_run = run("logits_check_8b")
 print(logits_run.table)

@@ -13,8 +13,9 @@ projection onto the vocabulary and the cross-entropy), ``backward`` and
 variants change one thing at a time, each a setup you could adopt; the list with
 what to look for in each trace is at "The variants" below.
 
-Each variant times steps without the profiler first and writes ``results.json``:
-tokens per second, ms per step, MFU and peak memory; then it profiles one step.
+Each variant times steps without the profiler first, then profiles three steps
+(the trace keeps one), then writes ``results.json``: tokens per second, ms per step,
+MFU and peak memory.
 On the CPU it runs a tiny model of the same architecture, and a compiled variant
 compiles with the ``aot_eager`` backend (no generated kernels: their subject is the
 GPU). The model, the loss, the data and the step itself come from
@@ -70,13 +71,13 @@ from _06_common import (
 #
 # ``profile_train_step`` builds the model, its AdamW and its input, runs
 # ``warmup_steps`` steps (the first one compiles, when asked), then times
-# ``timed_steps`` steps without the profiler and writes ``timings.json`` (each
-# step's ms) and ``results.json`` (the median step, tokens per second, MFU, peak
-# memory). Like many training loops, each step reads its loss (``loss.item()``),
-# which waits for the GPU to finish the step, unless ``read_loss=False``. It then
-# profiles three steps, of which the trace keeps the third (``wait=1, warmup=1,
-# active=1``), and waits for the GPU before that step ends so that every kernel
-# the step launched is in it. It returns the profiler's table.
+# ``timed_steps`` steps without the profiler. Like many training loops, each step
+# reads its loss (``loss.item()``), which waits for the GPU to finish the step,
+# unless ``read_loss=False``. It then profiles three steps, of which the trace keeps
+# the third (``wait=1, warmup=1, active=1``), and waits for the GPU before that step
+# ends so that every kernel the step launched is in it. Last it writes
+# ``timings.json`` (each timed step's ms) and ``results.json`` (the median step,
+# tokens per second, MFU, peak memory), and returns the profiler's table.
 #
 # Its settings, one lever each:
 #
@@ -99,9 +100,11 @@ from _06_common import (
 #
 # On the CPU it runs the tiny model, a small batch and a few steps, with SDPA for
 # flex attention, which has no backward on the CPU: the run then finishes in
-# seconds, and its trace holds the CPU's side of the step only. Its numbers say
-# nothing about a GPU; the code path, the regions and the files it writes are the
-# same, so a CPU run is a quick check that the example works before a GPU run.
+# seconds, and its trace holds the CPU's side of the step only. A compiled variant
+# compiles with the ``aot_eager`` backend (no generated kernels), and there is no
+# memory snapshot, peak memory or MFU. Its numbers say nothing about a GPU; the
+# regions and the trace and results files are the same, so a CPU run is a quick check
+# that the example works before a GPU run.
 
 
 def profile_train_step(
@@ -336,8 +339,11 @@ if __name__ == "__main__" and sys.argv[1:] and "ipykernel" not in sys.modules:
 #
 # Guess first: in an eager training step at batch 4, which kernels take the GPU's
 # time, and how much of it goes to the optimizer? The table sums the profiled step
-# by operator; the region rows (``forward``, ``loss``, ``backward``, ``optimizer``)
-# give each phase's total.
+# by operator and keeps the 15 rows with the most GPU time. A region row (``forward``,
+# ``loss``, ``optimizer``) counts the GPU time of the kernels launched inside it on
+# the main thread. The backward's kernels are launched by the autograd engine's own
+# thread, not inside the main thread's ``backward`` range: look for them under rows
+# such as ``autograd::engine::evaluate_function: ...``.
 
 baseline = run("eager")
 print(baseline.table)
@@ -357,7 +363,8 @@ print(final.table)
 # -------------
 #
 # Their settings, as ``profile_train_step`` takes them; on the site, the table of
-# their recordings (three repeats each, each in a fresh process) follows. Each run
+# their recordings (three repeats each; each repeat a fresh process that runs the
+# variants one after another) follows. Each run
 # also left ``traces/06_train_step/NAME.results.json`` beside its trace: tokens per
 # second, ms per step, MFU and peak memory, measured without the profiler. Compare
 # those across variants to see what each lever bought, and open the traces to see
