@@ -144,11 +144,12 @@ def label_nav_toggles(app, pagename, templatename, context, doctree):
 def inline_helpers(app):
     """Each story that imports its set's helper module (``examples/NN_name/_NN_*.py``) is
     offered as one file: its ``.py`` and ``.ipynb`` downloads get the helper's code pasted
-    where the story imports it, so a download runs with only torch (R9). Then the story's
-    zip and the gallery's zips are made again from those files."""
+    where the story imports it, so a download runs with only torch (R9); its zip is made
+    again from those two files. The gallery's zips of every example keep the stories as
+    they are and get each helper once, beside its stories (as in the repository)."""
     import json
+    import zipfile
 
-    from sphinx_gallery.downloads import generate_zipfiles
     from sphinx_gallery.utils import zip_files
     from tracesite._source import inlined_source
 
@@ -156,7 +157,7 @@ def inline_helpers(app):
     if str(conf.get("plot_gallery", True)) == "False":
         return
     gallery = Path(app.srcdir) / conf["gallery_dirs"][0]
-    done = 0
+    helpers = set()
     for story in sorted((DOCS.parent / "examples").glob("*/[0-9]*.py")):
         found = inlined_source(story)
         target = gallery / story.parent.name / story.name
@@ -177,10 +178,18 @@ def inline_helpers(app):
             cells[0]["source"] = source.splitlines(keepends=True)
         notebook.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
         zip_files([target, notebook], target.with_suffix(".zip"), target.parent)
-        done += 1
-    if done:
-        generate_zipfiles(gallery, app.srcdir, conf)
-        logger.info(f"downloads: the helper module pasted into {done} stories")
+        helpers |= {p for p in story.parent.glob("_[0-9][0-9]_*.py")}
+    for kind in ("python", "jupyter"):
+        bundle = gallery / f"{gallery.name}_{kind}.zip"
+        if helpers and bundle.exists():
+            with zipfile.ZipFile(bundle, "a") as zf:
+                have = set(zf.namelist())
+                for helper in sorted(helpers):
+                    name = f"{helper.parent.name}/{helper.name}"
+                    if name not in have:
+                        zf.write(helper, name)
+    if helpers:
+        logger.info(f"downloads: {len(helpers)} helper modules pasted into their stories")
 
 
 def setup(app):
