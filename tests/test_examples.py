@@ -172,7 +172,7 @@ def test_a_story_with_a_helper_downloads_as_one_file_that_hashes_the_same(script
     from tracesite import code_hash
 
     text, swaps = inlined_source(script)
-    assert swaps and all(old.lstrip().startswith("from _") for old, _ in swaps)
+    assert swaps and all(old.lstrip().startswith("from _") for old, _, _ in swaps)
     alone = tmp_path / script.name  # no helper beside it
     alone.write_text(text, encoding="utf-8")
     mine, theirs = load_definitions(script)["VARIANTS"], load_definitions(alone)["VARIANTS"]

@@ -167,7 +167,7 @@ def inline_helpers(app):
         target.write_text(text, encoding="utf-8")
         notebook = target.with_suffix(".ipynb")
         nb = json.loads(notebook.read_text(encoding="utf-8"))
-        for old, new in swaps:
+        for old, new, _ in swaps:
             old, new = old.rstrip("\n"), new.rstrip("\n")  # a cell has no last newline
             cells = [
                 c for c in nb["cells"] if c["cell_type"] == "code" and old in "".join(c["source"])
@@ -178,7 +178,7 @@ def inline_helpers(app):
             cells[0]["source"] = source.splitlines(keepends=True)
         notebook.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
         zip_files([target, notebook], target.with_suffix(".zip"), target.parent)
-        helpers |= {p for p in story.parent.glob("_[0-9][0-9]_*.py")}
+        helpers |= {helper for _, _, helper in swaps}
     for kind in ("python", "jupyter"):
         bundle = gallery / f"{gallery.name}_{kind}.zip"
         if helpers and bundle.exists():

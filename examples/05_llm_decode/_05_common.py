@@ -1047,13 +1047,9 @@ def run_variant(variants, name, out_root=Path("traces") / "05_llm_decode"):
 
 
 def command_line(variants, run, argv):
-    """``--variant NAME``: profile that variant and print its table; ``--list``: list them."""
-    if argv == ["--list"]:
-        for name, (harness, params) in variants.items():
-            print(f"{name:>28}  {harness.__name__}  {params}")
-        return 0
+    """``--variant NAME``: profile that variant and print its table."""
     if len(argv) != 2 or argv[0] != "--variant" or argv[1] not in variants:
-        print(f"usage: --variant NAME (one of {', '.join(variants)}) or --list", file=sys.stderr)
+        print(f"usage: --variant NAME (one of {', '.join(variants)})", file=sys.stderr)
         return 2
     print(run(argv[1]).table)
     return 0

@@ -159,10 +159,13 @@ def _pasted(helper: Path) -> str:
     )
 
 
-def inlined_source(script: str | os.PathLike[str]) -> tuple[str, list[tuple[str, str]]] | None:
+def inlined_source(
+    script: str | os.PathLike[str],
+) -> tuple[str, list[tuple[str, str, Path]]] | None:
     """The story as one file, each import from its helper module replaced by the helper's
-    code (what the site offers as its download), and the (import, pasted) text pairs; None
-    if the story imports no helper. It hashes as the story does (:func:`statements`)."""
+    code (what the site offers as its download), and the (import, pasted, helper) text
+    pairs with the helper's path; None if the story imports no helper. It hashes as the
+    story does (:func:`statements`)."""
     script = Path(script)
     text = script.read_text(encoding="utf-8")
     lines = text.splitlines(keepends=True)
@@ -171,12 +174,12 @@ def inlined_source(script: str | os.PathLike[str]) -> tuple[str, list[tuple[str,
         helper = helper_module(script, stmt)
         if helper is not None:
             first, last = stmt.lineno, stmt.end_lineno or stmt.lineno
-            swaps.append((first, last, "".join(lines[first - 1 : last]), _pasted(helper)))
+            swaps.append((first, last, "".join(lines[first - 1 : last]), _pasted(helper), helper))
     if not swaps:
         return None
-    for first, last, _, pasted in reversed(swaps):
+    for first, last, _, pasted, _ in reversed(swaps):
         lines[first - 1 : last] = [pasted]
-    return "".join(lines), [(old, new) for _, _, old, new in swaps]
+    return "".join(lines), [(old, new, helper) for _, _, old, new, helper in swaps]
 
 
 def code_hash(source_path: str | os.PathLike[str], entry: str, params: dict[str, Any]) -> str:
