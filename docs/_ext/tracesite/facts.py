@@ -1,0 +1,361 @@
+"""Facts as data: each page's numbers and claims, computed once, outside the notebook.
+
+A page's facts live in ``docs/facts/<page>.py``: one function, ``facts(f)``, that reads
+recordings through ``f`` (:class:`Facts`) and hands every number and phrase the page
+quotes to ``f.num`` / ``f.md``, checking each claim beside the sentence it guards with
+:func:`claim`. The runner (:func:`page_facts`, ``python -m tracesite facts [PAGE ...]``)
+calls it and writes what it produced to ``docs/_generated/facts/<page>.json``: the page's
+glue, key by key, exactly as the page pastes it. The page's first hidden cell then only
+pastes (:func:`glue_facts`); its ``{glue:...}`` references are those keys.
+
+Repeats. ``f.repeats(fn)`` runs ``fn()`` once per recorded repeat (the drawn repeat, r0,
+last), with ``f.rec`` / ``f.trace`` reading that repeat, so every claim in ``fn`` is
+checked on every repeat. Each ``f.num(key, v)`` inside it is pasted as the median over the
+repeats, with ``key_lo`` and ``key_hi`` beside it; ``f.md`` text is the drawn repeat's;
+``f.put`` of a :class:`Fmt` is the median, written by its function. Outside ``f.repeats``
+the helpers read the drawn repeat.
+
+Cache. The JSON records a hash of what the run read: the facts module and the modules it
+imports from ``docs/``, the library's source, and the ``meta.json`` of every recording the
+run opened. While that hash holds, the runner does not run the page again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import json
+import statistics
+import sys
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+from .recordings import Recording, Session, Variant, load, recordings_root
+
+__all__ = [
+    "ClaimError",
+    "Facts",
+    "Fmt",
+    "claim",
+    "facts_dir",
+    "glue_facts",
+    "main",
+    "page_facts",
+    "pages",
+]
+
+DOCS = Path(__file__).resolve().parents[2]
+#: Where the facts modules live, one per page (``part5.py`` for ``chapters/part5.md``).
+FACTS_DIR = DOCS / "facts"
+#: Where the runner writes each page's facts.
+GENERATED = DOCS / "_generated" / "facts"
+#: Bumped when the JSON's shape changes, so that old files are recomputed.
+FORMAT = 1
+
+
+class ClaimError(AssertionError):
+    """A sentence of a page that its recordings do not support."""
+
+
+def claim(ok: object, sentence: str) -> None:
+    """Check the claim ``sentence`` (the words the page says); fail the run if ``ok`` is false.
+
+    The runner adds the page, and the repeat where it failed, to the message.
+    """
+    if not ok:
+        raise ClaimError(sentence)
+
+
+class Fmt:
+    """A number with the function that writes it for the prose (``us(3.2)`` -> "3.20 µs").
+
+    Inside :meth:`Facts.repeats`, :meth:`Facts.put` pastes the median of the repeats'
+    values, written by that function.
+    """
+
+    def __init__(self, value: float, write: Callable[[float], str]) -> None:
+        self.value, self.write = float(value), write
+
+    def __str__(self) -> str:
+        return str(self.write(self.value))
+
+    def __format__(self, spec: str) -> str:
+        return format(str(self), spec)
+
+
+def facts_dir() -> Path:
+    return FACTS_DIR
+
+
+def pages() -> list[str]:
+    """Every page that has a facts module (``docs/facts/<page>.py``; ``_*.py`` are shared)."""
+    return sorted(p.stem for p in FACTS_DIR.glob("*.py") if not p.name.startswith("_"))
+
+
+class Facts:
+    """What a page's ``facts(f)`` reads and writes: its recordings, and the page's glue."""
+
+    def __init__(self, page: str, example: str, gpu: str = "h200") -> None:
+        self.page, self.example, self.gpu = page, example, gpu
+        self.repeat = 0
+        self.glue: dict[str, list[Any]] = {}
+        self._variants: dict[tuple[str, str], Variant] = {}
+        self._collect: dict[str, list[Any]] | None = None
+        self._collect_md: dict[str, list[Any]] | None = None
+
+    # -- reading ------------------------------------------------------------------------
+    def variant(self, name: str, example: str | None = None) -> Variant:
+        """Every repeat of one variant of the page's example (or of ``example``)."""
+        key = (example or self.example, name)
+        if key not in self._variants:
+            load_any: Any = load  # its gpu keyword comes with the GPU layout
+            self._variants[key] = load_any(key[0], name, **self._gpu_kw())
+        return self._variants[key]
+
+    def _gpu_kw(self) -> dict[str, str]:
+        # recordings.load learns its gpu keyword with the GPU layout; until then there is one.
+        import inspect
+
+        return {"gpu": self.gpu} if "gpu" in inspect.signature(load).parameters else {}
+
+    def rec(self, name: str, example: str | None = None) -> Recording:
+        """The current repeat of ``name`` (the drawn one, r0, outside :meth:`repeats`)."""
+        return self.variant(name, example).repeats[self.repeat]
+
+    def recs(self, name: str, example: str | None = None) -> list[Recording]:
+        """Every repeat of ``name``."""
+        return self.variant(name, example).repeats
+
+    def trace(self, name: str, example: str | None = None) -> Any:
+        """The :class:`tracereader.Trace` of the current repeat of ``name``."""
+        return self.rec(name, example).trace()
+
+    def sessions(self, name: str, example: str | None = None) -> list[Session]:
+        """The earlier recording sessions the plan keeps of ``name``, oldest first."""
+        return self.variant(name, example).sessions
+
+    def stamp(self, example: str | None = None) -> str:
+        """Where and when every recording of the page's example was made (one setup, asserted)."""
+        from .notebook import stamp
+
+        return stamp(example or self.example)
+
+    def read(self) -> list[Recording]:
+        """Every recording this run opened (for the cache's hash)."""
+        return [r for v in self._variants.values() for r in _all_repeats(v)]
+
+    # -- writing ------------------------------------------------------------------------
+    def _paste(self, key: str, kind: str, value: Any) -> None:
+        if key in self.glue:
+            raise ValueError(f"{self.page}: the key {key!r} is produced twice")
+        self.glue[key] = [kind, value]
+
+    def num(self, key: str, value: Any) -> Any:
+        """Paste a number under ``key`` and return it (inside :meth:`repeats`: the median,
+        with ``key_lo`` and ``key_hi``)."""
+        value = value.item() if hasattr(value, "item") else value
+        if self._collect is None:
+            self._paste(key, "num", value)
+        else:
+            self._collect.setdefault(key, []).append(value)
+        return value
+
+    def md(self, key: str, text: str) -> str:
+        """Paste Markdown under ``key`` (inside :meth:`repeats`: the drawn repeat's)."""
+        if self._collect is None or self.repeat == 0:
+            self._paste(key, "md", str(text))
+        return text
+
+    def put(self, key: str, value: Any) -> None:
+        """Paste ``value`` as Markdown: a :class:`Fmt` or a number inside :meth:`repeats` as
+        the median over the repeats, text as the drawn repeat's."""
+        if self._collect_md is None:
+            self._paste(key, "md", str(value))
+        else:
+            self._collect_md.setdefault(key, []).append(value)
+
+    def glue_all(self, prefix: str, found: dict[str, Any]) -> dict[str, Any]:
+        """Paste every number of ``found`` under ``prefix + key``; return ``found``."""
+        for key, value in found.items():
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                self.num(prefix + key, float(value))
+        return found
+
+    def n_repeats(self, name: str | None = None) -> int:
+        """How many repeats :meth:`repeats` runs: the fewest any variant of the example has
+        (or that ``name`` has)."""
+        if name is not None:
+            return len(self.recs(name))
+        folder = _example_folder(self.example, self.gpu)
+        counts = [len(list(v.glob("r*/meta.json"))) for v in folder.iterdir() if v.is_dir()]
+        return min(c for c in counts if c)
+
+    def repeats(self, fn: Callable[[], Any], n: int | None = None) -> Any:
+        """Run ``fn()`` once per repeat, the drawn repeat last; paste medians of its numbers.
+
+        Returns what ``fn`` returned on the drawn repeat.
+        """
+        if self._collect is not None:
+            raise RuntimeError("f.repeats inside f.repeats")
+        n = n or self.n_repeats()
+        collected: dict[str, list[Any]] = {}
+        collected_md: dict[str, list[Any]] = {}
+        self._collect, self._collect_md = collected, collected_md
+        drawn = None
+        try:
+            for k in [*range(1, n), 0]:
+                self.repeat = k
+                try:
+                    out = fn()
+                except AssertionError as exc:
+                    raise ClaimError(f"on repeat {k + 1} of {n}: {exc}") from exc
+                drawn = out if k == 0 else drawn
+        finally:
+            self.repeat, self._collect, self._collect_md = 0, None, None
+        for key, values in collected.items():
+            self._paste(key, "num", statistics.median(values))
+            self._paste(f"{key}_lo", "num", min(values))
+            self._paste(f"{key}_hi", "num", max(values))
+        for key, values in collected_md.items():
+            last = values[-1]
+            if isinstance(last, Fmt):
+                text = last.write(statistics.median(v.value for v in values))
+            elif isinstance(last, (int, float)) and not isinstance(last, bool):
+                text = str(statistics.median(values))
+                text = text[:-2] if text.endswith(".0") else text
+            else:
+                text = str(last)
+            self._paste(key, "md", text)
+        return drawn
+
+
+def _all_repeats(v: Variant) -> Iterable[Recording]:
+    yield from v.repeats
+    for s in v.sessions:
+        yield from s.repeats
+
+
+def _example_folder(example: str, gpu: str) -> Path:
+    root = recordings_root()
+    with_gpu = root / gpu / example
+    return with_gpu if with_gpu.is_dir() else root / example
+
+
+def _module(page: str) -> Any:
+    for path in (str(FACTS_DIR), str(DOCS / "chapters"), str(DOCS)):
+        if path not in sys.path:
+            sys.path.insert(0, path)
+    return importlib.import_module(page)
+
+
+def _source_hash(page: str) -> str:
+    """The facts module, every module beside the pages it may import, and the library."""
+    import tracereader
+
+    h = hashlib.sha256(f"format {FORMAT}".encode())
+    files = sorted(FACTS_DIR.glob("*.py")) + sorted(DOCS.glob("**/*_measures.py"))
+    files += sorted(Path(tracereader.__file__).parent.glob("*.py"))
+    files += sorted(Path(__file__).parent.glob("*.py"))
+    for path in files:
+        h.update(path.name.encode())
+        h.update(path.read_bytes())
+    return h.hexdigest()[:16]
+
+
+def _reads_hash(paths: Iterable[str]) -> str:
+    h = hashlib.sha256()
+    for rel in sorted(paths):
+        path = recordings_root() / rel
+        h.update(rel.encode())
+        h.update(path.read_bytes() if path.exists() else b"missing")
+    return h.hexdigest()[:16]
+
+
+def _generated(page: str) -> Path:
+    return GENERATED / f"{page}.json"
+
+
+def _cached(page: str) -> dict[str, list[Any]] | None:
+    path = _generated(page)
+    if not path.exists():
+        return None
+    try:
+        saved = json.loads(path.read_text(encoding="utf-8"))
+    except ValueError:
+        return None
+    if saved.get("source") != _source_hash(page):
+        return None
+    if saved.get("recordings") != _reads_hash(saved.get("read", [])):
+        return None
+    glue: dict[str, list[Any]] = saved["glue"]
+    return glue
+
+
+def run_page(page: str) -> Facts:
+    """Run ``docs/facts/<page>.py``'s ``facts(f)``; a failed claim names the page."""
+    module = _module(page)
+    f = Facts(page, module.EXAMPLE, getattr(module, "GPU", "h200"))
+    try:
+        module.facts(f)
+    except AssertionError as exc:
+        raise ClaimError(f"{page}: a claim fails {exc}") from exc
+    return f
+
+
+def page_facts(page: str, refresh: bool = False) -> dict[str, list[Any]]:
+    """The page's glue, ``{key: [kind, value]}`` (kind ``num`` or ``md``): from the cache
+    while what it read is unchanged, else computed and written."""
+    if not refresh:
+        cached = _cached(page)
+        if cached is not None:
+            return cached
+    f = run_page(page)
+    root = recordings_root()
+    read = sorted({str((r.trace_path.parent / "meta.json").relative_to(root)) for r in f.read()})
+    out = {
+        "page": page,
+        "source": _source_hash(page),
+        "read": read,
+        "recordings": _reads_hash(read),
+        "glue": f.glue,
+    }
+    path = _generated(page)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(out, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    return f.glue
+
+
+def glue_facts(page: str) -> dict[str, Any]:
+    """In a page's first hidden cell: paste every fact of ``page`` under its key.
+
+    Numbers are glued as numbers, Markdown as Markdown, as ``myst_nb.glue`` would have
+    glued them in the notebook. Returns the plain values by key.
+    """
+    from IPython.display import Markdown
+    from myst_nb import glue
+
+    found = page_facts(page)
+    for key, (kind, value) in found.items():
+        glue(key, Markdown(value) if kind == "md" else value, display=False)  # type: ignore[no-untyped-call]
+    return {key: value for key, (_, value) in found.items()}
+
+
+def main(argv: list[str]) -> int:
+    """``python -m tracesite facts [PAGE ...] [--refresh]``: compute pages' facts."""
+    refresh = "--refresh" in argv
+    names = [a for a in argv if not a.startswith("--")] or pages()
+    unknown = sorted(set(names) - set(pages()))
+    if unknown:
+        print(f"facts: no facts module for {', '.join(unknown)} in {FACTS_DIR}", file=sys.stderr)
+        return 2
+    status = 0
+    for name in names:
+        try:
+            found = page_facts(name, refresh=refresh)
+        except ClaimError as exc:
+            print(f"facts: {exc}", file=sys.stderr)
+            status = 1
+            continue
+        print(f"facts: {name}: {len(found)} keys -> {_generated(name).relative_to(DOCS.parent)}")
+    return status

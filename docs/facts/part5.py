@@ -1,0 +1,221 @@
+"""Part 5's facts (``chapters/part5.md``): one training step of a 1.24 B Llama.
+
+Every number the page quotes and every claim it makes about the recordings of
+``06_train_step``, computed by :mod:`part5_measures` and checked on every repeat.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import part5_measures as m
+from tracesite.facts import Facts, claim
+
+EXAMPLE = "06_train_step"
+
+
+def facts(f: Facts) -> None:
+    rec, recs, num, md, glue = f.rec, f.recs, f.num, f.md, f.glue_all
+
+    md("stamp", f.stamp())
+    num("n_repeats", len(recs("eager")))
+    rows = {
+        v: m.results_row([r.results for r in recs(v)], [r.timings() for r in recs(v)])
+        for v in m.ATTEMPTS
+    }
+    for v, row in rows.items():
+        glue(v + "_", row)
+    md("results_table", m.results_table(rows))
+    m.check_attempts(rows)  # every claim of the goal's section, on every repeat
+    first = [x.results["first_step_s"] for x in recs("compile")]
+    num("first_lo", min(first))
+    num("first_hi", max(first))
+    claim(max(first) > 5 * min(first), "the first compiled step takes many times the others")
+    params = recs("eager")[0].timings()["params"]
+    num("credit_2048", m.credit_pct(rows["causal"]["seq"], params))
+    num("credit_8192", m.credit_pct(rows["final"]["seq"], params))
+
+    eager_steps: list[dict[str, Any]] = []  # each repeat's m.step_facts
+
+    def each_repeat() -> None:
+        s = glue("s_", m.step_facts(f.trace("eager")))
+        eager_steps.append(s)
+        for p, v in (
+            ("fused_", "eager"),
+            ("foreach_", "eager_foreach"),
+            ("forloop_", "eager_forloop"),
+        ):
+            glue(p, m.optimizer_facts(f.trace(v)))
+        c32 = glue("c32_", m.cast_facts(f.trace("eager")))
+        c16 = glue("c16_", m.cast_facts(f.trace("eager_bf16")))
+        claim(
+            c16["internal_ops"] == c32["internal_ops"] == "aten::cumsum"
+            and c16["own_casts"] == c16["casts"] - 1
+            and c32["sdpa_casts"] > 0,
+            "with bf16 weights one cast is the model's own, the rest aten::cumsum's; "
+            "under autocast attention's arguments are cast",
+        )
+        claim(
+            c32["input_casts"] == 5 * 16
+            and c16["linear_casts"] == 0 < c32["linear_casts"]
+            and c32["own_casts"] < c16["own_casts"] / 10,
+            "autocast casts 5 inputs a layer inside aten::linear; bf16 weights cast none there",
+        )
+        claim(
+            s["backward_cpu_ms"] < s["backward_gpu_ms"]
+            and c32["cast_ms"] < 0.2 * c32["fwd_gpu_ms"],
+            "the backward's GPU work outlasts its CPU time; the forward's casts are a small part",
+        )
+        mem = glue(
+            "mem_",
+            m.memory_facts(
+                str(rec("memory").trace_path),
+                rec("memory").results["peak_gib"],
+                rec("memory").timings()["params"],
+            ),
+        )
+        drop = num(
+            "drop_gib", rec("eager").results["peak_gib"] - rec("eager_bf16").results["peak_gib"]
+        )
+        claim(
+            0.5 * (drop - mem["state_saved_gib"])
+            < mem["lin_copies_gib"]
+            < drop - mem["state_saved_gib"],
+            "most of the peak's fall beyond the state is autocast's copies",
+        )
+        pickle = str(rec("memory").trace_path.parent / "memory_snapshot.pickle")
+        snap, alive = m.snapshot_at_peak(pickle)
+        num("snap_gib", snap)
+        md("snap_table", m.snapshot_table(alive))
+        mt = rec("memory").timings()  # one fp32 copy of the logits: batch x tokens x vocabulary
+        scores_gib = mt["batch"] * mt["seq"] * (mt["embedding_params"] // m.HIDDEN) * 4 / 2**30
+        claim(
+            abs(alive[1][1] - 2 * scores_gib) < 1e-6 and abs(alive[2][1] - scores_gib) < 1e-6,
+            "the loss holds three fp32 copies of the logits at the peak",
+        )
+        num("snap_scores_gib", alive[1][1] + alive[2][1])
+        claim(
+            all(abs(c[-1]) < 1e-9 for c in m.snapshot_timeline(pickle, [])[1].values()),
+            "all the step allocated is freed by its end",
+        )
+        claim(
+            [k.split(":")[0] for k, _ in alive[:3]]
+            == ["`forward` (linear.py", "no Python frame", "`cross_entropy` (functional.py"],
+            "Linear, no Python frame and cross_entropy hold the most at the peak",
+        )
+        claim(
+            abs(snap + mem["start_gib"] - mem["peak_gib"]) < 0.05
+            and abs(alive[0][1] - mem["lin_copies_gib"] - mem["lin_output_gib"]) < 1e-6,
+            "the snapshot's peak and Linear's share agree with the profiler's memory events",
+        )
+        li, lw, la = (
+            glue(p, m.loader_facts(f.trace(v)))
+            for p, v in (
+                ("li_", "loader_inline"),
+                ("lw_", "loader_workers"),
+                ("la_", "loader_async"),
+            )
+        )
+        claim(
+            lw["sync_us"] < 100
+            and la["syncs"] == 0
+            and la["pinned"] == 1
+            and la["busy_frac"] > 0.9
+            and m.overlap(rows["loader_workers"], rows["loader_async"]),
+            "workers leave a short sync; async copies from pinned memory with no sync, "
+            "and is no faster than workers",
+        )
+        opt = {v: rec(v).results["step_ms"] for v in ("eager", "eager_foreach", "eager_forloop")}
+        claim(
+            opt["eager"] < min(opt["eager_forloop"], opt["eager_foreach"])
+            and m.overlap(rows["eager_forloop"], rows["eager_foreach"]),
+            "fused AdamW's step is the fastest; foreach and for-loop overlap",
+        )
+        cc, c8, fc, fb, fs, ff = (
+            glue(p, m.compile_facts(f.trace(v)))  # each asserts cuDNN's SDPA only
+            for p, v in (
+                ("cc_", "compile"),
+                ("c8_", "compile_b8_bf16"),
+                ("fc_", "causal"),
+                ("fb_", "causal_b16"),
+                ("fs_", "causal_s4096"),
+                ("ff_", "final"),
+            )
+        )
+        claim(
+            fc["kernels"]
+            == fb["kernels"]
+            == fs["kernels"]
+            == ff["kernels"]
+            < c8["kernels"]
+            < cc["kernels"]
+            < s["step_kernels"],
+            "each compiled attempt launches fewer kernels than the one before",
+        )
+        claim(
+            cc["grad_casts"] == 7 * 16 + 1
+            and cc["weight_casts"] == 2 * cc["grad_casts"]
+            and c8["grad_casts"] == 0
+            and fc["attn_ms"] < 0.5 * c8["attn_ms"]
+            and set(c8["attn_names"]) < set(fc["attn_names"]),
+            "compile's casts are per weight; bf16 weights have none; causal attention "
+            "takes under half the time",
+        )
+        claim(
+            all("fmha_reduce_head" in n for n in set(fc["attn_names"]) - set(c8["attn_names"])),
+            "causal attention adds only cuDNN's head-reduction kernels",
+        )
+        flex = glue("flex_", m.attention_facts(f.trace("causal_flex")))
+        claim(flex["attn_ms"] > fc["attn_ms"], "flex attention is slower than cuDNN's causal")
+        a = glue(
+            "acc_",
+            m.account(f.trace("causal"), str(rec("causal").trace_path), rows["causal"]["seq"]),
+        )
+        fin = glue(
+            "fin_", m.account(f.trace("final"), str(rec("final").trace_path), rows["final"]["seq"])
+        )
+        claim(
+            a["pct_GEMM"] > 70
+            and a["idle_pct"] < 2.5
+            and fin["idle_pct"] < 2.5
+            and 15 < a["head_pct"] < 25,
+            "GEMMs take most of causal's step, the GPU barely idles, the head is a fifth",
+        )
+        claim(
+            fin["pct_attention"] > 2 * a["pct_attention"] and fin["pct_GEMM"] < a["pct_GEMM"] - 10,
+            "longer sequences double attention's share",
+        )
+
+    f.repeats(each_repeat)
+
+    # Across the repeats: the forward's kernels take the same time, the CPU's launching of
+    # them varies around it, and the repeat whose CPU was slowest is the one whose GPU
+    # idled most.
+    gpu, cpu = ([s[k] for s in eager_steps] for k in ("forward_gpu_ms", "forward_cpu_ms"))
+    claim(
+        len(eager_steps) == len(recs("eager"))
+        and max(gpu) - min(gpu) < 1
+        and min(cpu) < min(gpu) <= max(gpu) < max(cpu),
+        "the forward's kernels take the same time in every repeat; launching them varies around it",
+    )
+    claim(
+        min(eager_steps, key=lambda s: s["gpu_busy_pct"])
+        is max(eager_steps, key=lambda s: s["forward_cpu_ms"]),
+        "the repeat whose CPU was slowest is the one whose GPU idled most",
+    )
+
+    md(
+        "repeats_table",
+        m.repeats_table(
+            [
+                m.repeat_row(
+                    e.trace(),
+                    {
+                        "causal": m.account(c.trace(), str(c.trace_path), rows["causal"]["seq"]),
+                        "final": m.account(fin.trace(), str(fin.trace_path), rows["final"]["seq"]),
+                    },
+                )
+                for e, c, fin in zip(recs("eager"), recs("causal"), recs("final"), strict=True)
+            ]
+        ),
+    )
