@@ -101,6 +101,7 @@ class Facts:
         self.repeat = 0
         self.glue: dict[str, list[Any]] = {}
         self._variants: dict[tuple[str, str], Variant] = {}
+        self._extra: list[Recording] = []
         self._collect: dict[str, list[Any]] | None = None
         self._collect_md: dict[str, list[Any]] | None = None
 
@@ -141,9 +142,17 @@ class Facts:
 
         return stamp(example or self.example)
 
+    def every_recording(self) -> list[Recording]:
+        """Every recording the site holds, of every example (counted as read)."""
+        from .recordings import iter_recordings
+
+        found = list(iter_recordings())
+        self._extra.extend(found)
+        return found
+
     def read(self) -> list[Recording]:
         """Every recording this run opened (for the cache's hash)."""
-        return [r for v in self._variants.values() for r in _all_repeats(v)]
+        return [r for v in self._variants.values() for r in _all_repeats(v)] + self._extra
 
     # -- writing ------------------------------------------------------------------------
     def _paste(self, key: str, kind: str, value: Any) -> None:
@@ -264,7 +273,11 @@ def _source_hash(page: str) -> str:
 
 
 def _reads_hash(paths: Iterable[str]) -> str:
+    """The ``meta.json`` of every recording read, and the list of all recordings (so that
+    a recording added or removed anywhere counts as a change)."""
     h = hashlib.sha256()
+    for path in sorted(recordings_root().glob("**/meta.json")):
+        h.update(str(path.relative_to(recordings_root())).encode())
     for rel in sorted(paths):
         path = recordings_root() / rel
         h.update(rel.encode())
