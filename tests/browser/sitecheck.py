@@ -28,7 +28,6 @@ import contextlib
 import functools
 import http.server
 import json
-import re
 import shutil
 import subprocess
 import sys
@@ -36,17 +35,33 @@ import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from html import unescape
 from importlib import resources
 from pathlib import Path
 from urllib.parse import unquote, urljoin, urlsplit
 
+# The counting behind the page rules is the project's page-statistics tool's, so that the
+# numbers `python scripts/pagestats.py` prints are the ones checked here.
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
+from pagestats import (  # noqa: E402
+    APART,
+    BUDGET_BYTES,
+    DOWNLOAD_SUFFIXES,
+    LESSON_MAX_WORDS,
+    LESSON_MIN_FIGURES,
+    download_kind,
+    lesson_measures,
+    lesson_problems,
+)
+
 __all__ = [
+    "APART",
     "ARCHIVE_BUDGET_BYTES",
     "BUDGET_BYTES",
     "CHROMIUM",
     "CHROMIUM_ARGS",
     "DOWNLOAD_SUFFIXES",
+    "LESSON_MAX_WORDS",
+    "LESSON_MIN_FIGURES",
     "PHONE_WIDTH",
     "PageReport",
     "Weight",
@@ -54,6 +69,7 @@ __all__ = [
     "check_chrome",
     "check_dark",
     "check_figures",
+    "check_lessons",
     "check_links",
     "check_page",
     "check_phone",
@@ -62,6 +78,7 @@ __all__ = [
     "fmt_bytes",
     "is_local",
     "launch",
+    "lesson_measures",
     "list_pages",
     "serve",
 ]
@@ -77,15 +94,10 @@ CHROMIUM_ARGS = [
     "--no-first-run",
     "--disable-quic",
 ]
-DOWNLOAD_SUFFIXES = (".py", ".ipynb", ".zip", ".json.gz", ".whl", ".tar.gz")
-#: Per page: its HTML, images and the downloads its content links, except the recorded
-#: traces (``traces/...``), whose total the recordings test budgets (tests/site), and the
-#: source archive (``downloads/*.tar.gz``), budgeted on its own (:data:`ARCHIVE_BUDGET_BYTES`).
-BUDGET_BYTES = 1_500_000
+# DOWNLOAD_SUFFIXES, BUDGET_BYTES (a page's weight) and APART (what it leaves out): see
+# scripts/pagestats.py.
 #: The site's source archives together (test_site.py checks it): the recordings are most of it.
 ARCHIVE_BUDGET_BYTES = 15_000_000
-#: Kinds of download that a page links but its weight leaves out (budgeted apart).
-APART = ("trace", "archive")
 PHONE_WIDTH = 390
 DESKTOP = {"width": 1366, "height": 900}
 LAPTOP = {"width": 1280, "height": 900}  # figures, contents and search are checked here
@@ -481,11 +493,8 @@ def _weight(label: str, site_root: Path, base_url: str, found: dict) -> Weight:
     for img in found["images"]:
         add(img["abs"], "image")
     for link in found["links"]:
-        path = urlsplit(link["abs"]).path.lower()
-        if link["inContent"] and (path.endswith(DOWNLOAD_SUFFIXES) or "/_downloads/" in path):
-            recorded = "/traces/" in path and path.endswith(".json.gz")
-            archive = "/downloads/" in path and path.endswith(".tar.gz")
-            kind = "trace" if recorded else "archive" if archive else "download"
+        kind = download_kind(urlsplit(link["abs"]).path)
+        if link["inContent"] and kind:
             add(link["abs"].split("#")[0], kind)
     return Weight(label, [(p, k, n) for p, (k, n) in items.items()])
 
@@ -929,38 +938,12 @@ def check_chrome(page, url: str) -> list[str]:
     return problems
 
 
-#: The rules for a lesson page (``chapters/partN.html``), as a reader meets it.
-LESSON_MAX_WORDS, LESSON_MIN_FIGURES = 2500, 6
-
-
-def lesson_measures(page_html: str) -> dict[str, int]:
-    """What a reader meets on a built lesson page: the words of its visible prose (the
-    article, leaving out code, tables and folded blocks), its figures and its "What to do"
-    boxes."""
-    found = re.search(r'<article class="bd-article"[^>]*>(.*)</article>', page_html, re.S)
-    text = found.group(1) if found else page_html
-    for tag in ("details", "script", "style"):  # folded evidence, and no prose at all
-        text = re.sub(rf"<{tag}\b[^>]*>.*?</{tag}>", " ", text, flags=re.S)
-    figures = len(re.findall(r"<img\b", text))
-    boxes = len(re.findall(r'class="admonition-title"[^>]*>\s*What to do', text))
-    for tag in ("pre", "table"):
-        text = re.sub(rf"<{tag}\b[^>]*>.*?</{tag}>", " ", text, flags=re.S)
-    prose = unescape(re.sub(r"<[^>]+>", " ", text))
-    words = len(re.findall(r"[A-Za-z][A-Za-z'\-]*", prose))
-    return {"words": words, "figures": figures, "what_to_do": boxes}
-
-
 def check_lessons(site_root: str | Path) -> list[str]:
     """Every lesson within its rules: at most LESSON_MAX_WORDS words of visible prose, at
-    least LESSON_MIN_FIGURES figures, a "What to do" box."""
+    least LESSON_MIN_FIGURES figures, a "What to do" box (counted by
+    :func:`pagestats.lesson_measures`)."""
     problems = []
     for path in sorted(Path(site_root, "chapters").glob("part[0-9].html")):
-        m = lesson_measures(path.read_text(encoding="utf-8"))
-        where = f"chapters/{path.name}"
-        if m["words"] > LESSON_MAX_WORDS:
-            problems.append(f"{where}: {m['words']} words of prose, over {LESSON_MAX_WORDS}")
-        if m["figures"] < LESSON_MIN_FIGURES:
-            problems.append(f"{where}: {m['figures']} figures, under {LESSON_MIN_FIGURES}")
-        if not m["what_to_do"]:
-            problems.append(f"{where}: no 'What to do' box")
+        measures = lesson_measures(path.read_text(encoding="utf-8"))
+        problems += lesson_problems(f"chapters/{path.name}", measures)
     return problems
