@@ -1,0 +1,97 @@
+"""Every page's facts on the committed recordings (docs/facts, ``python -m tracesite facts``).
+
+* every claim holds on every repeat (the runner raises otherwise);
+* every key a page pastes (``{glue:...}`...``) is produced, by its facts module or by one of
+  the page's own cells, and every key its facts module produces is pasted somewhere on the
+  page (a median's ``_lo``/``_hi`` companions count with it);
+* the facts equal ``tests/golden/facts/<page>.json``, so a re-record shows in review as a
+  diff of the numbers the pages quote (``UPDATE_GOLDEN=1`` rewrites them).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+
+import pytest
+from tracesite import facts
+
+ROOT = Path(__file__).resolve().parents[2]
+DOCS = ROOT / "docs"
+GOLDEN = ROOT / "tests" / "golden" / "facts"
+UPDATE = os.environ.get("UPDATE_GOLDEN") == "1"
+
+#: ``{glue:text}`key:.1f` ``, ``{glue:md}`key` ``, ``{glue}`key` ``
+INLINE = re.compile(r"\{glue(?::[a-z]+)?\}`([A-Za-z0-9_]+)")
+#: ```` ```{glue:md} key ```` and ``:::{glue:figure} key``
+BLOCK = re.compile(r"^(?:```|:::)\{glue(?::[a-z]+)?\}\s+([A-Za-z0-9_]+)", re.M)
+#: A page cell's own ``glue("key", ...)``
+CELL_GLUE = re.compile(r"""\bglue\(\s*["']([A-Za-z0-9_]+)["']""")
+
+
+#: Pages whose facts still paste whole dicts under a prefix (``f.glue_all``), so they produce
+#: keys the page never uses; each goes once its keys are spelled whole in its facts module.
+WHOLE_DICTS = {"part5"}
+
+
+def page_of(name: str) -> Path:
+    """``part1_notes`` -> ``docs/chapters/part1-notes.md``."""
+    found = [
+        p
+        for p in DOCS.rglob("*.md")
+        if "_build" not in p.parts and p.stem.replace("-", "_") == name
+    ]
+    assert len(found) == 1, f"{name}: {found}"
+    return found[0]
+
+
+def used_keys(text: str) -> set[str]:
+    return set(INLINE.findall(text)) | set(BLOCK.findall(text))
+
+
+def family(key: str) -> str:
+    """A median's key and its ``_lo``/``_hi`` companions share one family."""
+    return re.sub(r"_(lo|hi)$", "", key)
+
+
+@pytest.fixture(scope="module", params=facts.pages())
+def page(request: pytest.FixtureRequest) -> tuple[str, dict[str, list[object]]]:
+    return request.param, facts.page_facts(request.param)
+
+
+def test_there_are_pages() -> None:
+    assert "part5" in facts.pages()
+
+
+def test_every_pasted_key_is_produced(page: tuple[str, dict[str, list[object]]]) -> None:
+    name, glue = page
+    text = page_of(name).read_text(encoding="utf-8")
+    missing = used_keys(text) - set(glue) - set(CELL_GLUE.findall(text))
+    assert not missing, f"{name}.md pastes keys nothing produces: {sorted(missing)}"
+
+
+def test_every_produced_key_is_pasted(page: tuple[str, dict[str, list[object]]]) -> None:
+    name, glue = page
+    used = {family(k) for k in used_keys(page_of(name).read_text(encoding="utf-8"))}
+    unused = sorted(k for k in glue if family(k) not in used)
+    if unused and name in WHOLE_DICTS:
+        pytest.xfail(f"{name}: {len(unused)} keys produced by whole-dict glue, not pasted")
+    assert not unused, f"docs/facts/{name}.py produces keys its page never pastes: {unused}"
+
+
+def test_facts_match_golden(page: tuple[str, dict[str, list[object]]]) -> None:
+    name, glue = page
+    path = GOLDEN / f"{name}.json"
+    text = json.dumps(glue, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
+    if UPDATE:
+        path.write_text(text, encoding="utf-8")
+    if not path.exists():
+        pytest.fail(f"no golden file {path.name}; run with UPDATE_GOLDEN=1 to create it")
+    want = json.loads(path.read_text(encoding="utf-8"))
+    changed = sorted(k for k in set(want) | set(glue) if want.get(k) != glue.get(k))
+    assert not changed, (
+        f"{name}: {len(changed)} facts differ from tests/golden/facts/{name}.json "
+        f"(first: {changed[:5]}); after a re-record, review the diff and rerun with UPDATE_GOLDEN=1"
+    )
