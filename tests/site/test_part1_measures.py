@@ -1,4 +1,5 @@
-"""Part 1's measures module (docs/chapters/part1_measures.py) against every recorded repeat."""
+"""Part 1's measures module (docs/chapters/part1_measures.py), and the functions only one page's
+facts use (docs/facts/part1.py), against every recorded repeat."""
 
 from __future__ import annotations
 
@@ -8,7 +9,9 @@ from pathlib import Path
 import pytest
 from tracesite.recordings import load
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "docs" / "chapters"))
+DOCS = Path(__file__).resolve().parents[2] / "docs"
+sys.path[:0] = [str(DOCS / "chapters"), str(DOCS / "facts")]
+import part1 as part1_facts  # noqa: E402  (the functions only one page's facts use)
 import part1_measures as m  # noqa: E402
 
 EXAMPLE = "01_matmul_add"
@@ -42,7 +45,7 @@ def test_table(k):
     t = getter(k)
     f = m.table_facts(t("64_bf16"), t("4096_bf16"), totals("64_bf16", k), totals("4096_bf16", k))
     assert f["pct64"] < 5 < f["gpu_growth"]
-    m.check_op_table(
+    part1_facts.check_op_table(
         t("64_bf16"), load(EXAMPLE, "64_bf16").repeats[k].table_rows(), totals("64_bf16", k)
     )
 
