@@ -1,12 +1,13 @@
 """The computations behind Part 2 (``part2.md`` and ``part2-notes.md``).
 
 Each function takes the traces (or recorder files) of one repeat, checks every claim the
-pages make about them, raising :class:`AssertionError` with the failing claim, and returns
+pages make about them with :func:`tracesite.facts.claim` (a false one raises its
+:class:`~tracesite.facts.ClaimError`, an :class:`AssertionError`), and returns
 the numbers and names the prose quotes, as ``{key: value}`` (``str`` values are Markdown).
-The pages call them once per repeat (``%%repeats`` cells), so a claim holds on every
-repeat or the build fails. Statements the pages take from source code (PyTorch, Triton,
-Liger) rather than from a trace live here as named constants, so that they are visibly
-*not* measurements.
+The pages' facts modules (``docs/facts/part2.py``, ``part2_notes.py``) call them once per
+repeat (``f.repeats``), so a claim holds on every repeat or the build fails. Statements the
+pages take from source code (PyTorch, Triton, Liger) rather than from a trace live here as
+named constants, so that they are visibly *not* measurements.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import numpy as np
+from tracesite.facts import claim
 
 from tracereader import Kind, Trace, link
 
@@ -41,12 +43,6 @@ NVJET = re.compile(
 )
 VIEWS = ("aten::t", "aten::transpose", "aten::as_strided", "aten::reshape", "aten::view",
          "aten::_unsafe_view")  # fmt: skip
-
-
-def claim(ok: Any, what: object) -> None:
-    """Raise ``AssertionError(what)`` unless ``ok``: a claim of the page about the data."""
-    if not ok:
-        raise AssertionError(str(what))
 
 
 def kernels(tr: Trace) -> dict[str, float]:
@@ -105,7 +101,7 @@ def linear(small: Trace, big: Trace, part1: Trace) -> Values:
     aten = [n for n in ops if n.startswith("aten::")]
     claim(
         aten == ["aten::linear", "aten::t", "aten::transpose", "aten::as_strided", "aten::addmm"],
-        aten,
+        str(aten),
     )
     claim(gpu_ops_per_step(small) == 1, "one GPU op per forward")
     lk = link(small)
@@ -181,7 +177,7 @@ def mlp_eager(te: Trace, tb: Trace) -> Values:
     claim("BinaryFunctor<c10::BFloat16, c10::BFloat16, c10::BFloat16" in mul
           and "MulFunctor<float>" in mul, "bf16 data, float arithmetic")  # fmt: skip
     mem_bytes = {int(te.extra["bytes"][i]) for i in te.where(kind=Kind.MEMSET)}
-    claim(len(mem_bytes) == 1, mem_bytes)
+    claim(len(mem_bytes) == 1, str(mem_bytes))
     claim(
         step_ops(tb).count("cudaMemsetAsync") == step_ops(tb).count("aten::mm") == 3,
         "every big GEMM",
@@ -472,7 +468,7 @@ def reduce_overhead(tro: Trace) -> Values:
     graphs = tro.where(name="cudaGraphLaunch")
     claim(len(graphs) == len(tro.steps), "one graph launch a step")
     per_graph = {len(lro.gpu_ops_of_call(int(g))) for g in graphs}
-    claim(len(per_graph) == 1, per_graph)
+    claim(len(per_graph) == 1, str(per_graph))
     copy_k = pick(kernels(tro), lambda n: "multi_tensor_apply" in n)
     claim("aten::_foreach_copy_" in step_ops(tro), "the input copy")
     claim(not len(tro.where(name="aten::mm")), "no aten::mm event")
