@@ -15,7 +15,7 @@ EXAMPLE = "06_train_step"
 
 
 def facts(f: Facts) -> None:
-    rec, recs, num, md, glue = f.rec, f.recs, f.num, f.md, f.glue_all
+    rec, recs, num, md, nums = f.rec, f.recs, f.num, f.md, f.nums
 
     md("stamp", f.stamp())
     num("n_repeats", len(recs("eager")))
@@ -23,8 +23,26 @@ def facts(f: Facts) -> None:
         v: m.results_row([r.results for r in recs(v)], [r.timings() for r in recs(v)])
         for v in m.ATTEMPTS
     }
-    for v, row in rows.items():
-        glue(v + "_", row)
+    nums(
+        {
+            "eager_step_ms": rows["eager"]["step_ms"],
+            "eager_peak_gib": rows["eager"]["peak_gib"],
+            "eager_foreach_step_ms": rows["eager_foreach"]["step_ms"],
+            "eager_bf16_peak_gib": rows["eager_bf16"]["peak_gib"],
+            "eager_checkpoint_step_ms": rows["eager_checkpoint"]["step_ms"],
+            "eager_checkpoint_peak_gib": rows["eager_checkpoint"]["peak_gib"],
+            "loader_inline_step_ms": rows["loader_inline"]["step_ms"],
+            "loader_async_step_ms": rows["loader_async"]["step_ms"],
+            "compile_step_ms": rows["compile"]["step_ms"],
+            "compile_peak_gib": rows["compile"]["peak_gib"],
+            "causal_tokens_per_s": rows["causal"]["tokens_per_s"],
+            "causal_mfu_done": rows["causal"]["mfu_done"],
+            "causal_mfu_foundry": rows["causal"]["mfu_foundry"],
+            "final_tokens_per_s": rows["final"]["tokens_per_s"],
+            "final_mfu": rows["final"]["mfu"],
+            "final_mfu_done": rows["final"]["mfu_done"],
+        }
+    )
     md("results_table", m.results_table(rows))
     m.check_attempts(rows)  # every claim of the goal's section, on every repeat
     first = [x.results["first_step_s"] for x in recs("compile")]
@@ -38,16 +56,72 @@ def facts(f: Facts) -> None:
     eager_steps: list[dict[str, Any]] = []  # each repeat's m.step_facts
 
     def each_repeat() -> None:
-        s = glue("s_", m.step_facts(f.trace("eager")))
+        s = m.step_facts(f.trace("eager"))
         eager_steps.append(s)
-        for p, v in (
-            ("fused_", "eager"),
-            ("foreach_", "eager_foreach"),
-            ("forloop_", "eager_forloop"),
-        ):
-            glue(p, m.optimizer_facts(f.trace(v)))
-        c32 = glue("c32_", m.cast_facts(f.trace("eager")))
-        c16 = glue("c16_", m.cast_facts(f.trace("eager_bf16")))
+        nums(
+            {
+                "s_forward_cpu_ms": s["forward_cpu_ms"],
+                "s_forward_kernels": s["forward_kernels"],
+                "s_forward_gpu_ms": s["forward_gpu_ms"],
+                "s_loss_cpu_ms": s["loss_cpu_ms"],
+                "s_loss_kernels": s["loss_kernels"],
+                "s_loss_gpu_ms": s["loss_gpu_ms"],
+                "s_backward_cpu_ms": s["backward_cpu_ms"],
+                "s_backward_kernels": s["backward_kernels"],
+                "s_backward_gpu_ms": s["backward_gpu_ms"],
+                "s_optimizer_cpu_ms": s["optimizer_cpu_ms"],
+                "s_optimizer_kernels": s["optimizer_kernels"],
+                "s_optimizer_gpu_ms": s["optimizer_gpu_ms"],
+                "s_step_kernels": s["step_kernels"],
+                "s_evaluate_ops": s["evaluate_ops"],
+                "s_accumulate_grads": s["accumulate_grads"],
+                "s_bwd_over_fwd_loss": s["bwd_over_fwd_loss"],
+                "s_gpu_busy_pct": s["gpu_busy_pct"],
+                "s_launch_done_ms": s["launch_done_ms"],
+                "s_item_ms": s["item_ms"],
+                "s_first_kernel_ms": s["first_kernel_ms"],
+                "s_tail_ms": s["tail_ms"],
+                "s_n_gaps": s["n_gaps"],
+            }
+        )
+        fused, foreach, forloop = (
+            m.optimizer_facts(f.trace(v)) for v in ("eager", "eager_foreach", "eager_forloop")
+        )
+        nums(
+            {
+                "fused_kernels": fused["kernels"],
+                "fused_cpu_ms": fused["cpu_ms"],
+                "fused_gpu_ms": fused["gpu_ms"],
+                "foreach_kernels": foreach["kernels"],
+                "foreach_cpu_ms": foreach["cpu_ms"],
+                "foreach_gpu_ms": foreach["gpu_ms"],
+                "forloop_kernels": forloop["kernels"],
+                "forloop_cpu_ms": forloop["cpu_ms"],
+                "forloop_gpu_ms": forloop["gpu_ms"],
+                "forloop_queue_ms": forloop["queue_ms"],
+            }
+        )
+        c32 = m.cast_facts(f.trace("eager"))
+        c16 = m.cast_facts(f.trace("eager_bf16"))
+        nums(
+            {
+                "c32_casts": c32["casts"],
+                "c32_linear_casts": c32["linear_casts"],
+                "c32_weight_casts": c32["weight_casts"],
+                "c32_input_casts": c32["input_casts"],
+                "c32_sdpa_casts": c32["sdpa_casts"],
+                "c32_own_casts": c32["own_casts"],
+                "c32_cast_ms": c32["cast_ms"],
+                "c32_fwd_kernels": c32["fwd_kernels"],
+                "c32_fwd_gpu_ms": c32["fwd_gpu_ms"],
+                "c16_casts": c16["casts"],
+                "c16_linear_casts": c16["linear_casts"],
+                "c16_own_casts": c16["own_casts"],
+                "c16_cast_ms": c16["cast_ms"],
+                "c16_fwd_kernels": c16["fwd_kernels"],
+                "c16_fwd_gpu_ms": c16["fwd_gpu_ms"],
+            }
+        )
         claim(
             c16["internal_ops"] == c32["internal_ops"] == "aten::cumsum"
             and c16["own_casts"] == c16["casts"] - 1
@@ -66,17 +140,22 @@ def facts(f: Facts) -> None:
             and c32["cast_ms"] < 0.2 * c32["fwd_gpu_ms"],
             "the backward's GPU work outlasts its CPU time; the forward's casts are a small part",
         )
-        mem = glue(
-            "mem_",
-            m.memory_facts(
-                str(rec("memory").trace_path),
-                rec("memory").results["peak_gib"],
-                rec("memory").timings()["params"],
-            ),
+        mem = m.memory_facts(
+            str(rec("memory").trace_path),
+            rec("memory").results["peak_gib"],
+            rec("memory").timings()["params"],
         )
-        drop = num(
-            "drop_gib", rec("eager").results["peak_gib"] - rec("eager_bf16").results["peak_gib"]
+        nums(
+            {
+                "mem_start_gib": mem["start_gib"],
+                "mem_peak_gib": mem["peak_gib"],
+                "mem_state_saved_gib": mem["state_saved_gib"],
+                "mem_lin_copies_gib": mem["lin_copies_gib"],
+                "mem_lin_weight_gib": mem["lin_weight_gib"],
+                "mem_lin_input_gib": mem["lin_input_gib"],
+            }
         )
+        drop = rec("eager").results["peak_gib"] - rec("eager_bf16").results["peak_gib"]
         claim(
             0.5 * (drop - mem["state_saved_gib"])
             < mem["lin_copies_gib"]
@@ -109,12 +188,10 @@ def facts(f: Facts) -> None:
             "the snapshot's peak and Linear's share agree with the profiler's memory events",
         )
         li, lw, la = (
-            glue(p, m.loader_facts(f.trace(v)))
-            for p, v in (
-                ("li_", "loader_inline"),
-                ("lw_", "loader_workers"),
-                ("la_", "loader_async"),
-            )
+            m.loader_facts(f.trace(v)) for v in ("loader_inline", "loader_workers", "loader_async")
+        )
+        nums(
+            {"li_data_ms": li["data_ms"], "lw_data_ms": lw["data_ms"], "lw_sync_us": lw["sync_us"]}
         )
         claim(
             lw["sync_us"] < 100
@@ -132,15 +209,17 @@ def facts(f: Facts) -> None:
             "fused AdamW's step is the fastest; foreach and for-loop overlap",
         )
         cc, c8, fc, fb, fs, ff = (
-            glue(p, m.compile_facts(f.trace(v)))  # each asserts cuDNN's SDPA only
-            for p, v in (
-                ("cc_", "compile"),
-                ("c8_", "compile_b8_bf16"),
-                ("fc_", "causal"),
-                ("fb_", "causal_b16"),
-                ("fs_", "causal_s4096"),
-                ("ff_", "final"),
-            )
+            m.compile_facts(f.trace(v))  # each asserts cuDNN's SDPA only
+            for v in ("compile", "compile_b8_bf16", "causal", "causal_b16", "causal_s4096", "final")
+        )
+        nums(
+            {
+                "cc_kernels": cc["kernels"],
+                "cc_triton": cc["triton"],
+                "cc_weight_casts": cc["weight_casts"],
+                "c8_attn_ms": c8["attn_ms"],
+                "fc_attn_ms": fc["attn_ms"],
+            }
         )
         claim(
             fc["kernels"]
@@ -165,14 +244,30 @@ def facts(f: Facts) -> None:
             all("fmha_reduce_head" in n for n in set(fc["attn_names"]) - set(c8["attn_names"])),
             "causal attention adds only cuDNN's head-reduction kernels",
         )
-        flex = glue("flex_", m.attention_facts(f.trace("causal_flex")))
+        flex = m.attention_facts(f.trace("causal_flex"))
+        num("flex_attn_ms", flex["attn_ms"])
         claim(flex["attn_ms"] > fc["attn_ms"], "flex attention is slower than cuDNN's causal")
-        a = glue(
-            "acc_",
-            m.account(f.trace("causal"), str(rec("causal").trace_path), rows["causal"]["seq"]),
-        )
-        fin = glue(
-            "fin_", m.account(f.trace("final"), str(rec("final").trace_path), rows["final"]["seq"])
+        a = m.account(f.trace("causal"), str(rec("causal").trace_path), rows["causal"]["seq"])
+        fin = m.account(f.trace("final"), str(rec("final").trace_path), rows["final"]["seq"])
+        nums(
+            {
+                "acc_pct_GEMM": a["pct_GEMM"],
+                "acc_pct_attention": a["pct_attention"],
+                "acc_pct_Triton": a["pct_Triton"],
+                "acc_pct_AdamW": a["pct_AdamW"],
+                "acc_idle_pct": a["idle_pct"],
+                "acc_head_pct": a["head_pct"],
+                "acc_gemm_tflops": a["gemm_tflops"],
+                "acc_gemm_pct_of_spec": a["gemm_pct_of_spec"],
+                "acc_attn_tflops": a["attn_tflops"],
+                "fin_pct_GEMM": fin["pct_GEMM"],
+                "fin_pct_attention": fin["pct_attention"],
+                "fin_pct_Triton": fin["pct_Triton"],
+                "fin_pct_AdamW": fin["pct_AdamW"],
+                "fin_idle_pct": fin["idle_pct"],
+                "fin_gemm_tflops": fin["gemm_tflops"],
+                "fin_attn_tflops": fin["attn_tflops"],
+            }
         )
         claim(
             a["pct_GEMM"] > 70

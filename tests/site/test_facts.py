@@ -33,7 +33,7 @@ CELL_GLUE = re.compile(r"""\bglue\(\s*["']([A-Za-z0-9_]+)["']""")
 
 #: Pages whose facts still paste whole dicts under a prefix (``f.glue_all``), so they produce
 #: keys the page never uses; each goes once its keys are spelled whole in its facts module.
-WHOLE_DICTS = {"part5"}
+WHOLE_DICTS: set[str] = set()
 
 
 def page_of(name: str) -> Path:

@@ -191,6 +191,15 @@ class Facts:
                 self.num(prefix + key, float(value))
         return found
 
+    def nums(self, values: dict[str, Any]) -> None:
+        """:meth:`num` for each key and value: ``f.nums({"s_step_ms": s["step_ms"], ...})``,
+        each key spelled whole so that a search for it finds where it is made. Numbers are
+        pasted as floats (a count as ``17.0``), as a page's ``{glue:text}`key:.0f``` reads them."""
+        for key, value in values.items():
+            number = value.item() if hasattr(value, "item") else value
+            isnum = isinstance(number, (int, float)) and not isinstance(number, bool)
+            self.num(key, float(number) if isnum else number)
+
     def n_repeats(self, name: str | None = None) -> int:
         """How many repeats :meth:`repeats` runs: the fewest any variant of the example has
         (or that ``name`` has)."""
