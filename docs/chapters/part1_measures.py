@@ -3,9 +3,10 @@
 Each ``*_facts`` function takes the traces of one recorded repeat (and, where it needs
 them, the profiler's own table totals or timings), asserts every claim the pages make
 about them, and returns the numbers (floats) and Markdown snippets (str) the pages glue,
-keyed by the names the prose uses. The pages call them in ``%%repeats`` cells, so every
-assertion holds on every repeat; ``tests/site/test_part1_measures.py`` runs them on every
-recorded repeat too.
+keyed by the names the prose uses. The pages' facts modules (``docs/facts/``) call them once
+per repeat (``f.repeats``), so every assertion holds on every repeat;
+``tests/site/test_part1_measures.py`` runs them on every recorded repeat too. What only one
+page's facts use lives in that facts module.
 
 Only :mod:`tracereader` and numpy here: no drawing, no site glue.
 """
@@ -697,16 +698,6 @@ def fused_facts(eager4k: Trace, comp4k: Trace, triton: Trace, autotune: Trace) -
     }
 
 
-def autotune_text(picks: Sequence[bool]) -> str:
-    """How often max-autotune picked the fused Triton GEMM, over the recorded processes."""
-    n, k = len(picks), sum(picks)
-    if k == n:
-        return f"picked the fused Triton kernel in all {n} repeats"
-    if k == 0:
-        return f"kept cuBLAS and the copy in all {n} repeats"
-    return f"picked the fused Triton kernel in {k} of {n} repeats and cuBLAS with the copy in the others"
-
-
 VERSIONS = ("eager", "addmm", "compiled", "reduce-overhead")
 
 
@@ -756,26 +747,6 @@ def interleaved_facts(tr: Trace, bare: Sequence[tuple[str, float]]) -> Facts:
         }
     assert med["eager"] > umed["eager"]  # the profiler's own cost
     return out
-
-
-def verdict(ratios: Sequence[float], more: str, less: str, same: str, margin: float = 0.05) -> str:
-    """Word a ratio measured once per process, claiming a difference only beyond ``margin``
-    on the same side in every process."""
-    if min(ratios) > 1 + margin:
-        return more
-    if max(ratios) < 1 - margin:
-        return less
-    return same
-
-
-def cpu_verdict(
-    bare_by_process: Sequence[Sequence[tuple[str, float]]], version: str, base: str
-) -> str:
-    """``version`` against ``base`` in CPU time per call, timed without the profiler."""
-    ratios = [(m := medians(b))[version] / m[base] for b in bare_by_process]
-    return verdict(
-        ratios, "cost more CPU time than", "cost less CPU time than", "could not be told apart from"
-    )
 
 
 def cold_table_facts(cold: Trace, totals_cold: dict[str, float]) -> Facts:

@@ -8,10 +8,11 @@ uses, lives here.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import part1_measures as m
+from _part1_common import glue_measure
 from tracesite.facts import Facts, claim
 
 from tracereader import Kind, Trace, op_table
@@ -48,14 +49,7 @@ def check_op_table(
 
 def facts(f: Facts) -> None:
     rec, recs, num, md, recorded = f.rec, f.recs, f.num, f.md, f.trace
-
-    def glue(measure: Callable[..., m.Facts], *names: str, suffix: str = "", **more: Any) -> None:
-        """Glue what ``measure`` finds (in f.repeats: medians; outside: the drawn recording's)."""
-        for key, value in measure(*map(recorded, names), **more).items():
-            if isinstance(value, str):
-                md(key + suffix, value)
-            else:
-                num(key + suffix, value)
+    glue = glue_measure(f)  # the page's facts() helper: a measure's values under its keys
 
     envs = {
         (r.env["gpu"], r.env["driver"], r.env["torch"], r.env["cuda"])

@@ -1,5 +1,5 @@
 """Part 1's measures module (docs/chapters/part1_measures.py), and the functions only one page's
-facts use (docs/facts/part1.py), against every recorded repeat."""
+facts use (docs/facts/part1.py, part1_notes.py), against every recorded repeat."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ DOCS = Path(__file__).resolve().parents[2] / "docs"
 sys.path[:0] = [str(DOCS / "chapters"), str(DOCS / "facts")]
 import part1 as part1_facts  # noqa: E402  (the functions only one page's facts use)
 import part1_measures as m  # noqa: E402
+import part1_notes as notes_facts  # noqa: E402
 
 EXAMPLE = "01_matmul_add"
 N = len(load(EXAMPLE, "64_bf16").repeats)
@@ -151,12 +152,14 @@ def test_cold_table(k):
 
 
 def test_verdicts():
-    assert m.verdict([1.2, 1.3], "more", "less", "same") == "more"
-    assert m.verdict([0.8, 0.9], "more", "less", "same") == "less"
-    assert m.verdict([0.98, 1.2], "more", "less", "same") == "same"
-    assert m.autotune_text([True, True]) == "picked the fused Triton kernel in all 2 repeats"
-    assert m.autotune_text([False]) == "kept cuBLAS and the copy in all 1 repeats"
-    assert "1 of 3" in m.autotune_text([True, False, False])
+    assert notes_facts.verdict([1.2, 1.3], "more", "less", "same") == "more"
+    assert notes_facts.verdict([0.8, 0.9], "more", "less", "same") == "less"
+    assert notes_facts.verdict([0.98, 1.2], "more", "less", "same") == "same"
+    assert (
+        notes_facts.autotune_text([True, True]) == "picked the fused Triton kernel in all 2 repeats"
+    )
+    assert notes_facts.autotune_text([False]) == "kept cuBLAS and the copy in all 1 repeats"
+    assert "1 of 3" in notes_facts.autotune_text([True, False, False])
 
 
 def test_covered_ns():
