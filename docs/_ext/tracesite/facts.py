@@ -42,6 +42,7 @@ __all__ = [
     "glue_facts",
     "main",
     "page_facts",
+    "page_words",
     "pages",
 ]
 
@@ -51,7 +52,7 @@ FACTS_DIR = DOCS / "facts"
 #: Where the runner writes each page's facts.
 GENERATED = DOCS / "_generated" / "facts"
 #: Bumped when the JSON's shape changes, so that old files are recomputed.
-FORMAT = 1
+FORMAT = 2
 
 
 class ClaimError(AssertionError):
@@ -102,6 +103,8 @@ class Facts:
         self.glue: dict[str, list[Any]] = {}
         self._variants: dict[tuple[str, str], Variant] = {}
         self._extra: list[Recording] = []
+        #: Each word's check a run made (:mod:`tracesite.words`), with its arguments.
+        self.words: list[tuple[str, tuple[Any, ...]]] = []
         self._collect: dict[str, list[Any]] | None = None
         self._collect_md: dict[str, list[Any]] | None = None
 
@@ -316,12 +319,17 @@ def _cached(page: str) -> dict[str, list[Any]] | None:
 
 def run_page(page: str) -> Facts:
     """Run ``docs/facts/<page>.py``'s ``facts(f)``; a failed claim names the page."""
+    from . import words
+
     module = _module(page)
     f = Facts(page, module.EXAMPLE, getattr(module, "GPU", "h200"))
+    f.words = words.recording()
     try:
         module.facts(f)
     except AssertionError as exc:
         raise ClaimError(f"{page}: a claim fails {exc}") from exc
+    finally:
+        words.stop()
     return f
 
 
@@ -341,11 +349,23 @@ def page_facts(page: str, refresh: bool = False) -> dict[str, list[Any]]:
         "read": read,
         "recordings": _reads_hash(read),
         "glue": f.glue,
+        "words": [[word, list(args)] for word, args in f.words],
     }
     path = _generated(page)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(out, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     return f.glue
+
+
+def page_words(page: str) -> list[tuple[str, tuple[Any, ...]]]:
+    """Each word's check the page's facts made (:mod:`tracesite.words`), as
+    ``(word, arguments)``: from the facts file, computed first if need be."""
+    page_facts(page)
+    saved = json.loads(_generated(page).read_text(encoding="utf-8"))
+    return [
+        (w, tuple(tuple(a) if isinstance(a, list) else a for a in args))
+        for w, args in saved["words"]
+    ]
 
 
 def glue_facts(page: str) -> dict[str, Any]:
