@@ -1,0 +1,683 @@
+"""Part 4's rows read over every repeat, shared by its three pages: :class:`Chapter`.
+
+:class:`Chapter` reads every repeat of the example's variants through a ``recs`` getter
+(variant name -> its recorded repeats) and, for the rows recorded in several sessions, a
+``sessions`` getter (variant name -> its earlier sessions, oldest first), asserts each claim
+the pages make on every repeat, and returns the numbers (floats) and Markdown snippets (str)
+the pages glue, keyed by the names the prose uses: the whole path of changes
+(:data:`PATH`), the bound, the fused and the final loops class by class, and the final
+loop's logits. Each page's facts module extends it with what only that page reads
+(``part4_notes.Chapter``; ``part4_kernels.Chapter``, through :mod:`_sessions`).
+
+Only :mod:`tracereader`, numpy and the standard library here: no drawing, no site glue.
+"""
+
+from __future__ import annotations
+
+import calendar
+import statistics
+from collections.abc import Sequence
+from functools import cached_property
+
+from _decode import (
+    CHECK,
+    CLASSES,
+    FINAL,
+    GEMV_CLASSES,
+    GOAL,
+    LOOP_CALLS,
+    OTHER,
+    SPEC_TBS,
+    Facts,
+    Rec,
+    Recs,
+    Run,
+    Sessions,
+    Table,
+    _in,
+    calls_per_step,
+    classify,
+    days,
+    decode_steps,
+    first_diff,
+    gemv_bytes,
+    is_gemv,
+    launch_calls,
+    lo_hi,
+    res,
+    rng,
+    syncs,
+    tim,
+    token_ops,
+)
+
+import tracereader
+from tracereader import Kind, step_times
+
+# ---------------------------------------------------------------------- the whole path
+
+PATH = [
+    ("generate_dynamic_1b", "generate(), dynamic cache", "1B"),
+    ("generate_static_1b", "static cache", "1B"),
+    ("generate_static_compiled_1b", "generate() compiles", "1B"),
+    ("generate_static_compiled_8b", "generate() compiles", "8B"),
+    ("loop_compiled_8b", "our loop, CUDA graph", "8B"),
+    ("loop_tuned_8b", "+ tuned GEMVs", "8B"),
+    ("loop_short_8b", "+ short cache", "8B"),
+    ("loop_packed_8b", "+ packed GQA", "8B"),
+    ("loop_fused_8b", "+ fused projections", "8B"),
+    ("loop_act_8b", "+ activation computed once", "8B"),
+    ("loop_act_attn_8b", "+ attention as reductions", "8B"),
+    ("loop_kernels_8b", "GEMV kernels of our own", "8B"),
+    ("loop_kernels_sdpa_8b", "+ cuDNN attention again", "8B"),
+    ("loop_norms_8b", "+ norms in the GEMVs", "8B"),
+    ("loop_attention_8b", "GEMV and attention kernels of our own", "8B"),
+    (FINAL, "+ Inductor's tuning off", "8B"),
+]
+#: The lesson's short path: where the CPU sets the pace, then where the kernels do.
+LESSON_PATH = (
+    "generate_dynamic_1b",
+    "generate_static_compiled_1b",
+    "generate_static_compiled_8b",
+    "loop_compiled_8b",
+    "loop_fused_8b",
+    FINAL,
+)
+#: The lesson's table skips the rows between the fused loop and the final loop: its label says all it holds.
+LESSON_LABELS = {
+    "loop_fused_8b": "+ tuned GEMVs, short cache, packed GQA, fused projections",
+    FINAL: "GEMV and attention kernels of our own, tuning off",
+}
+BUILDS_ON = {"loop_attention_8b": "loop_kernels_8b"}  # each other row builds on the row above it
+
+
+class Chapter:
+    """Every claim of Part 4's pages that reads more than one repeat, and their numbers.
+
+    ``recs`` returns every repeat of a variant; ``shapes`` is the example's ``SHAPES``;
+    ``sessions`` returns a variant's earlier recording sessions (:data:`SESSION_ROWS`').
+    """
+
+    def __init__(
+        self,
+        recs: Recs,
+        shapes: dict[str, dict[str, int]],
+        sessions: Sessions = lambda name: (),
+    ) -> None:
+        self.recs, self.shapes, self.sessions = recs, shapes, sessions
+        self._tables: dict[str, Table] = {}
+
+    # --- the path table (part4-notes) and the lesson's short one
+
+    @cached_property
+    def per(self) -> dict[str, dict[str, list[float]]]:
+        per = {}
+        for name, _, _ in PATH:
+            rs = self.recs(name)
+            kern, launches, busy = [], [], []
+            for r in rs:
+                dec = decode_steps(r.trace())
+                ks = [s.kernels for s in dec]
+                assert max(ks) - min(ks) <= 2, name  # every token alike
+                kern.append(statistics.median(ks))
+                launches.append(statistics.median(s.launches for s in dec))
+                busy.append(
+                    statistics.median(s.gpu_busy_us for s in dec) / 1e3 / res(r)["ms_per_token"]
+                )
+                assert tim(r)["graphs_compiled_while_timed"] == 0, name  # no recompile while timed
+            assert max(busy) < 1.03, (name, busy)
+            per[name] = {
+                "tps": [res(r)["tokens_per_s"] for r in rs],
+                "ms": [res(r)["ms_per_token"] for r in rs],
+                "frac": [res(r)["hbm_fraction_spec"] for r in rs],
+                "kernels": kern,
+                "busy": busy,
+                "launches": launches,
+            }
+        return per
+
+    def beats(self, a: str, b: str) -> bool:
+        """Every repeat of ``a`` faster than every repeat of ``b``."""
+        return min(self.per[a]["tps"]) > max(self.per[b]["tps"])
+
+    def _row(self, name: str, what: str, shape: str, base: str) -> str:
+        p = self.per[name]
+        on = [
+            f"{int(d[8:10])} {calendar.month_abbr[int(d[5:7])]}"
+            for d in days(r.env["recorded_at"] for r in self.recs(name))
+        ]
+        return (
+            f"| {what} | {base} | {' and '.join(on)} | {shape} | {rng(p['tps'])} | {rng(p['ms'], '{:.2f}')} | {p['kernels'][0]:.0f} | "
+            f"{p['launches'][0]:.0f} | {rng([min(b, 1) * 100 for b in p['busy']])} % | "
+            f"{rng([f * 100 for f in p['frac']])} % |"
+        )
+
+    def path_table(self, names: Sequence[str] | None = None) -> str:
+        label = {n: what for n, what, _ in PATH}
+        base = {n: BUILDS_ON.get(n, a[0]) for a, (n, _, _) in zip(PATH, PATH[1:], strict=False)}
+        rows = [
+            self._row(*p, label[base[p[0]]] if p[0] in base else "")
+            for p in PATH
+            if names is None or p[0] in names
+        ]
+        return (
+            "| change | built on | recorded | shape | tokens/s | ms/token | kernels per token "
+            "| launch calls per token | GPU busy | of 4.8 TB/s |\n"
+            "|---|---|---|---|---:|---:|---:|---:|---:|---:|\n" + "\n".join(rows)
+        )
+
+    def lesson_table(self) -> str:
+        """The lesson's short path: medians over the repeats (the ranges are in the notes)."""
+        rows = []
+        for name, what, shape in PATH:
+            if name in LESSON_PATH:
+                p = self.per[name]
+                rows.append(
+                    f"| {LESSON_LABELS.get(name, what)} | {shape} | {statistics.median(p['tps']):.0f} | "
+                    f"{statistics.median(p['launches']):.0f} | "
+                    f"{100 * min(1, statistics.median(p['busy'])):.0f} % | "
+                    f"{100 * statistics.median(p['frac']):.0f} % |"
+                )
+        return (
+            "| change | shape | tokens/s | launch calls per token | GPU busy | of 4.8 TB/s |\n"
+            "|---|---|---:|---:|---:|---:|\n" + "\n".join(rows)
+        )
+
+    def path_facts(self) -> Facts:
+        per, beats = self.per, self.beats
+        assert beats("generate_static_compiled_1b", "generate_dynamic_1b")
+        assert beats("loop_compiled_8b", "generate_static_compiled_8b")
+        assert beats("loop_fused_8b", "loop_compiled_8b") and beats(
+            "loop_act_attn_8b", "loop_compiled_8b"
+        )
+        # A static cache alone is no faster: never faster in every repeat, and slower in the
+        # median. The page words how much from the recording: slower in every repeat (as on
+        # 2026-12-02), or only in the median (the recording before it: the repeats overlapped).
+        assert not beats("generate_static_1b", "generate_dynamic_1b")
+        assert statistics.median(per["generate_static_1b"]["tps"]) < statistics.median(
+            per["generate_dynamic_1b"]["tps"]
+        )
+        static_slower = (
+            "slower in every repeat"
+            if beats("generate_dynamic_1b", "generate_static_1b")
+            else "slower in the median, though some repeats overlap"
+        )
+        # It launches more kernels per token than the dynamic cache, in every repeat, and
+        # both are bound by the CPU (the GPU busy under half of each token).
+        assert min(per["generate_static_1b"]["kernels"]) > max(
+            per["generate_dynamic_1b"]["kernels"]
+        )
+        assert max(per["generate_static_1b"]["busy"] + per["generate_dynamic_1b"]["busy"]) < 0.5
+        assert beats(FINAL, "loop_fused_8b")
+        built = [
+            (next(p for p in PATH if p[0] == BUILDS_ON.get(b[0], a[0])), b)
+            for a, b in zip(PATH[4:], PATH[5:], strict=False)
+        ]
+        section2 = ["loop_tuned_8b", "loop_short_8b", "loop_packed_8b", "loop_fused_8b"]
+        overlapping = [
+            b
+            for a, b in built
+            if b[0] in section2 and not beats(b[0], a[0]) and not beats(a[0], b[0])
+        ]
+        assert len(overlapping) >= 2
+        beating = [(w, n, a[0]) for a, (n, w, _) in built if n in section2 and beats(n, a[0])]
+
+        def by(n: str, a: str) -> str:  # say so when the slowest repeat wins by under 1 %
+            lo, hi = min(per[n]["tps"]), max(per[a]["tps"])
+            return (
+                f" (its slowest repeat only just: {lo:.1f} against {hi:.1f} tokens/s)"
+                if (lo < 1.01 * hi)
+                else ""
+            )
+
+        lesson_beating = (
+            "only " + ", ".join(f"*{w}*{by(n, a)}" for w, n, a in beating)
+            if beating
+            else "none of them"
+        )
+        f: Facts = {
+            "path_table": self.path_table(),
+            "lesson_path_table": self.lesson_table(),
+            "overlap_steps": ", ".join(f"*{w}*" for _, w, _ in overlapping),
+            "lesson_beating": lesson_beating,
+            "gs1_vs": static_slower,
+            "gs1_kernels": statistics.median(per["generate_static_1b"]["kernels"]),
+            "gd1_kernels": statistics.median(per["generate_dynamic_1b"]["kernels"]),
+        }
+        for name in ("generate_static_compiled_1b", "generate_static_compiled_8b"):
+            for r in self.recs(name):
+                assert set(calls_per_step(r.trace(), "cudaStreamSynchronize")) == {1}, name
+                assert set(calls_per_step(r.trace(), "cudaGraphLaunch")) == {1}, name
+        # On 8B the compiled forward runs ahead of generate()'s CPU work, and the stop check's
+        # sync (in step 2, before its graph launch) waits milliseconds, until the GPU has run
+        # the previous token's forward (its last kernel), in every repeat less than a token.
+        waits, profiled = [], []
+        for r in self.recs("generate_static_compiled_8b"):
+            tr = r.trace()
+            (i,) = syncs(tr)
+            waits.append(float(tr.end_ns[i] - tr.ts_ns[i]) / 1e6)
+            (st,) = [s for s in step_times(tr) if s.name == "ProfilerStep#2"]
+            profiled.append((st.end_ns - st.start_ns) / 1e6)
+            (launch,) = tr.where(name="cudaGraphLaunch", within=_in(tr, "ProfilerStep#2"))
+            done = max(
+                int(tr.end_ns[g])
+                for g in token_ops(tr, "ProfilerStep#1")
+                if tr.kind[g] == Kind.KERNEL
+            )
+            assert tr.end_ns[i] < tr.ts_ns[launch] and 0 < tr.end_ns[i] - done < 100_000
+            assert 1 < waits[-1] < res(r)["ms_per_token"]
+        f["gsc8_sync_ms"] = statistics.median(waits)
+        f["gsc8_prof_ms"] = statistics.median(profiled)
+        f["gsc8_ms"] = statistics.median(per["generate_static_compiled_8b"]["ms"])
+        for r in [
+            *self.recs("loop_compiled_8b"),
+            *self.recs(FINAL),
+        ]:  # our loop: no host sync at all
+            tr = r.trace()
+            assert set(calls_per_step(tr, "cudaStreamSynchronize")) == {0}
+            assert set(calls_per_step(tr, "cudaGraphLaunch")) == {1}
+            assert [launch_calls(tr, st.name) for st in decode_steps(tr)] == [LOOP_CALLS] * 3
+            # Once the CPU is ahead (from the second profiled token on), the GPU never waits.
+            steps = decode_steps(tr)
+            ahead = (
+                int(tr.ts_ns[token_ops(tr, steps[1].name)[0]]),
+                int(tr.end_ns[token_ops(tr, steps[-1].name)[-1]]),
+            )
+            assert not tracereader.gaps(tr, window=ahead, min_gap_us=10)
+        trg = self.recs("generate_static_compiled_1b")[0].trace()
+        f["gsc1_kernel_calls"] = statistics.median(calls_per_step(trg, "cudaLaunchKernel"))
+        f["gsc1_copy_calls"] = statistics.median(calls_per_step(trg, "cudaMemcpyAsync"))
+
+        def gemv_total_us(r: Rec) -> float:
+            tr = r.trace()
+            return sum(float(tr.dur_ns[g]) for g in token_ops(tr) if is_gemv(tr.name(g))) / 1e3
+
+        tuned = sorted(
+            (res(r)["tokens_per_s"], gemv_total_us(r)) for r in self.recs("loop_tuned_8b")
+        )
+        assert tuned[0][1] == max(g for _, g in tuned)  # the slowest repeat has the slowest GEMVs
+        f["tuned_runs"] = "; ".join(f"{g:,.0f} µs of GEMVs and {t:.0f} tokens/s" for t, g in tuned)
+        keys = {
+            "gsc1": "generate_static_compiled_1b",
+            "gd1": "generate_dynamic_1b",
+            "gs1": "generate_static_1b",
+            "gsc8": "generate_static_compiled_8b",
+            "lc8": "loop_compiled_8b",
+            "lf8": "loop_fused_8b",
+            "la8": "loop_act_8b",
+            "laa8": "loop_act_attn_8b",
+            "lk8": "loop_kernels_8b",
+            "ln8": "loop_norms_8b",
+            "ls8": "loop_kernels_sdpa_8b",
+            "lat8": "loop_attention_8b",
+            "lu8": FINAL,
+        }
+        for key, name in keys.items():
+            p = per[name]
+            f.update(
+                {
+                    f"{key}_tps": statistics.median(p["tps"]),
+                    f"{key}_tps_lo": min(p["tps"]),
+                    f"{key}_tps_hi": max(p["tps"]),
+                    f"{key}_kernels": statistics.median(p["kernels"]),
+                    f"{key}_launches": statistics.median(p["launches"]),
+                    f"{key}_busy": 100 * min(1, statistics.median(p["busy"])),
+                }
+            )
+        tok = {
+            n: tim(self.recs(n)[0])["tokens"]
+            for n in ("loop_fused_8b", "generate_static_compiled_8b")
+        }
+        f["same_tokens"] = first_diff(*tok.values())
+        assert 0 < f["same_tokens"] < len(tok["loop_fused_8b"])
+        lc = [tim(r)["tokens"] for r in self.recs("loop_compiled_8b")]
+        f["lc_diverge"] = min(first_diff(a, b) for a in lc for b in lc if a is not b)
+        assert f["lc_diverge"] < len(lc[0])
+        f["fused_diff"] = max(
+            tim(r)["fused_logits_max_abs_diff"] for r in self.recs("loop_fused_8b")
+        )
+
+        def o_proj(r: Rec) -> tuple[float, int, int, str]:
+            """Duration, grid and block of layer 5's output-projection GEMV in step 2."""
+            tr = r.trace()
+            ops = token_ops(tr)
+            cud = [i for i, g in enumerate(ops) if tr.name(g).startswith("cudnn")]
+            g = next(g for g in ops[cud[5] + 1 : cud[6]] if is_gemv(tr.name(g)))
+            grid, block = int(tr.extra["grid"][g]), int(tr.extra["block"][g])
+            return float(tr.dur_ns[g]) / 1e3, grid, block, tr.name(g)
+
+        o_runs = [o_proj(r) for r in self.recs("loop_packed_8b")]
+        assert len({n for *_, n in o_runs}) == 1  # the same kernel in every repeat ...
+        o_us = [u for u, *_ in o_runs]
+        assert max(o_us) > 1.1 * min(o_us)  # ... at different speeds: every launch of it in
+        # the slowest repeat's token slower than every launch of it in the others'
+        o_name = o_runs[0][3]
+        o_all = []
+        for r in self.recs("loop_packed_8b"):
+            tr = r.trace()
+            o_all.append([float(tr.dur_ns[g]) / 1e3 for g in token_ops(tr) if tr.name(g) == o_name])
+        o_slow = o_us.index(max(o_us))
+        assert min(o_all[o_slow]) > max(max(d) for i, d in enumerate(o_all) if i != o_slow)
+        launches = {(grid, block) for _, grid, block, _ in o_runs}
+        blocks = {block for _, _, block, _ in o_runs}
+        each = [f"{u:.1f} µs on {grid:,} blocks" for u, grid, _, _ in o_runs]
+        listed = ", ".join(each[:-1]) + " and " + each[-1]
+        if len(launches) > 1:  # launched differently: the tuning settled differently
+            f["o_runs"] = (
+                (
+                    f"{listed}, of {blocks.pop()} threads each"
+                    if len(blocks) == 1
+                    else "; ".join(
+                        f"{u:.1f} µs on {grid:,} blocks of {block} threads"
+                        for u, grid, block, _ in o_runs
+                    )
+                )
+                + ": coordinate-descent tuning picks each kernel's launch configuration by "
+                "timing candidates the first time each kernel runs, and different processes "
+                "settled differently"
+            )
+        else:
+            f["o_runs"] = (
+                f"{listed}, of {blocks.pop()} threads each: the same grid and blocks in every "
+                "process, at speeds that differ by process"
+            )
+        return f
+
+    # --- the bound
+
+    @cached_property
+    def copy(self) -> list[float]:
+        return [
+            res(r)["copy_tbs"] for v in ("loop_fused_8b", "loop_compiled_8b") for r in self.recs(v)
+        ]
+
+    def bound_facts(self) -> Facts:
+        b8 = tim(self.recs("loop_fused_8b")[0])["bytes_per_token"]
+        b1 = tim(self.recs("loop_fused_1b")[0])["bytes_per_token"]
+        for v in ("loop_fused_8b", FINAL):
+            assert all(tim(r)["bytes_per_token"] == b8 for r in self.recs(v))
+            assert all(res(r)["bytes_per_token"] == b8["total"] for r in self.recs(v))
+        copy = self.copy
+        fr = [res(r)["hbm_fraction_spec"] for r in self.recs("loop_fused_8b")]
+        frc = [res(r)["hbm_fraction_copy"] for r in self.recs("loop_fused_8b")]
+        assert max(fr) < GOAL  # short of the goal
+        assert b8["weights"] > 0.99 * b8["total"]  # almost all of it weights
+        return {
+            "b8_gb": b8["total"] / 1e9,
+            "b8_kv_mb": b8["kv_cache"] / 1e6,
+            "b8_w_gb": b8["weights"] / 1e9,
+            "b1_gb": b1["total"] / 1e9,
+            "b_ratio": b8["total"] / b1["total"],
+            "copy_tbs": statistics.median(copy),
+            "copy_tbs_lo": min(copy),
+            "copy_tbs_hi": max(copy),
+            "copy_spec_pct": 100 * statistics.median(copy) / SPEC_TBS,
+            "floor_spec_ms": b8["total"] / (SPEC_TBS * 1e12) * 1e3,
+            "at_copy_ms": b8["total"] / (statistics.median(copy) * 1e12) * 1e3,
+            "goal_tps": GOAL * SPEC_TBS * 1e12 / b8["total"],
+            "max_tps": SPEC_TBS * 1e12 / b8["total"],
+            "lf8_frac": 100 * statistics.median(fr),
+            "lf8_frac_lo": 100 * min(fr),
+            "lf8_frac_hi": 100 * max(fr),
+            "lf8_fracc": 100 * statistics.median(frc),
+            "lf8_ms": statistics.median(res(r)["ms_per_token"] for r in self.recs("loop_fused_8b")),
+            "spec_tbs": SPEC_TBS,
+            "goal_pct": 100 * GOAL,
+        }
+
+    # --- tokens by class
+
+    def table(self, name: str, shape: str = "8b") -> Table:
+        """Every repeat of the fused loop ``name`` by class (made once)."""
+        if name not in self._tables:
+            layers = self.shapes[shape]["num_hidden_layers"]
+            self._tables[name] = Table(
+                [Run(r, self.shapes[shape], layers) for r in self.recs(name)]
+            )
+        return self._tables[name]
+
+    def fused_facts(self) -> Facts:
+        t8 = self.table("loop_fused_8b")
+        f: Facts = {
+            "class_table": t8.markdown(),
+            "cls_rest_us": t8.rest,
+            "cls_token_us": t8.token,
+            "stretch_pct": 100 * t8.stretch,
+        }
+        f.update({f"cls_{c.split(',')[0]}_us": t8.med[c] for c in CLASSES})
+        f.update({f"cls_{c}_gbs": t8.gbs[c] for c in t8.gbs})
+        gemv_us = sum(t8.med[c] for c in t8.gbs)
+        f.update(gemv_us=gemv_us, gemv_pct=100 * gemv_us / t8.token)
+        assert all(x.gemvs > 0.5 * x.token_us for x in t8.runs)  # the GEMVs take most of the token
+        nb = gemv_bytes(self.shapes["8b"])
+        for x in t8.runs:  # every claim below, on every repeat
+            t, g = x.t, x.gbs
+            assert t["gate_up"] > t["down"] > max(t["qkv"], t["o"])
+            assert g["lm_head"] > max(g[c] for c in ("qkv", "o", "down"))
+            assert g["lm_head"] / 1e3 > max(self.copy)  # a read-only GEMV beats the copy
+            assert g["down"] < g["qkv"] and g["down"] < g["gate_up"] and g["o"] < g["qkv"]
+            lost = {c: t[c] - 32 * nb[c] / (g["gate_up"] * 1e9) * 1e6 for c in ("down", "o", "qkv")}
+            assert lost["down"] > max(lost["o"], lost["qkv"])  # down loses the most time
+        for c in ("down", "o"):
+            f[f"lost_{c}_us"] = t8.med[c] - 32 * nb[c] / (t8.gbs["gate_up"] * 1e9) * 1e6
+        return f
+
+    def runs_note(self) -> str:
+        """How the current recordings were made: over how many days, and how many of their
+        processes ran while another recording process ran beside them (the recorder runs one
+        process per GPU at a time, so beside them means on another GPU of the host)."""
+        import datetime as dt
+
+        names = [*(n for n, _, _ in PATH), CHECK, "loop_compiled_1b", "loop_fused_1b"]
+        spans, days = [], set()
+        for n in names:
+            for r in self.recs(n):
+                at = str(r.env["recorded_at"])
+                days.add(at[:10])
+                end = dt.datetime.fromisoformat(at).timestamp()
+                spans.append((end - float(r.env["wall_s"]), end))
+        # recorded_at is stamped to the second, hence the 1 s of slack
+        beside = sum(
+            any(a < d - 1 and c < b - 1 for j, (c, d) in enumerate(spans) if j != i)
+            for i, (a, b) in enumerate(spans)
+        )
+        # Only the kept recordings are compared: a process may also have run beside one
+        # whose recording was replaced since, hence "at least".
+        alone = (
+            f"at least {beside} of their {len(spans)} processes ran while another recording "
+            "process ran on a second GPU of the same host"
+            if beside
+            else f"none of their {len(spans)} processes ran beside another kept here"
+        )
+        return f"These repeats come from recording runs on {len(days)} days; {alone}."
+
+    # --- the final loop, class by class (the lesson; the details in part4-kernels)
+
+    def final_facts(self) -> Facts:
+        tu = self.table(FINAL)
+        b8 = tim(self.recs(FINAL)[0])["bytes_per_token"]["total"]
+        ff = [res(r)["hbm_fraction_spec"] for r in self.recs(FINAL)]
+        tpsf = [res(r)["tokens_per_s"] for r in self.recs(FINAL)]
+        assert (
+            min(ff) >= GOAL and min(tpsf) >= GOAL * SPEC_TBS * 1e12 / b8
+        )  # the goal, in every repeat
+        nb = gemv_bytes(self.shapes["8b"])
+        floor_us = (sum(32 * nb[c] for c in GEMV_CLASSES) + nb["lm_head"]) / (SPEC_TBS * 1e12) * 1e6
+        f: Facts = {
+            "class_table_final": tu.markdown(),
+            "final_frac": 100 * statistics.median(ff),
+            "final_frac_lo": 100 * min(ff),
+            "final_frac_hi": 100 * max(ff),
+            "final_fracc": 100
+            * statistics.median(res(r)["hbm_fraction_copy"] for r in self.recs(FINAL)),
+            "f_token_us": tu.token,
+            "f_gemv_over_us": sum(tu.med[c] for c in tu.gbs) - floor_us,
+            "f_small_us": sum(tu.med[c] for c in OTHER),
+            "f_rest_us": tu.rest,
+            "f_gemv_us": sum(tu.med[c] for c in tu.gbs),
+            "f_floor_us": floor_us,
+            "f_gemv_pct": 100 * sum(tu.med[c] for c in tu.gbs) / tu.token,
+            "f_lost_us": tu.token - floor_us,
+            "f_ms": statistics.median(res(r)["ms_per_token"] for r in self.recs(FINAL)),
+        }
+        f.update({f"f_{c}_gbs": tu.gbs[c] for c in tu.gbs})
+        f.update({f"f_{c.split(',')[0]}_us": tu.med[c] for c in CLASSES})
+        for x in tu.runs:  # every claim below, on every repeat
+            g = x.gbs
+            assert min(g[c] for c in ("gate_up", "down", "lm_head")) > max(g["qkv"], g["o"])
+            assert g["o"] < g["qkv"]
+            small, over = sum(x.t[c] for c in OTHER), x.gemvs - floor_us
+            assert small > over > x.rest > 0
+        copies = []
+        for r in self.recs(FINAL):  # a copy kernel in each layer, between its GEMVs
+            tr = r.trace()
+            ops = token_ops(tr)
+            c = [g for g in ops if tr.name(g).startswith("triton_poi_fused_add_copy_")]
+            gv = [g for g in ops if tr.name(g) == "gemv_kernel"]
+            starts = [tr.ts_ns[g] for g in gv[0:-1:4]] + [tr.ts_ns[gv[-1]]]
+            assert len(c) == 32 and all(
+                a < tr.ts_ns[g] < b for g, a, b in zip(c, starts, starts[1:], strict=False)
+            )
+            copies.append(sum(float(tr.dur_ns[g]) for g in c) / 1e3)
+        f["add_copy_us"] = lo_hi(copies)
+        # The layer pictures: one attention kernel of ours where the fused loop ran three,
+        # Inductor's mask kernel, a memset and cuDNN's kernel; in the final loop Inductor
+        # computes the mask (``le``) in rotary-embedding kernels (``cos``), counted as
+        # pointwise. The small kernels around it no fewer and no shorter than in the fused loop.
+        t8 = self.table("loop_fused_8b")
+        assert {x.n["attention"] for x in tu.runs} == {32} and {
+            x.n["attention"] for x in t8.runs
+        } == {96}
+        for r in self.recs("loop_fused_8b"):
+            tr = r.trace()
+            att = [tr.name(g) for c, _, g in classify(tr, token_ops(tr), 32) if c == "attention"]
+            assert all(
+                a.startswith("triton_poi_fused__scaled_dot_product_cudnn_attention")
+                and "le" in a.split("_")
+                and b == "Memset (Device)"
+                and c.startswith("cudnn")
+                for a, b, c in zip(att[::3], att[1::3], att[2::3], strict=True)
+            )
+        for r in self.recs(FINAL):
+            tr = r.trace()
+            rows = classify(tr, token_ops(tr), 32)
+            assert all(c != "attention" or tr.name(g) == "attention_kernel" for c, _, g in rows)
+            mask = [g for c, _, g in rows if {"le", "cos"} <= set(tr.name(g).split("_"))]
+            assert len(mask) >= 32 and all(
+                c == "pointwise, copies" for c, _, g in rows if g in mask
+            )
+        assert min(x.n["norms, argmax"] + x.n["pointwise, copies"] for x in tu.runs) >= max(
+            x.n["norms, argmax"] + x.n["pointwise, copies"] for x in t8.runs
+        )
+        assert min(x.small for x in tu.runs) > max(x.small for x in t8.runs)
+        return f
+
+    # --- the final loop's logits, and a host read per token (the logits-check recording)
+
+    def logits_facts(self) -> Facts:
+        """The final loop's logits at every decoded position against an fp32 reference of the
+        same weights (teacher-forced on the loop's tokens), and the loop timed with and without
+        a per-token ``.item()``, from the logits check's recording. (Its ``bf16_*`` fields are
+        left out: that forward also had its rotary frequencies cast to bf16.)"""
+        rs = self.recs(CHECK)
+        f: Facts = {}
+        for r in rs:
+            x = res(r)
+            n = len(x["positions"])
+            assert (
+                n == tim(r)["new_tokens"] - 1
+                and x["weights_match"]
+                and x["graphs_compiled_while_timed"] == 0
+            )
+            assert all(
+                len(x[k]) == n for k in ("max_abs_diff", "rel_err", "argmax_agrees", "ref_gap")
+            )
+        per = [res(r) for r in rs]
+        fused = max(tim(r)["fused_logits_max_abs_diff"] for r in self.recs("loop_fused_8b"))
+        for x in (
+            per
+        ):  # where the loop's token is not fp32's top token, the two are within the loop's error
+            assert x["prefill_agrees"] and x["weights_match"]
+            flips = [
+                (g, d)
+                for g, d, ok in zip(
+                    x["ref_gap"], x["max_abs_diff"], x["argmax_agrees"], strict=True
+                )
+                if not ok
+            ]
+            assert all(0 < g < d for g, d in flips)
+            assert (
+                0.5 * fused < statistics.median(x["max_abs_diff"]) < 2 * fused
+            )  # the size reordering makes
+        for r in (
+            rs
+        ):  # the profiled loop reads every token: one synchronize per token, then the GPU idles
+            tr = r.trace()
+            assert set(calls_per_step(tr, "cudaStreamSynchronize")) == {1}
+            assert any(g.cause == "sync" for g in tracereader.gaps(tr, min_gap_us=100))
+        item = [x["item_us_per_token"] for x in per]
+        assert min(item) > 0
+        for r in rs:  # the host read costs time in every round of every repeat
+            t = tim(r)
+            assert min(t["ms_per_token_item"]) > max(t["ms_per_token"])
+        rel = [e for x in per for e in x["rel_err"]]
+        agree = [sum(x["argmax_agrees"]) for x in per]
+        gaps = [
+            g for x in per for g, ok in zip(x["ref_gap"], x["argmax_agrees"], strict=True) if not ok
+        ]
+        f.update(
+            lg_positions=len(per[0]["positions"]),
+            lg_first=per[0]["positions"][0],
+            lg_last=per[0]["positions"][-1],
+            lg_rel_max=max(rel),
+            lg_rel_med=statistics.median(rel),
+            lg_abs_max=max(e for x in per for e in x["max_abs_diff"]),
+            lg_agree=statistics.median(agree),
+            lg_agree_lo=min(agree),
+            lg_agree_hi=max(agree),
+            lg_n_disagree=len(gaps),
+            lg_gap_max=max(gaps) if gaps else 0.0,
+            lg_prefill_all=all(x["prefill_agrees"] for x in per),
+            item_us=statistics.median(item),
+            item_us_lo=min(item),
+            item_us_hi=max(item),
+            item_tps=statistics.median(1e3 / x["ms_per_token_item"] for x in per),
+            check_tps=statistics.median(x["tokens_per_s"] for x in per),
+            fused_diff=fused,
+            lg_abs_med=statistics.median(e for x in per for e in x["max_abs_diff"]),
+            l2_mib=(self.l2_bytes() or 0) / 2**20,
+            read_gap_ms=statistics.median(
+                max(
+                    (g.end_ns - g.start_ns) / 1e6
+                    for g in tracereader.gaps(r.trace(), min_gap_us=100)
+                    if g.cause == "sync"
+                )
+                for r in rs
+            ),
+        )
+        rows = [
+            f"| {k + 1} | {statistics.median(x['rel_err']):.3f} | {max(x['rel_err']):.3f} | "
+            f"{statistics.median(x['max_abs_diff']):.2f} | {max(x['max_abs_diff']):.2f} | "
+            f"{sum(x['argmax_agrees'])} of {len(x['positions'])} | "
+            f"{max((g for g, ok in zip(x['ref_gap'], x['argmax_agrees'], strict=True) if not ok), default=0):.3f} | "
+            f"{x['ms_per_token']:.3f} | {x['ms_per_token_item']:.3f} |"
+            for k, x in enumerate(per)
+        ]
+        f["lg_table"] = (
+            "| repeat | relative error, median | relative error, largest | largest difference, median "
+            "| largest difference, largest | top token agrees | fp32 margin where not, largest "
+            "| ms per token | ms per token with `.item()` |\n"
+            "|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n" + "\n".join(rows)
+        )
+        return f
+
+    def l2_bytes(self) -> int | None:
+        """The GPU's L2 size as the device reports it, stamped by the logits check (None
+        until it is recorded)."""
+        try:
+            rs = self.recs(CHECK)
+        except RuntimeError:  # tracesite's RecordingError: not recorded yet
+            return None
+        sizes = {res(r)["l2_cache_bytes"] for r in rs}
+        assert len(sizes) == 1
+        return int(sizes.pop())

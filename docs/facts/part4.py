@@ -1,0 +1,94 @@
+"""Part 4's facts (``chapters/part4.md``): an LLM decoding with transformers.
+
+The windows and events the page's pictures draw (``*_window``, :func:`decode_zoom`,
+...), chosen here; the page draws them. The numbers come from :class:`_chapter.Chapter`
+and :func:`_decode.generate_facts`.
+
+Only :mod:`tracereader`, numpy and the standard library here: no drawing, no site glue.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from _chapter import Chapter
+from _decode import (
+    CHECK,
+    FINAL,
+    GEMV_CLASSES,
+    classify,
+    decode_steps,
+    generate_facts,
+    sync_window,
+    syncs,
+    tile,
+    token_ops,
+)
+
+import tracereader
+from tracereader import Trace, link
+
+__all__ = [
+    "CHECK",
+    "FINAL",
+    "Chapter",
+    "decode_zoom",
+    "generate_facts",
+    "graph_launches",
+    "layer_window",
+    "longest_gap_us",
+    "python_gap_op",
+    "sync_window",
+    "syncs",
+    "token_ops",
+    "tokens_window",
+]
+
+# ---------------------------------------------------------------------- what the pictures show
+
+
+def python_gap_op(tr: Trace) -> int:
+    """The GPU op after the longest idle gap of the sync picture's window (generate()'s Python)."""
+    return int(max(tracereader.gaps(tr, window=sync_window(tr)), key=lambda g: g.gap_us).next_op)
+
+
+def decode_zoom(
+    tr: Trace, before_us: float = 120, after_us: float = 80
+) -> tuple[tuple[int, int], int, int]:
+    """A window in the middle of an eager decode token (step 2): the window, one of its
+    nvjet GEMMs and that GEMM's launch call."""
+    nv = [g for g in token_ops(tr) if tile(tr.name(g))]
+    g = nv[len(nv) // 4]
+    start = int(tr.ts_ns[g])
+    return (start - int(before_us * 1e3), start + int(after_us * 1e3)), g, int(link(tr).launch[g])
+
+
+def graph_launches(tr: Trace) -> list[int]:
+    """The trace's ``cudaGraphLaunch`` calls, in time order."""
+    return [int(i) for i in tr.where(name="cudaGraphLaunch")]
+
+
+def tokens_window(tr: Trace) -> tuple[int, int]:
+    """From the first decode step's start to the end of the last step's last GPU op."""
+    steps = decode_steps(tr)
+    return steps[0].start_ns, int(tr.end_ns[token_ops(tr, steps[-1].name)[-1]])
+
+
+def longest_gap_us(tr: Trace, step: str = "ProfilerStep#2") -> float:
+    """The longest GPU idle gap among the step's own GPU ops, µs."""
+    ops = token_ops(tr, step)
+    starts, ends = tr.ts_ns[ops], np.maximum.accumulate(tr.end_ns[ops])
+    return float((starts[1:] - ends[:-1]).max()) / 1e3
+
+
+def layer_window(
+    tr: Trace, layers: int = 32, layer: int = 5
+) -> tuple[tuple[int, int], dict[str, int]]:
+    """One layer of a fused loop's step-2 token: the window from its q/k/v GEMV to the
+    next layer's, and the row of its first op of each class."""
+    rows = classify(tr, token_ops(tr), layers)
+    gemvs = [i for i, (c, _, _) in enumerate(rows) if c in GEMV_CLASSES or c == "lm_head"]
+    a, b = gemvs[4 * layer], gemvs[4 * layer + 4]
+    first: dict[str, int] = {}
+    for c, _, g in rows[a:b]:
+        first.setdefault(c, g)
+    return (int(tr.ts_ns[rows[a][2]]) - 2000, int(tr.ts_ns[rows[b][2]]) + 1000), first
