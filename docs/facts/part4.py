@@ -1,13 +1,19 @@
 """Part 4's facts (``chapters/part4.md``): an LLM decoding with transformers.
 
-The windows and events the page's pictures draw (``*_window``, :func:`decode_zoom`,
-...), chosen here; the page draws them. The numbers come from :class:`_chapter.Chapter`
-and :func:`_decode.generate_facts`.
+Every number the page quotes and every claim it makes about the recordings of
+``05_llm_decode`` (:func:`facts`), computed by :class:`_chapter.Chapter` and
+:func:`_decode.generate_facts` and checked on every repeat. Numbers are medians over the
+repeats. The windows and events the page's pictures draw (``*_window``,
+:func:`decode_zoom`, ...) are chosen here too; the page draws them.
 
-Only :mod:`tracereader`, numpy and the standard library here: no drawing, no site glue.
+Only :mod:`tracereader`, numpy and the standard library here (and the facts runner's
+:class:`~tracesite.facts.Facts`): no drawing.
 """
 
 from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 from _chapter import Chapter
@@ -23,16 +29,18 @@ from _decode import (
     tile,
     token_ops,
 )
+from tracesite import load_definitions
+from tracesite.facts import Facts
 
 import tracereader
 from tracereader import Trace, link
 
-__all__ = [
+__all__ = [  # facts, and what the page's pictures read
     "CHECK",
+    "EXAMPLE",
     "FINAL",
-    "Chapter",
     "decode_zoom",
-    "generate_facts",
+    "facts",
     "graph_launches",
     "layer_window",
     "longest_gap_us",
@@ -42,6 +50,48 @@ __all__ = [
     "token_ops",
     "tokens_window",
 ]
+
+EXAMPLE = "05_llm_decode"
+#: The helper module of the example's stories: the model's SHAPES and the PROMPT's length.
+COMMON = Path(__file__).resolve().parents[2] / "examples" / EXAMPLE / "_05_common.py"
+
+
+def facts(f: Facts) -> None:
+    rec, recs, num, md = f.rec, f.recs, f.num, f.md
+
+    def glue(facts: dict[str, Any]) -> dict[str, Any]:
+        """The page's own helper: text as Markdown, anything else as a number, unconverted."""
+        for key, value in facts.items():
+            if isinstance(value, str):
+                md(key, value)
+            else:
+                num(key, value)
+        return facts
+
+    C = Chapter(recs, load_definitions(COMMON)["SHAPES"])
+
+    md("stamp", f.stamp())
+    num("n_repeats", len(recs(FINAL)))
+    num("prompt", load_definitions(COMMON)["PROMPT"])
+    T: Any = rec(FINAL).timings()
+    num("new_tokens", T["new_tokens"])
+    num("decoded", T["new_tokens"] - 1)
+    num("timed_runs", len(T["ms_per_token"]))
+    glue(
+        {
+            **C.path_facts(),
+            **C.bound_facts(),
+            **C.fused_facts(),
+            **C.final_facts(),
+            **C.logits_facts(),
+        }
+    )
+
+    def each_repeat() -> None:  # what generate() runs per token, one repeat
+        glue(generate_facts(rec("generate_dynamic_1b"), rec("generate_static_1b"), C.shapes["1b"]))
+
+    f.repeats(each_repeat)
+
 
 # ---------------------------------------------------------------------- what the pictures show
 
