@@ -1,19 +1,44 @@
 """Part 4's lab notes' facts (``chapters/part4-notes.md``): the evidence behind the lesson.
 
-:func:`packed_facts` (one repeat) and :class:`Chapter`, which extends
-:class:`_chapter.Chapter` with the 1B shape's account (:meth:`Chapter.small_model_facts`).
+Every number the notes quote and every claim they make about the recordings of
+``05_llm_decode`` (:func:`facts`), checked on every repeat: :class:`Chapter` extends
+:class:`_chapter.Chapter` with the 1B shape's account (:meth:`Chapter.small_model_facts`);
+:func:`packed_facts` and :func:`_decode.generate_facts` read one repeat each; the
+command-line summary's numbers come from running it as the page shows it. Numbers are
+medians over the repeats.
 
-Only :mod:`tracereader`, numpy and the standard library here: no drawing, no site glue.
+Only :mod:`tracereader`, numpy and the standard library here (and the facts runner's
+:class:`~tracesite.facts.Facts`): no drawing.
 """
 
 from __future__ import annotations
 
 import statistics
+from pathlib import Path
+from typing import Any
 
 import _chapter
-from _decode import OTHER, Facts, Rec, Table, decode_steps, gemv_bytes, res, token_ops
+from _decode import (
+    OTHER,
+    Facts,
+    Rec,
+    Table,
+    decode_steps,
+    gemv_bytes,
+    generate_facts,
+    res,
+    token_ops,
+)
+from tracesite import load_definitions
+from tracesite.facts import Facts as PageFacts
+from tracesite.facts import claim
+from tracesite.notebook import tracereader_cli
 
 from tracereader import Trace
+
+EXAMPLE = "05_llm_decode"
+#: The helper module of the example's stories: the model's SHAPES.
+COMMON = Path(__file__).resolve().parents[2] / "examples" / EXAMPLE / "_05_common.py"
 
 
 def packed_facts(short: Rec, packed: Rec) -> Facts:
@@ -83,3 +108,66 @@ class Chapter(_chapter.Chapter):
             k = c.split(",")[0]
             f[f"s1_{k}_per_layer"], f[f"s8_{k}_per_layer"] = t1.med[c] / 16, t8.med[c] / 32
         return f
+
+
+def facts(f: PageFacts) -> None:
+    rec, recs, num, md = f.rec, f.recs, f.num, f.md
+
+    def glue(facts: dict[str, Any]) -> dict[str, Any]:
+        """The page's own helper: text as Markdown, anything else as a number, unconverted."""
+        for key, value in facts.items():
+            if isinstance(value, str):
+                md(key, value)
+            else:
+                num(key, value)
+        return facts
+
+    C = Chapter(recs, load_definitions(COMMON)["SHAPES"])
+
+    md("stamp", f.stamp())
+    md("runs_note", C.runs_note())
+    num("n_repeats", len(recs("loop_fused_8b")))
+    found = glue({**C.path_facts(), **C.bound_facts(), **C.fused_facts(), **C.small_model_facts()})
+
+    def each_repeat() -> None:  # generate() per token, and packed GQA, one repeat
+        glue(
+            {
+                **generate_facts(
+                    rec("generate_dynamic_1b"), rec("generate_static_1b"), C.shapes["1b"]
+                ),
+                **packed_facts(rec("loop_short_8b"), rec("loop_packed_8b")),
+            }
+        )
+
+    f.repeats(each_repeat)
+
+    # The same reading from the command line: the run the page shows (the drawn repeat).
+    done = tracereader_cli(
+        "summary",
+        str(rec("loop_fused_8b").trace_path),
+        "--bytes-per-step",
+        f"{found['b8_gb'] * 1e9:.4g}",
+        "--peak-tbs",
+        "4.8",
+        cwd=".",
+        show=False,
+    )
+    rows = [ln.split() for ln in done.stdout.splitlines() if ln.startswith("ProfilerStep")]
+    results: Any = rec("loop_fused_8b").results
+    unprof = results["hbm_fraction_spec"]  # the same repeat, unprofiled
+    claim(
+        all(r[-3] == "compute-bound" for r in rows),
+        "the verdict column says compute-bound for every step",
+    )
+    # columns: step, CPU ms, GPU busy ms, ...: the GPU busy over twice as long as the CPU worked
+    claim(
+        all(float(r[2].replace(",", "")) > 2 * float(r[1].replace(",", "")) for r in rows),
+        "the GPU was busy for over twice the step's CPU time, so the GPU sets the pace",
+    )
+    claim(
+        all(float(r[-1]) > unprof for r in rows),  # over busy time only
+        "the rate counts only the time the step's GPU ops ran, so it is an upper estimate: "
+        "above the same repeat's unprofiled share",
+    )
+    num("cli_frac", 100 * sorted(float(r[-1]) for r in rows)[len(rows) // 2])
+    num("cli_unprof", 100 * unprof)
