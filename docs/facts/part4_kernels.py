@@ -1,22 +1,28 @@
 """Part 4's kernels notes' facts (``chapters/part4-kernels.md``): kernels of our own,
 toward the bound.
 
+Every number the notes quote and every claim they make about the recordings of
+``05_llm_decode`` (:func:`facts`), checked on every repeat of every session kept.
 :class:`Chapter` extends :class:`_sessions.Chapter` (and through it
 :class:`_chapter.Chapter`) with what only these notes read: the two further attempts on
 the fused loop, the GEMV kernels of our own and their settings sweep, the norms folded
 into the GEMVs, and the attention kernel of our own with its sweep and the untuned row.
 
-Only :mod:`tracereader`, numpy and the standard library here: no drawing, no site glue.
+Only :mod:`tracereader`, numpy and the standard library here (and the facts runner's
+:class:`~tracesite.facts.Facts`): no drawing.
 """
 
 from __future__ import annotations
 
 import statistics
 from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
 
 import _sessions
 import numpy as np
 from _decode import (
+    CHECK,
     FINAL,
     GEMV_CLASSES,
     Facts,
@@ -31,9 +37,14 @@ from _decode import (
     token_ops,
 )
 from _sessions import KROWS, session_summary, slow_gemv
+from tracesite import load_definitions
+from tracesite.facts import Facts as PageFacts
 
 from tracereader import Kind, Trace, link
 
+EXAMPLE = "05_llm_decode"
+#: The helper module of the example's stories: the model's SHAPES.
+COMMON = Path(__file__).resolve().parents[2] / "examples" / EXAMPLE / "_05_common.py"
 #: The variants that sweep the kernels' launch settings.
 GEMV_SWEEP, ATTENTION_SWEEP = "gemv_settings_8b", "attention_settings_8b"
 #: The settings ``gemv_op`` launches ``gemv_kernel`` with, as the page quotes them from the
@@ -723,3 +734,37 @@ def gemv_rows(shape: dict[str, int]) -> list[int]:
     )
     h, i = shape["hidden_size"], shape["intermediate_size"]
     return [q + 2 * kv, h, i, h]
+
+
+def facts(f: PageFacts) -> None:
+    rec, recs, num, md = f.rec, f.recs, f.num, f.md
+
+    def glue(facts: dict[str, Any]) -> dict[str, Any]:
+        """The page's own helper: text as Markdown, anything else as a number, unconverted."""
+        for key, value in facts.items():
+            if isinstance(value, str):
+                md(key, value)
+            else:
+                num(key, value)
+        return facts
+
+    C = Chapter(recs, load_definitions(COMMON)["SHAPES"], f.sessions)
+
+    md("stamp", f.stamp())
+    md("runs_note", C.runs_note())
+    check: Any = rec(CHECK).timings()
+    num("new_tokens_check", check["new_tokens"])
+    num("check_rounds", len(check["ms_per_token"]))
+    glue(
+        {
+            **C.path_facts(),
+            **C.bound_facts(),
+            **C.fused_facts(),
+            **C.attempt_facts(),
+            **C.gemv_kernel_facts(),
+            **C.attention_facts(),
+            **C.session_facts(),
+            **C.final_facts(),
+            **C.logits_facts(),
+        }
+    )
