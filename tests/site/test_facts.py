@@ -33,7 +33,9 @@ CELL_GLUE = re.compile(r"""\bglue\(\s*["']([A-Za-z0-9_]+)["']""")
 
 #: Pages whose facts still paste whole dicts under a prefix (``f.glue_all``), so they produce
 #: keys the page never uses; each goes once its keys are spelled whole in its facts module.
-WHOLE_DICTS: set[str] = set()
+#: Part 4's pages paste the shared Chapter's whole dicts (docs/facts/_chapter.py), as their
+#: cells did, so each produces keys only another Part 4 page pastes.
+WHOLE_DICTS: set[str] = {"part4", "part4_notes", "part4_kernels"}
 
 
 def page_of(name: str) -> Path:
