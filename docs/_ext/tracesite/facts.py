@@ -318,19 +318,36 @@ def _cached(page: str) -> dict[str, list[Any]] | None:
 
 
 def run_page(page: str) -> Facts:
-    """Run ``docs/facts/<page>.py``'s ``facts(f)``; a failed claim names the page."""
+    """Run ``docs/facts/<page>.py``'s ``facts(f)`` on each GPU its ``GPUS`` names (default
+    the primary GPU, ``("h200",)``); a failed claim names the page and the GPU.
+
+    The first GPU's keys are the page's keys as they are; another GPU's keys get its name
+    in front (``h100_pct64``). Every claim is checked on every GPU: a claim about one GPU
+    only says so in its code (``if f.gpu == "h200": claim(...)``) and in its words.
+    """
     from . import words
 
     module = _module(page)
-    f = Facts(page, module.EXAMPLE, getattr(module, "GPU", "h200"))
-    f.words = words.recording()
-    try:
-        module.facts(f)
-    except AssertionError as exc:
-        raise ClaimError(f"{page}: a claim fails {exc}") from exc
-    finally:
-        words.stop()
-    return f
+    gpus = tuple(getattr(module, "GPUS", ("h200",)))
+    first: Facts | None = None
+    for gpu in gpus:
+        f = Facts(page, module.EXAMPLE, gpu)
+        f.words = words.recording()
+        try:
+            module.facts(f)
+        except AssertionError as exc:
+            raise ClaimError(f"{page}: a claim fails on the {gpu} recordings {exc}") from exc
+        finally:
+            words.stop()
+        if first is None:
+            first = f
+            continue
+        for key, value in f.glue.items():
+            first.glue[f"{gpu}_{key}"] = value
+        first.words += f.words
+        first._extra += f.read()
+    assert first is not None, f"{page}: GPUS names no GPU"
+    return first
 
 
 def page_facts(page: str, refresh: bool = False) -> dict[str, list[Any]]:
