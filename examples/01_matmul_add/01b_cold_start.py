@@ -17,10 +17,11 @@ each cold variant on its own::
     python 01b_cold_start.py                         # the whole page
     python 01b_cold_start.py 64_bf16_20steps_cold    # one variant in a fresh process
 
-This file needs only torch; on the CPU it profiles the same code there (the
-trace has no GPU lane, and 4096 shrinks to 512). Each run writes its trace to
-``traces/01_matmul_add/<variant>.json``; with :mod:`tracereader` installed the
-page also measures every step.
+This file needs only torch, and ``_01_common.py`` beside it (the code this set's
+stories share; the site's download has it pasted in). On the CPU it profiles the
+same code there (the trace has no GPU lane, and 4096 shrinks to 512). Each run
+writes its trace to ``traces/01_matmul_add/<variant>.json``; with
+:mod:`tracereader` installed the page also measures every step.
 """
 
 # sphinx_gallery_start_ignore
@@ -29,32 +30,17 @@ import warnings
 warnings.filterwarnings("ignore", message=".*Profiler clears events.*")
 # sphinx_gallery_end_ignore
 import sys
-import types
-from pathlib import Path
 
-import torch
-from torch.profiler import ProfilerActivity, profile, record_function, schedule
+# From the code the stories of this set share (``_01_common.py``, beside this file;
+# story 01a shows it): the harness ``profile_matmul_add`` and the plumbing of every
+# story (``run_variant``, ``command_line``).
+from _01_common import command_line, profile_matmul_add, run_variant
 
 # %%
 # The workload and its harness
 # ----------------------------
 #
-# ``fn`` is the code under study; ``fn_addmm`` and ``DTYPES`` are reached by the
-# harness for other experiments of this set.
-
-
-def fn(x, w, b):
-    return torch.add(torch.matmul(x, w), b)
-
-
-def fn_addmm(x, w, b):
-    return torch.addmm(b, x, w)
-
-
-DTYPES = {"bfloat16": torch.bfloat16, "float16": torch.float16, "float32": torch.float32}
-
-
-# %%
+# ``fn`` is the code under study, ``torch.add(torch.matmul(x, w), b)``.
 # ``profile_matmul_add`` builds the inputs and runs ``wait + warmup_steps +
 # active`` steps under the profiler with a ``schedule``: the first ``wait``
 # steps are skipped, the next ``warmup_steps`` recorded and thrown away, the
@@ -63,88 +49,6 @@ DTYPES = {"bfloat16": torch.bfloat16, "float16": torch.float16, "float32": torch
 # profiler starts; ``False``, the default, leaves the process cold. ``active``
 # sets how many steps are kept. (The other settings, ``batch``, ``op``,
 # ``compile``, ``tf32`` and ``export``, serve the other experiments of this set.)
-
-
-def profile_matmul_add(
-    out_dir,
-    *,
-    size=64,
-    dtype="bfloat16",
-    batch=0,
-    op="matmul_add",
-    warmup=False,
-    compile=None,
-    tf32=False,
-    wait=1,
-    warmup_steps=1,
-    active=3,
-    export="on_trace_ready",
-    device=None,
-):
-    device = device or ("cuda" if torch.cuda.is_available() else "cpu")
-    torch.manual_seed(0)  # every run multiplies the same numbers
-    # TF32 lets float32 GEMMs (and convolutions) round their inputs for the Tensor
-    # Cores. Set it either way, so that no earlier run's choice leaks into this one.
-    torch.backends.cuda.matmul.allow_tf32 = tf32
-    torch.backends.cudnn.allow_tf32 = tf32
-    dt = DTYPES[dtype]
-    # batch > 0 makes x 3-D; matmul then folds the batch into the rows of one GEMM.
-    x_shape = (batch, size, size) if batch else (size, size)
-    x = torch.randn(x_shape, device=device, dtype=dt)
-    w = torch.randn(size, size, device=device, dtype=dt)
-    b = torch.randn(size, size, device=device, dtype=dt)
-    f = fn_addmm if op == "addmm" else fn
-    # Each compile starts from a clean Dynamo cache, so no earlier run's graph is reused.
-    if compile == "triton-gemm" and device == "cuda":
-        # max-autotune, but with only Inductor's own Triton GEMM templates to choose from
-        torch._dynamo.reset()
-        f = torch.compile(f, options={"max_autotune": True, "max_autotune_gemm_backends": "TRITON"})
-    elif compile:  # "default" is torch.compile's own default mode (mode=None)
-        torch._dynamo.reset()
-        mode = {"default": None, "triton-gemm": "max-autotune-no-cudagraphs"}.get(compile, compile)
-        f = torch.compile(f, mode=mode)
-
-    # One step: the call under study, inside our own label (a span in the trace).
-    def step():
-        with record_function("matmul_add"):
-            return f(x, w, b)
-
-    # Warm-up: the first calls pay one-time costs (loading GPU code, cuBLAS picking
-    # its kernel, compiling). A compiled function is always warmed up, so that the
-    # compile itself stays out of the profile.
-    if warmup or compile:
-        for _ in range(5):
-            step()
-    if device == "cuda":
-        torch.cuda.synchronize()  # and the GPU finishes it before profiling starts
-
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    trace_path = out_dir / "trace.json"
-    # CPU activity always; on a GPU, CUDA activity too (kernels, copies, through CUPTI).
-    activities = [ProfilerActivity.CPU]
-    if device == "cuda":
-        activities.append(ProfilerActivity.CUDA)
-    # The profiler calls on_trace_ready when the active window closes.
-    on_ready = None
-    if export == "on_trace_ready":
-
-        def on_ready(p):
-            p.export_chrome_trace(str(trace_path))
-
-    with profile(
-        activities=activities,
-        schedule=schedule(wait=wait, warmup=warmup_steps, active=active, repeat=1),
-        on_trace_ready=on_ready,
-    ) as prof:
-        for _ in range(wait + warmup_steps + active):
-            step()
-            prof.step()  # tells the schedule that one step ended
-    if export == "after":  # the alternative: export once the with block has ended
-        prof.export_chrome_trace(str(trace_path))
-    # The table sums each op over the kept steps; with a GPU, sort by GPU time.
-    sort_by = "cuda_time_total" if device == "cuda" else "cpu_time_total"
-    return prof.key_averages().table(sort_by=sort_by, row_limit=15, max_name_column_width=48)
 
 
 # %%
@@ -175,29 +79,12 @@ VARIANTS = {
     "64_bf16_20steps_cold": (profile_matmul_add, {"size": 64, "dtype": "bfloat16", "active": 20}),
 }
 
-#: A CPU has no GPU lane to show, and a 4096 bf16 GEMM takes seconds there, so on
-#: the CPU every size above this one shrinks to it.
-CPU_MAX_SIZE = 512
-
 
 # ``run(name)`` profiles one variant of ``VARIANTS`` with its harness, moves the
 # trace to ``traces/01_matmul_add/NAME.json``, prints one line saying where it ran,
 # and returns the run's name, the profiler's table and the trace's path.
 def run(name):
-    harness, params = VARIANTS[name]
-    device = "cuda" if torch.cuda.is_available() else "cpu"
-    if device == "cpu":
-        params = dict(params, size=min(params["size"], CPU_MAX_SIZE))
-    out = Path("traces") / "01_matmul_add"
-    table = harness(out / name, device=device, **params)
-    trace_path = (out / name / "trace.json").replace(out / f"{name}.json")
-    (out / name).rmdir()
-    if device == "cuda":
-        where = f"live on {torch.cuda.get_device_name(0)}"
-    else:
-        where = f"on the CPU at size {params['size']} (no CUDA device), so no GPU lane"
-    print(f"{name}: profiled {where}; trace written to {trace_path}")
-    return types.SimpleNamespace(name=name, table=table, trace_path=trace_path)
+    return run_variant(VARIANTS, name)
 
 
 # sphinx_gallery_start_ignore
@@ -207,11 +94,7 @@ if "tracesite" in sys.modules:  # the site build replays the H200's recordings i
 
 # ``python 01b_cold_start.py VARIANT`` profiles one variant and prints its table.
 if __name__ == "__main__" and sys.argv[1:] and "ipykernel" not in sys.modules:
-    if sys.argv[1] not in VARIANTS:
-        print(f"no variant {sys.argv[1]!r} here; try one of {list(VARIANTS)}", file=sys.stderr)
-        sys.exit(2)
-    print(run(sys.argv[1]).table)
-    sys.exit(0)
+    sys.exit(command_line(VARIANTS, run, sys.argv[1:]))
 
 # %%
 # Twenty steps in a cold process

@@ -15,11 +15,12 @@ Run it yourself::
     python 01d_peaks.py              # the whole page
     python 01d_peaks.py peaks        # the same run, its table printed
 
-This file needs only torch. On the CPU it runs the same code there, smaller
-(an 8192 GEMM shrinks to 512 and the copy to 64 MiB); the trace then has no
-GPU lane and no kernels to time. The run writes its trace to
-``traces/01_matmul_add/peaks.json``; with :mod:`tracereader` installed the page
-also computes the two rates.
+This file needs only torch, and ``_01_common.py`` beside it for the plumbing the
+stories of this set share (the site's download has it pasted in). On the CPU it
+runs the same code there, smaller (an 8192 GEMM shrinks to 512 and the copy to
+64 MiB); the trace then has no GPU lane and no kernels to time. The run writes
+its trace to ``traces/01_matmul_add/peaks.json``; with :mod:`tracereader`
+installed the page also computes the two rates.
 """
 
 # sphinx_gallery_start_ignore
@@ -28,14 +29,14 @@ import warnings
 warnings.filterwarnings("ignore", message=".*Profiler clears events.*")
 # sphinx_gallery_end_ignore
 import sys
-import types
 from pathlib import Path
 
 import torch
+from torch.profiler import ProfilerActivity, profile, record_function
 
-# ``schedule`` is unused here; the line stays as recorded, since it is part of
-# the code the recordings were made with (one import, shared with the set).
-from torch.profiler import ProfilerActivity, profile, record_function, schedule  # noqa: F401
+# The plumbing of every story of this set (``run_variant``, ``command_line``), from the
+# code they share (``_01_common.py``, beside this file).
+from _01_common import command_line, run_variant
 
 # %%
 # The harness
@@ -102,29 +103,12 @@ VARIANTS = {
     "peaks": (profile_peaks, {"size": 8192, "copy_mib": 2048, "calls": 10}),
 }
 
-#: A CPU has no GPU lane to show, and a 4096 bf16 GEMM takes seconds there, so on
-#: the CPU every size above this one shrinks to it.
-CPU_MAX_SIZE = 512
-
 
 # ``run(name)`` profiles one variant of ``VARIANTS`` with its harness, moves the
 # trace to ``traces/01_matmul_add/NAME.json``, prints one line saying where it ran,
 # and returns the run's name, the profiler's table and the trace's path.
 def run(name):
-    harness, params = VARIANTS[name]
-    device = "cuda" if torch.cuda.is_available() else "cpu"
-    if device == "cpu":
-        params = dict(params, size=min(params["size"], CPU_MAX_SIZE))
-    out = Path("traces") / "01_matmul_add"
-    table = harness(out / name, device=device, **params)
-    trace_path = (out / name / "trace.json").replace(out / f"{name}.json")
-    (out / name).rmdir()
-    if device == "cuda":
-        where = f"live on {torch.cuda.get_device_name(0)}"
-    else:
-        where = f"on the CPU at size {params['size']} (no CUDA device), so no GPU lane"
-    print(f"{name}: profiled {where}; trace written to {trace_path}")
-    return types.SimpleNamespace(name=name, table=table, trace_path=trace_path)
+    return run_variant(VARIANTS, name)
 
 
 # sphinx_gallery_start_ignore
@@ -134,11 +118,7 @@ if "tracesite" in sys.modules:  # the site build replays the H200's recordings i
 
 # ``python 01d_peaks.py VARIANT`` profiles one variant and prints its table.
 if __name__ == "__main__" and sys.argv[1:] and "ipykernel" not in sys.modules:
-    if sys.argv[1] not in VARIANTS:
-        print(f"no variant {sys.argv[1]!r} here; try one of {list(VARIANTS)}", file=sys.stderr)
-        sys.exit(2)
-    print(run(sys.argv[1]).table)
-    sys.exit(0)
+    sys.exit(command_line(VARIANTS, run, sys.argv[1:]))
 
 # %%
 # The table

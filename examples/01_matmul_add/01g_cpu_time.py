@@ -18,9 +18,11 @@ Run it yourself::
     python 01g_cpu_time.py interleaved_64    # the same run, its table printed
 
 This file needs only torch (and, for ``torch.compile`` on the CPU, a C++
-compiler); on the CPU it times the same code there, and the trace has no GPU
-lane. The run writes its trace to ``traces/01_matmul_add/interleaved_64.json``
-and the unprofiled timings beside it, in ``interleaved_64.timings.json``.
+compiler), with ``_01_common.py`` beside it for the workload and plumbing this
+set's stories share (the site's download has it pasted in). On the CPU it times
+the same code there, and the trace has no GPU lane. The run writes its trace to
+``traces/01_matmul_add/interleaved_64.json`` and the unprofiled timings beside
+it, in ``interleaved_64.timings.json``.
 """
 
 # sphinx_gallery_start_ignore
@@ -32,11 +34,15 @@ import json
 import statistics
 import sys
 import time
-import types
 from pathlib import Path
 
 import torch
 from torch.profiler import ProfilerActivity, profile, record_function, schedule
+
+# From the code the stories of this set share (``_01_common.py``, beside this file;
+# story 01a shows it): ``fn``, ``fn_addmm`` and ``DTYPES``, and the plumbing of every
+# story (``run_variant``, ``command_line``).
+from _01_common import DTYPES, command_line, fn, fn_addmm, run_variant
 
 # %%
 # The four versions
@@ -52,17 +58,6 @@ from torch.profiler import ProfilerActivity, profile, record_function, schedule
 # ``torch.addmm`` call. ``fn_compiled`` and ``fn_reduce_overhead`` repeat
 # ``fn``'s body with code objects of their own, so that each compiled version
 # gets its own Dynamo cache and neither is a recompile of the other.
-
-
-def fn(x, w, b):
-    return torch.add(torch.matmul(x, w), b)
-
-
-def fn_addmm(x, w, b):
-    return torch.addmm(b, x, w)
-
-
-DTYPES = {"bfloat16": torch.bfloat16, "float16": torch.float16, "float32": torch.float32}
 
 
 def fn_compiled(x, w, b):  # the same body as fn, with its own code object:
@@ -188,19 +183,7 @@ VARIANTS = {
 # ``traces/01_matmul_add/NAME.json`` and ``NAME.timings.json``, prints one line
 # saying where it ran, and returns the run's name, table and trace path.
 def run(name):
-    harness, params = VARIANTS[name]
-    device = "cuda" if torch.cuda.is_available() else "cpu"
-    out = Path("traces") / "01_matmul_add"
-    table = harness(out / name, device=device, **params)
-    trace_path = (out / name / "trace.json").replace(out / f"{name}.json")
-    (out / name / "timings.json").replace(out / f"{name}.timings.json")
-    (out / name).rmdir()
-    if device == "cuda":
-        where = f"live on {torch.cuda.get_device_name(0)}"
-    else:
-        where = "on the CPU (no CUDA device), so the trace has no GPU lane"
-    print(f"{name}: profiled {where}; trace written to {trace_path}")
-    return types.SimpleNamespace(name=name, table=table, trace_path=trace_path)
+    return run_variant(VARIANTS, name)
 
 
 # sphinx_gallery_start_ignore
@@ -210,11 +193,7 @@ if "tracesite" in sys.modules:  # the site build replays the H200's recordings i
 
 # ``python 01g_cpu_time.py VARIANT`` profiles one variant and prints its table.
 if __name__ == "__main__" and sys.argv[1:] and "ipykernel" not in sys.modules:
-    if sys.argv[1] not in VARIANTS:
-        print(f"no variant {sys.argv[1]!r} here; try one of {list(VARIANTS)}", file=sys.stderr)
-        sys.exit(2)
-    print(run(sys.argv[1]).table)
-    sys.exit(0)
+    sys.exit(command_line(VARIANTS, run, sys.argv[1:]))
 
 # %%
 # Under the profiler

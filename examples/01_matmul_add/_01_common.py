@@ -1,0 +1,180 @@
+"""Code the stories of ``01_matmul_add`` share: the workload, its harness, the plumbing.
+
+Not a story of its own: each story of this set imports what it needs from here, and
+the site's download of a story is one file with this code pasted in where it imports
+it, so it runs with only torch. The recordings' code hash reads a story the same way,
+as that one file. So the import block below is the stories' own, whole (every module
+any story of this set imports, in the same order): pasted in, it binds each name where
+the story bound it.
+"""
+
+import json
+import statistics
+import sys
+import time
+import types
+from pathlib import Path
+
+import torch
+from torch.profiler import ProfilerActivity, profile, record_function, schedule
+
+# ``fn`` is the code under study: a matrix multiply and an add, the computation of an
+# ``nn.Linear`` layer. ``fn_addmm`` is the same computation as one ``torch.addmm`` call,
+# and ``DTYPES`` names the dtypes a variant may ask for.
+
+
+def fn(x, w, b):
+    return torch.add(torch.matmul(x, w), b)
+
+
+def fn_addmm(x, w, b):
+    return torch.addmm(b, x, w)
+
+
+DTYPES = {"bfloat16": torch.bfloat16, "float16": torch.float16, "float32": torch.float32}
+
+
+# ``profile_matmul_add`` is the profiling harness of every story of this set but the
+# peaks (01d) and the CPU time (01g). It builds three random ``size`` x ``size``
+# matrices, then runs ``wait + warmup_steps + active`` steps under the profiler with a
+# ``schedule``: the profiler skips the first ``wait`` steps, records and throws away the
+# next ``warmup_steps`` (the profiler itself warms up), and keeps the last ``active``
+# ones. Each kept step becomes a ``ProfilerStep#N`` span in the trace, and
+# ``record_function("matmul_add")`` puts our own label around each call. The trace is
+# written from ``on_trace_ready``, which the profiler calls when the active window
+# closes.
+#
+# Its other settings: ``batch > 0`` makes ``x`` 3-D (``batch, size, size``);
+# ``op="addmm"`` profiles ``torch.addmm(b, x, w)`` instead; ``warmup=True`` runs five
+# untimed calls before profiling; ``compile`` names a ``torch.compile`` mode
+# (``"triton-gemm"`` is max-autotune limited to Inductor's Triton GEMM templates);
+# ``tf32`` lets fp32 GEMMs round their inputs to TF32; ``export="after"`` exports after
+# the ``with`` block instead of from ``on_trace_ready``. It returns the profiler's
+# table, sorted by GPU time when there is a GPU.
+
+
+def profile_matmul_add(
+    out_dir,
+    *,
+    size=64,
+    dtype="bfloat16",
+    batch=0,
+    op="matmul_add",
+    warmup=False,
+    compile=None,
+    tf32=False,
+    wait=1,
+    warmup_steps=1,
+    active=3,
+    export="on_trace_ready",
+    device=None,
+):
+    device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+    torch.manual_seed(0)  # every run multiplies the same numbers
+    # TF32 lets float32 GEMMs (and convolutions) round their inputs for the Tensor
+    # Cores. Set it either way, so that no earlier run's choice leaks into this one.
+    torch.backends.cuda.matmul.allow_tf32 = tf32
+    torch.backends.cudnn.allow_tf32 = tf32
+    dt = DTYPES[dtype]
+    # batch > 0 makes x 3-D; matmul then folds the batch into the rows of one GEMM.
+    x_shape = (batch, size, size) if batch else (size, size)
+    x = torch.randn(x_shape, device=device, dtype=dt)
+    w = torch.randn(size, size, device=device, dtype=dt)
+    b = torch.randn(size, size, device=device, dtype=dt)
+    f = fn_addmm if op == "addmm" else fn
+    # Each compile starts from a clean Dynamo cache, so no earlier run's graph is reused.
+    if compile == "triton-gemm" and device == "cuda":
+        # max-autotune, but with only Inductor's own Triton GEMM templates to choose from
+        torch._dynamo.reset()
+        f = torch.compile(f, options={"max_autotune": True, "max_autotune_gemm_backends": "TRITON"})
+    elif compile:  # "default" is torch.compile's own default mode (mode=None)
+        torch._dynamo.reset()
+        mode = {"default": None, "triton-gemm": "max-autotune-no-cudagraphs"}.get(compile, compile)
+        f = torch.compile(f, mode=mode)
+
+    # One step: the call under study, inside our own label (a span in the trace).
+    def step():
+        with record_function("matmul_add"):
+            return f(x, w, b)
+
+    # Warm-up: the first calls pay one-time costs (loading GPU code, cuBLAS picking
+    # its kernel, compiling). A compiled function is always warmed up, so that the
+    # compile itself stays out of the profile.
+    if warmup or compile:
+        for _ in range(5):
+            step()
+    if device == "cuda":
+        torch.cuda.synchronize()  # and the GPU finishes it before profiling starts
+
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    trace_path = out_dir / "trace.json"
+    # CPU activity always; on a GPU, CUDA activity too (kernels, copies, through CUPTI).
+    activities = [ProfilerActivity.CPU]
+    if device == "cuda":
+        activities.append(ProfilerActivity.CUDA)
+    # The profiler calls on_trace_ready when the active window closes.
+    on_ready = None
+    if export == "on_trace_ready":
+
+        def on_ready(p):
+            p.export_chrome_trace(str(trace_path))
+
+    with profile(
+        activities=activities,
+        schedule=schedule(wait=wait, warmup=warmup_steps, active=active, repeat=1),
+        on_trace_ready=on_ready,
+    ) as prof:
+        for _ in range(wait + warmup_steps + active):
+            step()
+            prof.step()  # tells the schedule that one step ended
+    if export == "after":  # the alternative: export once the with block has ended
+        prof.export_chrome_trace(str(trace_path))
+    # The table sums each op over the kept steps; with a GPU, sort by GPU time.
+    sort_by = "cuda_time_total" if device == "cuda" else "cpu_time_total"
+    return prof.key_averages().table(sort_by=sort_by, row_limit=15, max_name_column_width=48)
+
+
+# The plumbing of every story
+# ---------------------------
+
+#: A CPU has no GPU lane to show, and a 4096 bf16 GEMM takes seconds there, so on
+#: the CPU every size above this one shrinks to it.
+CPU_MAX_SIZE = 512
+
+
+# ``run_variant(variants, name)`` is every story's ``run(name)``: it profiles the named
+# variant of the story's ``VARIANTS`` with its harness (with any setting changed by
+# ``overrides``, which then name the trace), moves the trace to
+# ``traces/01_matmul_add/NAME.json`` (and a ``timings.json`` beside it to
+# ``NAME.timings.json``), prints one line saying where it ran, and returns the run's
+# name, the profiler's table and the trace's path.
+def run_variant(variants, name, **overrides):
+    harness, params = variants[name]
+    params = dict(params, **overrides)
+    name = "_".join([name, *(f"{k}{v}" for k, v in overrides.items())])
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    if device == "cpu":
+        params["size"] = min(params["size"], CPU_MAX_SIZE)
+    out = Path("traces") / "01_matmul_add"
+    table = harness(out / name, device=device, **params)
+    trace_path = (out / name / "trace.json").replace(out / f"{name}.json")
+    for extra in (out / name).iterdir():  # timings.json
+        extra.replace(out / f"{name}.{extra.name}")
+    (out / name).rmdir()
+    if device == "cuda":
+        where = f"live on {torch.cuda.get_device_name(0)}"
+    else:
+        where = f"on the CPU at size {params['size']} (no CUDA device), so no GPU lane"
+    print(f"{name}: profiled {where}; trace written to {trace_path}")
+    return types.SimpleNamespace(name=name, table=table, trace_path=trace_path)
+
+
+def command_line(variants, run, argv):
+    """``python STORY.py VARIANT``: profile that variant and print its table (exit status
+    0), or say in one line that there is no such variant (exit status 2)."""
+    if argv[0] not in variants:
+        print(f"no variant {argv[0]!r} here; try one of {list(variants)}", file=sys.stderr)
+        return 2
+    print(run(argv[0]).table)
+    return 0
