@@ -278,6 +278,7 @@ def _source_hash(page: str) -> str:
     files = sorted(FACTS_DIR.glob("*.py")) + sorted(DOCS.glob("**/*_measures.py"))
     files += sorted(Path(tracereader.__file__).parent.glob("*.py"))
     files += sorted(Path(__file__).parent.glob("*.py"))
+    files += sorted(DOCS.parent.glob("examples/*/*.py"))  # pages read SHAPES, VARIANTS, ...
     for path in files:
         h.update(path.name.encode())
         h.update(path.read_bytes())
@@ -394,6 +395,7 @@ def glue_facts(page: str) -> dict[str, Any]:
     from IPython.display import Markdown
     from myst_nb import glue
 
+    _module(page)  # its folders on sys.path, for the page's picture cells too
     found = page_facts(page)
     for key, (kind, value) in found.items():
         glue(key, Markdown(value) if kind == "md" else value, display=False)  # type: ignore[no-untyped-call]
