@@ -139,7 +139,11 @@ def lint(session: nox.Session) -> None:
         "noxfile.py",
         "docs/conf.py",
         "docs/_ext",
-        "docs/cheatsheet_measures.py",
+        "docs/cheatsheet_pictures.py",
+        "docs/cheatsheet_parts_pictures.py",
+        "docs/facts/_cheatsheet_common.py",
+        "docs/facts/_cheatsheet_matmul.py",
+        "docs/facts/_cheatsheet_parts.py",
         "docs/read_your_own_trace_measures.py",
         "docs/chapters",
         "docs/snippets",
@@ -149,6 +153,8 @@ def lint(session: nox.Session) -> None:
     session.run("mypy", "--strict", "src/tracereader")
     # The site glue and the pages' measures modules, typed like the library.
     measures = [str(p) for p in sorted((ROOT / "docs").glob("**/*_measures.py"))]
+    measures += [str(p) for p in sorted((ROOT / "docs").glob("cheatsheet*pictures.py"))]
+    measures += [str(p) for p in sorted((ROOT / "docs" / "facts").glob("*cheatsheet*.py"))]
     session.run(
         "mypy",
         "--strict",

@@ -1,4 +1,5 @@
-"""docs/cheatsheet_measures.py against the real recordings: every entry's claims hold and
+"""The cheatsheet's facts (docs/facts/_cheatsheet_*.py) and pictures (docs/cheatsheet_pictures.py,
+docs/cheatsheet_parts_pictures.py) against the real recordings: every entry's claims hold and
 every entry draws its picture, with alt text (the page checks every repeat; this test, the
 drawn one, without a notebook)."""
 
@@ -7,6 +8,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -17,14 +19,28 @@ DOCS = Path(__file__).resolve().parents[2] / "docs"
 @pytest.fixture(scope="module")
 def cs(monkeypatch_module: pytest.MonkeyPatch) -> Any:
     monkeypatch_module.syspath_prepend(str(DOCS))
+    monkeypatch_module.syspath_prepend(str(DOCS / "facts"))
     monkeypatch_module.chdir(DOCS)  # where the page runs
-    import cheatsheet_measures
+    import _cheatsheet_common
+    import _cheatsheet_matmul
+    import _cheatsheet_parts
+    import cheatsheet_parts_pictures
+    import cheatsheet_pictures
     import tracesite.notebook as nb
 
     glued: dict[str, Any] = {}
     monkeypatch_module.setattr(nb, "_glue", glued.__setitem__)  # no notebook to glue into
-    cheatsheet_measures.GLUED = glued
-    return cheatsheet_measures
+    return SimpleNamespace(
+        common=_cheatsheet_common,
+        intro=_cheatsheet_common.intro,
+        pictures=cheatsheet_pictures,
+        # each facts module with the module that draws its entries
+        entries=[
+            (_cheatsheet_matmul, cheatsheet_pictures),
+            (_cheatsheet_parts, cheatsheet_parts_pictures),
+        ],
+        GLUED=glued,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -46,22 +62,26 @@ def test_every_entry_holds_and_draws(cs):
 
     matplotlib.use("Agg")
     cs.intro()
-    entries = _entries(cs)
     page = (DOCS / "cheatsheet.md").read_text(encoding="utf-8")
-    called = [f.__name__ for f in entries]
-    assert called == [n for n in called if f"cs.{n}()" in page]  # each is on the page
-    for fn in entries:
-        out = fn()
-        picture = out() if callable(out) else out
-        assert picture.png[:4] == b"\x89PNG", fn.__name__
-    cs.check_entries()
+    for facts, pictures in cs.entries:
+        entries, drawn = _entries(facts), _entries(pictures)
+        called = [f.__name__ for f in entries]
+        assert called == [f.__name__ for f in drawn]  # each entry's facts and its picture
+        assert called == [n for n in called if f".{n}()" in page]  # each is on the page
+        for fn, draw in zip(entries, drawn, strict=True):
+            fn()
+            out = draw()
+            picture = out() if callable(out) else out
+            assert picture.png[:4] == b"\x89PNG", fn.__name__
+    cs.pictures.check_entries()
     assert all(key in cs.GLUED for key in ("gpu", "ovh_cpu", "hf_gemm_name"))
-    assert len(cs.ALTS) == page.count("\n### ")
+    assert len(cs.pictures.ALTS) == page.count("\n### ")
 
 
 def test_durations_read_in_three_figures(cs):
-    assert [str(cs.us(x)) for x in (0.0123, 5.5, 123.4, 4567.0, 2.5e6)] == [
+    c = cs.common
+    assert [str(c.us(x)) for x in (0.0123, 5.5, 123.4, 4567.0, 2.5e6)] == [
         "0.0123 µs", "5.50 µs", "123 µs", "4.57 ms", "2.50 s",
     ]  # fmt: skip
-    assert str(cs.times(3.14159)) == "3.1×" and str(cs.times(1234)) == "1,234×"
-    assert cs.their(2314.0) == "2.314 ms" and cs.their(23.104) == "23.104 µs"
+    assert str(c.times(3.14159)) == "3.1×" and str(c.times(1234)) == "1,234×"
+    assert c.their(2314.0) == "2.314 ms" and c.their(23.104) == "23.104 µs"

@@ -1,0 +1,301 @@
+"""The cheatsheet's pictures of the other parts' recordings (``cheatsheet.md``: Parts 2 to 5),
+one function per entry, drawn as :mod:`cheatsheet_pictures` draws Part 1's: from the drawn
+repeat, picking the events the entry's facts pick (``docs/facts/_cheatsheet_parts.py``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from _cheatsheet_common import in_step, one, rec
+from cheatsheet_pictures import TRAIN_COLORS, TRAIN_WIDTH_IN, WIDTH_IN, SmallFigure, picture, win
+
+from tracereader import Callout, Kind, link, timeline
+
+
+def bias() -> Callable[[], SmallFigure]:
+    """Entry: `bias` in a GEMM kernel's name, and no add kernel."""
+    t = rec("small", "02_linear").trace()
+    op = one(in_step(t, t.steps[-1].name, name="aten::addmm"))
+    fig = timeline(
+        t, around=op, pad_us=6, callouts=[Callout("aten::addmm", event=op)], width_in=WIDTH_IN
+    )
+    return lambda: picture(
+        "bias", fig, "Recording 02_linear small, the last step: one addmm, one launch, one kernel."
+    )
+
+
+def views() -> Callable[[], SmallFigure]:
+    """Entry: Ops with zero CUDA time."""
+    t = rec("eager", "03_mlp").trace()
+    lin = int(in_step(t, t.steps[-1].name, name="aten::linear")[-1])
+    fig = timeline(
+        t,
+        around=lin,
+        pad_us=3,
+        arrows=False,
+        callouts=[Callout("aten::t: a view", name="aten::t")],
+        width_in=WIDTH_IN,
+    )
+    return lambda: picture(
+        "views", fig, "Recording 03_mlp eager, the down projection's aten::linear in the last step."
+    )
+
+
+def fused() -> Callable[[], SmallFigure]:
+    """Entry: A `triton_poi_fused_…` kernel where two pointwise kernels were."""
+    tc = rec("compile", "03_mlp").trace()
+    fused = {
+        tc.name(i) for i in tc.where(kind=Kind.KERNEL) if tc.name(i).startswith("triton_poi_fused_")
+    }
+    f = next(iter(fused))
+    last = tc.steps[-1].name
+    k = one(
+        [
+            i
+            for i in tc.where(kind=Kind.KERNEL)
+            if tc.name(i) == f
+            and link(tc).launch[i] >= 0
+            and (s_ := link(tc).step_of(int(i))) is not None
+            and s_.name == last
+        ]
+    )
+    fig = timeline(
+        tc, around=k, pad_us=60, callouts=[Callout("fused gelu * mul", event=k)], width_in=WIDTH_IN
+    )
+    return lambda: picture(
+        "fused", fig, "Recording 03_mlp compile, around the fused kernel of the last step."
+    )
+
+
+def graph() -> Callable[[], SmallFigure]:
+    """Entry: No `aten::mm` row under `mode='reduce-overhead'`."""
+    r = rec("reduce_overhead", "03_mlp")
+    t = r.trace()
+    g = t.where(name="cudaGraphLaunch")
+    fig = timeline(
+        t,
+        step=t.steps[-1].name,
+        callouts=[Callout("one cudaGraphLaunch", event=int(g[-1]))],
+        width_in=WIDTH_IN,
+    )
+    return lambda: picture(
+        "graph",
+        fig,
+        "Recording 03_mlp reduce_overhead, the last step: the input copy, then one graph launch.",
+    )
+
+
+def att_copy() -> Callable[[], SmallFigure]:
+    """Entry: A `Memcpy DtoD` before the mask in hand-written attention."""
+    t = rec("naive", "04_attention").trace()
+    ln = link(t)
+    copies = [int(i) for i in t.where(kind=Kind.MEMCPY) if ln.launch[i] >= 0]
+    last = t.steps[-1].name
+    c = one([c for c in copies if (s_ := ln.step_of(c)) is not None and s_.name == last])
+    fig = timeline(
+        t,
+        around=c,
+        pad_us=150,
+        callouts=[Callout("Memcpy DtoD: the clone", event=c)],
+        width_in=WIDTH_IN,
+    )
+    return lambda: picture(
+        "att_copy",
+        fig,
+        "Recording 04_attention naive, the last step: the score matrix copied, then masked.",
+    )
+
+
+def att_cudnn() -> Callable[[], SmallFigure]:
+    """Entry: An `aten::_scaled_dot_product_cudnn_attention` you did not ask for."""
+    r = rec("sdpa_default", "04_attention")
+    t = r.trace()
+    k_last = one(in_step(t, t.steps[-1].name, kind=Kind.KERNEL))
+    fig = timeline(
+        t,
+        around=k_last,
+        pad_us=40,
+        callouts=[Callout("cuDNN's fused kernel", event=k_last)],
+        width_in=WIDTH_IN,
+        title="sdpa_default: around the cuDNN kernel",
+    )
+    return lambda: picture(
+        "att_cudnn",
+        fig,
+        "Recording 04_attention sdpa_default, the last step: one op chain, one launch, one kernel.",
+    )
+
+
+def att_occupancy() -> Callable[[], SmallFigure]:
+    """Entry: 0 % occupancy on the fastest attention kernel."""
+    # Every distinct large kernel of the attention recordings: shared memory per block against
+    # the occupancy the trace reports. Over 48 KB reads 0; under it, a value.
+    from matplotlib.figure import Figure
+
+    pts = {}
+    for v in ("naive", "sdpa_math", "sdpa_efficient", "sdpa_flash", "sdpa_cudnn"):
+        tv = rec(v, "04_attention").trace()
+        for i in tv.where(kind=Kind.KERNEL):
+            if tv.dur_ns[i] > 10_000:
+                pts[tv.name(int(i))] = (
+                    int(tv.extra["shared_mem"][i]) / 1024,
+                    float(tv.extra["occupancy_pct"][i]),
+                )
+    fig = Figure(figsize=(WIDTH_IN, 2.4))
+    ax = fig.subplots()
+    for kb, o in pts.values():
+        ax.plot(kb, o, "o", color="C3" if o == 0 else "C0")
+    ax.axvline(48, color="k", lw=1, ls="--")
+    ax.text(49, ax.get_ylim()[1] * 0.9, "48 KB", fontsize=9, va="top")
+    ax.set_xlabel("shared memory per block (KB)")
+    ax.set_ylabel("reported occupancy (%)")
+    n0 = sum(o == 0 for _, o in pts.values())
+    fig.tracereader_alt = (  # type: ignore[attr-defined]
+        f"Scatter of {len(pts)} attention-recording kernels: the {n0} with more than "
+        f"48 KB of shared memory per block all report 0 % occupancy, the others a value."
+    )
+    return lambda: picture(
+        "att_occupancy",
+        fig,
+        "Recordings 04_attention: every kernel over 10 µs, by shared memory per block.",
+    )
+
+
+def att_cudnn_self() -> Callable[[], SmallFigure]:
+    """Entry: A fused attention op that is mostly self time."""
+    r_il = rec("interleaved_backends", "04_attention")
+    t = r_il.trace()
+    spans = t.where(name="cudnn", kind=Kind.USER_ANNOTATION)
+    span = int(spans[len(spans) // 2])
+    op = one(
+        t.where(
+            name="aten::_cudnn_attention_forward",
+            kind=Kind.CPU_OP,
+            within=(t.ts_ns[span], t.ts_ns[span] + t.dur_ns[span]),
+        )
+    )
+    fig = timeline(
+        t,
+        window=win(t, [span], pad_us=3),
+        gaps=False,
+        callouts=[Callout("_cudnn_attention_forward: mostly self time", event=op)],
+        width_in=WIDTH_IN,
+    )
+    return lambda: picture(
+        "att_cudnn_self",
+        fig,
+        "Recording 04_attention interleaved_backends: one cuDNN call under the profiler.",
+    )
+
+
+def llm_eager() -> Callable[[], SmallFigure]:
+    """Entry: Hundreds of short kernels per token, and the GPU lane mostly empty."""
+    t = rec("generate_dynamic_1b", "05_llm_decode").trace()
+    s1 = t.step("ProfilerStep#2")
+    mid = (s1.start_ns + s1.end_ns) // 2
+    fig = timeline(t, window=(mid, mid + 1_000_000), arrows=False, width_in=WIDTH_IN)
+    return lambda: picture(
+        "llm_eager",
+        fig,
+        "Recording 05_llm_decode generate_dynamic_1b: one millisecond in the middle of decode step 2.",
+    )
+
+
+def llm_graph() -> Callable[[], SmallFigure]:
+    """Entry: One `cudaGraphLaunch` per token, and the GPU lane full."""
+    r = rec("loop_fused_8b", "05_llm_decode")
+    t = r.trace()
+    ln = link(t)
+    ops2 = ln.gpu_ops_of(t.step("ProfilerStep#2").event)  # the GPU work of one token
+    fig = timeline(t, window=win(t, ops2, pad_us=30), arrows=False, width_in=WIDTH_IN)
+    return lambda: picture(
+        "llm_graph",
+        fig,
+        "Recording 05_llm_decode loop_fused_8b: the GPU work of one token (ProfilerStep#2).",
+    )
+
+
+def llm_tuning() -> SmallFigure:
+    """Entry: The same kernel, at different speeds in different runs."""
+    # Across the repeats (one process each), so not a %%repeats cell: every repeat is read here.
+    from matplotlib.figure import Figure
+    from tracesite.notebook import variant as recorded
+
+    def kernel_runs(name: str) -> list[dict[str, tuple[float, Any]]]:
+        """Per repeat: {kernel name: (µs per token, (grid, block) of its first launch)} for the
+        kernels of profiler step 2."""
+        out = []
+        for r in recorded(name, "05_llm_decode").repeats:
+            tv = r.trace()
+            by: dict[str, tuple[float, Any]] = {}
+            for g in link(tv).gpu_ops_of(tv.step("ProfilerStep#2").event):
+                if tv.kind[g] == Kind.KERNEL:
+                    launch = (int(tv.extra["grid"][g]), int(tv.extra["block"][g]))
+                    us_, launch = by.get(tv.name(g), (0.0, launch))
+                    by[tv.name(g)] = (us_ + tv.dur_ns[g] / 1e3, launch)
+            out.append(by)
+        return out
+
+    tuned = kernel_runs("loop_packed_8b")
+    common = {
+        n
+        for n in set.intersection(*(set(k) for k in tuned))  # Inductor's GEMVs: reductions
+        if n.startswith("triton_red") and "_t_" in n and "argmax" not in n
+    }  # over a transposed weight
+    # Of those launched with different settings in different processes, the most uneven.
+    relaunched = [n for n in common if len({t[n][1] for t in tuned}) > 1]
+    name = max(relaunched, key=lambda n: max(t[n][0] for t in tuned) / min(t[n][0] for t in tuned))
+    per_run = [t[name] for t in tuned]
+    fixed = [t["gemv_kernel"][0] for t in kernel_runs("loop_kernels_8b")]
+    fig = Figure(figsize=(WIDTH_IN, 1.8))
+    ax = fig.subplots()
+    slow_tuned = [u / min(v for v, _ in per_run) for u, _ in per_run]
+    slow_fixed = [u / min(fixed) for u in fixed]
+    ax.plot(slow_tuned, [1] * 3, "o", color="C3")
+    ax.plot(slow_fixed, [0] * 3, "o", color="C0")
+    ax.set_yticks([0, 1], ["fixed settings", "tuned per process"])
+    ax.set_ylim(-0.6, 1.6)
+    ax.set_xlabel("time per token / fastest process's (one dot per process)")
+    fig.tracereader_alt = (  # type: ignore[attr-defined]
+        f"Dot plot: an Inductor GEMV kernel tuned in each process runs up to "
+        f"{max(slow_tuned):.2f} times as long as in its fastest process; the fixed-setting "
+        f"GEMV kernels stay within {100 * (max(slow_fixed) - 1):.1f} %."
+    )
+    return picture(
+        "llm_tuning",
+        fig,
+        "Recordings 05_llm_decode loop_packed_8b and loop_kernels_8b: profiler step 2 of each repeat.",
+    )
+
+
+def train_backward_thread() -> Callable[[], SmallFigure]:
+    """Entry: A second CPU thread that only works during the backward."""
+    t = rec("eager", "06_train_step").trace()
+    evaluate = t.where(prefix="autograd::engine::evaluate_function: ")
+    start = int(t.ts_ns[evaluate].min())
+    fig = timeline(
+        t, window=(start - 1_500_000, start + 1_000_000), arrows=False, width_in=TRAIN_WIDTH_IN
+    )
+    return lambda: picture(
+        "train_backward_thread",
+        fig,
+        "Recording 06_train_step eager: the start of the backward, on a second CPU thread.",
+        colors=TRAIN_COLORS,
+    )
+
+
+def train_data_gap() -> Callable[[], SmallFigure]:
+    """Entry: The GPU lane empty under a long `enumerate(DataLoader)` span."""
+    t = rec("loader_inline", "06_train_step").trace()
+    (data,) = t.regions("data")
+    fig = timeline(t, window=(data.start_ns - 50_000, data.end_ns + 400_000), arrows=False,
+                   width_in=TRAIN_WIDTH_IN)  # fmt: skip
+    return lambda: picture(
+        "train_data_gap",
+        fig,
+        "Recording 06_train_step loader_inline: the data region, the DataLoader working in "
+        "the training process.",
+        colors=TRAIN_COLORS,
+    )

@@ -1,0 +1,300 @@
+"""The cheatsheet's facts about the other parts' recordings (``cheatsheet.md``: Parts 2 to 5),
+one function per entry, as :mod:`_cheatsheet_matmul` has them for Part 1's. Their pictures
+are drawn in ``docs/cheatsheet_parts_pictures.py``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+from _cheatsheet_common import code, in_step, put, rec, us
+from _cheatsheet_common import variant as recorded
+from tracesite.notebook import medians, op_per_call, unprofiled_calls
+
+from tracereader import Kind, link, step_times
+
+
+def bias() -> None:
+    """Entry: `bias` in a GEMM kernel's name, and no add kernel."""
+    t = rec("small", "02_linear").trace()
+    names = {t.name(i) for i in t.where(kind=Kind.KERNEL)}
+    assert (
+        len(names) == 1 and next(iter(names)).endswith("_bias_TNT") and "_bz_" in next(iter(names))
+    )
+    assert not len(t.where(kind=Kind.MEMCPY)) and not len(t.where(name="aten::add"))
+    put("cs_bias_kernel", code(next(iter(names))))
+
+
+def views() -> None:
+    """Entry: Ops with zero CUDA time."""
+    t = rec("eager", "03_mlp").trace()
+    lk = link(t)
+    views = (
+        "aten::t",
+        "aten::transpose",
+        "aten::as_strided",
+        "aten::reshape",
+        "aten::view",
+        "aten::_unsafe_view",
+    )
+    rows = [int(r) for v in views for r in in_step(t, t.steps[-1].name, name=v)]
+    assert rows and all(len(lk.gpu_ops_of(r)) == 0 for r in rows)
+    idle_ops = [int(r) for r in in_step(t, t.steps[-1].name, kind=Kind.CPU_OP)
+                if len(lk.gpu_ops_of(int(r))) == 0]  # fmt: skip
+    assert sorted(idle_ops) == sorted(rows), "every op that launches nothing here is a view"
+    put("cs_views_per_step", len(rows))
+    put("cs_kernels_per_step", len(t.where(kind=Kind.KERNEL)) // len(t.steps))
+
+
+def fused() -> None:
+    """Entry: A `triton_poi_fused_…` kernel where two pointwise kernels were."""
+    te, tc = rec("eager", "03_mlp").trace(), rec("compile", "03_mlp").trace()
+
+    def med(t: Any, pick: Callable[[str], bool]) -> float:
+        return (
+            float(np.median([t.dur_ns[i] for i in t.where(kind=Kind.KERNEL) if pick(t.name(i))]))
+            / 1e3
+        )
+
+    fused = {
+        tc.name(i) for i in tc.where(kind=Kind.KERNEL) if tc.name(i).startswith("triton_poi_fused_")
+    }
+    assert len(fused) == 1
+    f = next(iter(fused))
+    pair = med(te, lambda n: "Gelu" in n) + med(te, lambda n: "MulFunctor" in n)
+    assert med(tc, lambda n: n == f) < 0.95 * pair
+    assert {
+        n for n in (te.name(i) for i in te.where(kind=Kind.KERNEL)) if n.startswith("nvjet")
+    } == {n for n in (tc.name(i) for i in tc.where(kind=Kind.KERNEL)) if n.startswith("nvjet")}
+    put("cs_fused", code(f))
+    put("cs_fused_us", us(med(tc, lambda n: n == f)))
+    put("cs_pair_us", us(pair))
+
+
+def graph() -> None:
+    """Entry: No `aten::mm` row under `mode='reduce-overhead'`."""
+    r = rec("reduce_overhead", "03_mlp")
+    t = r.trace()
+    assert not len(t.where(name="aten::mm")) and len(t.where(name="Torch-Compiled Region: 0/0"))
+    g = t.where(name="cudaGraphLaunch")
+    assert len(g) == len(t.steps)
+    n_ops = {len(link(t).gpu_ops_of_call(int(c))) for c in g}
+    assert len(n_ops) == 1
+    put("cs_graph_ops", n_ops.pop())
+
+
+def att_copy() -> None:
+    """Entry: A `Memcpy DtoD` before the mask in hand-written attention."""
+    t = rec("naive", "04_attention").trace()
+    ln = link(t)
+    copies = [int(i) for i in t.where(kind=Kind.MEMCPY) if ln.launch[i] >= 0]
+    assert copies and {t.name(int(ln.issuing_op(c))) for c in copies} == {"aten::copy_"}
+    sizes = {int(t.extra["bytes"][c]) for c in copies}
+    assert sizes == {8 * 16 * 1024 * 1024 * 2}  # one bf16 score matrix
+    put("cs_att_copy_mib", f"{sizes.pop() / 2**20:.0f} MiB")
+    ti = rec("naive_inplace", "04_attention").trace()
+    assert not len(ti.where(kind=Kind.MEMCPY))  # in place: no copy
+
+    def busy(tr: Any) -> float:
+        return step_times(tr)[-1].gpu_busy_us
+
+    put("cs_inplace_pct", f"{100 * (1 - busy(ti) / busy(t)):.0f} %")
+    chain = [t.name(i) for i in t.where(kind=Kind.CPU_OP)]
+    assert "aten::masked_fill" in chain and "aten::clone" in chain
+
+
+def att_cudnn() -> None:
+    """Entry: An `aten::_scaled_dot_product_cudnn_attention` you did not ask for."""
+    r = rec("sdpa_default", "04_attention")
+    t = r.trace()
+    sdpa = sorted(
+        {
+            t.name(i)
+            for i in t.where(kind=Kind.CPU_OP)
+            if t.name(i).startswith("aten::_scaled_dot_product")
+        }
+    )
+    assert sdpa == ["aten::_scaled_dot_product_cudnn_attention"]
+    ks = {t.name(i) for i in t.where(kind=Kind.KERNEL)}
+    assert len(ks) == 1 and next(iter(ks)).startswith("cudnn_generated_")
+    ln = link(t)
+    assert {t.name(int(ln.launch[i])) for i in t.where(kind=Kind.KERNEL)} == {"cuLaunchKernelEx"}
+    assert r.env["cudnn"] > 91500
+    put("cs_sdpa_op", code(sdpa[0]))
+    put("cs_cudnn_kernel", code(next(iter(ks))[:60] + "…"))
+    put("cs_cudnn_version", code(str(r.env["cudnn"])))
+
+
+def att_occupancy() -> None:
+    """Entry: 0 % occupancy on the fastest attention kernel."""
+    t = rec("sdpa_cudnn", "04_attention").trace()
+    k = [int(i) for i in t.where(kind=Kind.KERNEL) if t.name(int(i)).startswith("cudnn_generated_")]
+    assert k and all(t.extra["occupancy_pct"][i] == 0 for i in k)
+    smem = {int(t.extra["shared_mem"][i]) for i in k}
+    assert len(smem) == 1 and smem.pop() > 48 * 1024
+    put("cs_att_smem", f"{int(t.extra['shared_mem'][k[0]]) / 1024:.0f} KB")
+    # Every distinct large kernel of the attention recordings: shared memory per block against
+    # the occupancy the trace reports. Over 48 KB reads 0; under it, a value.
+    pts = {}
+    for v in ("naive", "sdpa_math", "sdpa_efficient", "sdpa_flash", "sdpa_cudnn"):
+        tv = rec(v, "04_attention").trace()
+        for i in tv.where(kind=Kind.KERNEL):
+            if tv.dur_ns[i] > 10_000:
+                pts[tv.name(int(i))] = (
+                    int(tv.extra["shared_mem"][i]) / 1024,
+                    float(tv.extra["occupancy_pct"][i]),
+                )
+    assert all((o == 0) == (kb > 48) for kb, o in pts.values())
+
+
+def att_cudnn_self() -> None:
+    """Entry: A fused attention op that is mostly self time."""
+    r_il = rec("interleaved_backends", "04_attention")
+    t = r_il.trace()
+    cud = op_per_call(t, "cudnn", "aten::_cudnn_attention_forward")
+    fl = op_per_call(t, "flash", "aten::_flash_attention_forward")
+
+    def self_us(rows: list[dict[str, Any]]) -> float:
+        return float(np.median([r["self_cpu_us"] for r in rows]))
+
+    assert self_us(cud) > 2 * self_us(fl)
+    bare = unprofiled_calls(r_il)
+    cycle = 20  # 5 versions, balanced
+    assert bare[0][0] == "cudnn" and all(bare[k][0] == "cudnn" for k in range(0, len(bare), cycle))
+    per = medians([c for k, c in enumerate(bare) if k % cycle])  # off the cycle's seam (Part 3)
+    assert per["cudnn"] > per["flash"]  # unprofiled, the call costs more
+    put("cs_cudnn_self", f"{self_us(cud):.0f} µs")
+    put("cs_flash_self", f"{self_us(fl):.0f} µs")
+
+
+def llm_eager() -> None:
+    """Entry: Hundreds of short kernels per token, and the GPU lane mostly empty."""
+    t = rec("generate_dynamic_1b", "05_llm_decode").trace()
+    r = rec("generate_dynamic_1b", "05_llm_decode")
+    assert r.results is not None, "the recording has no results.json"
+    dec = [s for s in step_times(t) if s.name != "ProfilerStep#0"]
+    assert all(s.gpu_busy_us < 0.3 * r.results["ms_per_token"] * 1e3 for s in dec)
+    put("cs_llm_kernels", f"{dec[0].kernels}")
+    put("cs_llm_busy", us(np.median([s.gpu_busy_us for s in dec])))
+    put("cs_llm_token", us(r.results["ms_per_token"] * 1e3))
+    lk_ = link(t)
+    syncs: dict[str, int] = {}
+    for i in t.where(name="cudaStreamSynchronize"):
+        if (st_ := lk_.step_of(int(i))) is not None and st_.name != "ProfilerStep#0":
+            syncs[st_.name] = syncs.get(st_.name, 0) + 1
+    assert len(set(syncs.values())) == 1
+    put("cs_llm_syncs", {1: "one", 2: "two", 3: "three"}[next(iter(syncs.values()))])
+    tg = rec("generate_static_compiled_1b", "05_llm_decode").trace()
+    lg = link(tg)
+    per_step: dict[str, int] = {}
+    for i in tg.where(name="cudaStreamSynchronize"):
+        if (st_ := lg.step_of(int(i))) is not None:
+            per_step[st_.name] = per_step.get(st_.name, 0) + 1
+    gst = step_times(tg)[:-1]
+    assert set(per_step[s_.name] for s_ in gst) == {1}
+    put("cs_gen_launches", f"{np.median([s_.launches for s_ in gst]) - 1:.0f}")
+    put("cs_gen_syncs", "one")
+
+
+def llm_graph() -> None:
+    """Entry: One `cudaGraphLaunch` per token, and the GPU lane full."""
+    r = rec("loop_fused_8b", "05_llm_decode")
+    assert r.results is not None, "the recording has no results.json"
+    t = r.trace()
+    dec = step_times(t)[:-1]
+    assert all(s.launches == 4 for s in dec)
+    graph_calls = t.where(name="cudaGraphLaunch")
+    assert len(graph_calls) == len(step_times(t))  # one per token
+    busy_frac = np.median([s.gpu_busy_us for s in dec]) / (r.results["ms_per_token"] * 1e3)
+    assert busy_frac > 0.9
+    put("cs_graph_kernels", f"{dec[0].kernels}")
+    put("cs_graph_busy", f"{100 * min(busy_frac, 1):.0f} %")
+
+
+def llm_tuning() -> None:
+    """Entry: The same kernel, at different speeds in different runs."""
+
+    # Across the repeats (one process each), so not a %%repeats cell: every repeat is read here.
+    def kernel_runs(name: str) -> list[dict[str, tuple[float, Any]]]:
+        """Per repeat: {kernel name: (µs per token, (grid, block) of its first launch)} for the
+        kernels of profiler step 2."""
+        out = []
+        for r in recorded(name, "05_llm_decode").repeats:
+            tv = r.trace()
+            by: dict[str, tuple[float, Any]] = {}
+            for g in link(tv).gpu_ops_of(tv.step("ProfilerStep#2").event):
+                if tv.kind[g] == Kind.KERNEL:
+                    launch = (int(tv.extra["grid"][g]), int(tv.extra["block"][g]))
+                    us_, launch = by.get(tv.name(g), (0.0, launch))
+                    by[tv.name(g)] = (us_ + tv.dur_ns[g] / 1e3, launch)
+            out.append(by)
+        return out
+
+    tuned = kernel_runs("loop_packed_8b")
+    common = {
+        n
+        for n in set.intersection(*(set(k) for k in tuned))  # Inductor's GEMVs: reductions
+        if n.startswith("triton_red") and "_t_" in n and "argmax" not in n
+    }  # over a transposed weight
+    # Of those launched with different settings in different processes, the most uneven.
+    relaunched = [n for n in common if len({t[n][1] for t in tuned}) > 1]
+    name = max(relaunched, key=lambda n: max(t[n][0] for t in tuned) / min(t[n][0] for t in tuned))
+    per_run = [t[name] for t in tuned]
+    assert max(u for u, _ in per_run) > 1.2 * min(u for u, _ in per_run)
+    put("cs_tune_kernel", f"`{name[:48]}…`")
+    put(
+        "cs_tune_runs",
+        ", ".join(f"{us(u)} ({g:,} blocks of {b} threads)" for u, (g, b) in per_run),
+    )
+    fixed = [t["gemv_kernel"][0] for t in kernel_runs("loop_kernels_8b")]
+    assert max(fixed) < 1.03 * min(fixed)
+    put("cs_fixed_runs", ", ".join(f"{us(u)}" for u in fixed))
+
+    def launches(r: Any) -> tuple[tuple[str, str, str], ...]:
+        """One token's kernel launches (profiler step 2), in order: name, grid, block."""
+        tv = r.trace()
+        ops = link(tv).gpu_ops_of(tv.step("ProfilerStep#2").event)
+        ops = ops[np.argsort(tv.ts_ns[ops], kind="stable")]
+        return tuple(
+            (tv.name(g), str(tv.extra["grid"][g]), str(tv.extra["block"][g]))
+            for g in ops
+            if tv.kind[g] == Kind.KERNEL
+        )
+
+    final = recorded("loop_untuned_8b", "05_llm_decode")  # every session it was recorded in
+    untuned = [launches(r) for s in final.sessions for r in s.repeats] + [
+        launches(r) for r in final.repeats
+    ]
+    assert len(untuned) >= 6 and len(set(untuned)) == 1  # the same launches in every process
+    put("cs_untuned_n", f"{len(untuned)}")
+
+
+def train_backward_thread() -> None:
+    """Entry: A second CPU thread that only works during the backward."""
+    t = rec("eager", "06_train_step").trace()
+    (fwd,) = t.regions("forward")
+    (bwd,) = t.regions("backward")
+    main = int(t.lane[fwd.event])
+    evaluate = t.where(prefix="autograd::engine::evaluate_function: ")
+    lanes = {int(x) for x in t.lane[evaluate]}
+    assert len(lanes) == 1 and main not in lanes, lanes
+    assert all(bwd.start_ns <= t.ts_ns[i] <= bwd.end_ns for i in evaluate)
+    on_it = np.flatnonzero(t.lane == next(iter(lanes)))
+    assert t.ts_ns[on_it].min() >= bwd.start_ns, "the thread is idle before the backward"
+    put("cs_train_evaluate", f"{len(evaluate):,}")
+
+
+def train_data_gap() -> None:
+    """Entry: The GPU lane empty under a long `enumerate(DataLoader)` span."""
+    t = rec("loader_inline", "06_train_step").trace()
+    (data,) = t.regions("data")
+    ln = link(t)
+    ops = ln.gpu_ops
+    during = ops[(t.ts_ns[ops] < data.end_ns) & (t.ts_ns[ops] + t.dur_ns[ops] > data.start_ns)]
+    busy = float(t.dur_ns[during].sum())
+    assert busy < 0.01 * (data.end_ns - data.start_ns), busy
+    (it,) = t.where(name="enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__")
+    assert t.dur_ns[it] > 0.95 * (data.end_ns - data.start_ns)
+    put("cs_train_data", us((data.end_ns - data.start_ns) / 1e3))
