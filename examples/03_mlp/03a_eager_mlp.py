@@ -20,8 +20,10 @@ large one is a Llama-7B-sized MLP over 4096 tokens. Part 2 of the chapters
 compile the same MLP, profile a cold first forward, and swap in a hand-written
 kernel.
 
-This file needs only torch. On a machine with a CUDA GPU it profiles live; on
-the CPU it profiles a shrunken MLP there, without a GPU lane. Run it::
+This file needs only torch, and ``_03_common.py`` beside it: the code the
+stories of this set share, which the site's download of this story has pasted
+in. On a machine with a CUDA GPU it profiles live; on the CPU it profiles a
+shrunken MLP there, without a GPU lane. Run it::
 
     python 03a_eager_mlp.py             # the whole page
     python 03a_eager_mlp.py eager_big   # one named variant, its table
@@ -35,13 +37,11 @@ import warnings
 warnings.filterwarnings("ignore", message=".*Profiler clears events.*")
 # sphinx_gallery_end_ignore
 import sys
-import types
-from pathlib import Path
 
-import torch
-import torch.nn.functional as F
-from torch import nn
-from torch.profiler import ProfilerActivity, profile, record_function, schedule
+# From the code the stories of this set share (``_03_common.py``, beside this file):
+# the MLP, its harness ``profile_mlp``, the two shapes, and the plumbing of every story
+# (``run_variant``, ``command_line``).
+from _03_common import BIG, SMALL, command_line, profile_mlp, run_variant
 
 # %%
 # The MLP
@@ -52,32 +52,15 @@ from torch.profiler import ProfilerActivity, profile, record_function, schedule
 # approximate="tanh") * up`` gates one with the other (GeGLU), and ``down_proj``
 # maps back to ``dim``. No biases. Written in PyTorch, a forward is three
 # GEMMs, a gelu and a multiply.
-
-
-class GeGLUMLP(nn.Module):
-    def __init__(self, dim, hidden):
-        super().__init__()
-        self.gate_proj = nn.Linear(dim, hidden, bias=False)
-        self.up_proj = nn.Linear(dim, hidden, bias=False)
-        self.down_proj = nn.Linear(hidden, dim, bias=False)
-
-    def forward(self, x):
-        return self.down_proj(F.gelu(self.gate_proj(x), approximate="tanh") * self.up_proj(x))
-
-
+#
+# .. literalinclude:: ../../../examples/03_mlp/_03_common.py
+#    :language: python
+#    :pyobject: GeGLUMLP
+#
 # ``LigerGeGLUMLP`` is the same MLP with the gelu-and-multiply done by one
 # hand-written Triton kernel from Liger-Kernel (imported only when it is used).
-# ``profile_mlp`` can pick it, so it is here; its own story is 03e.
-
-
-class LigerGeGLUMLP(GeGLUMLP):
-    def forward(self, x):
-        from liger_kernel.ops.geglu import LigerGELUMulFunction
-
-        return self.down_proj(LigerGELUMulFunction.apply(self.gate_proj(x), self.up_proj(x)))
-
-
-# %%
+# ``profile_mlp`` can pick it; its own story is 03e.
+#
 # How it is profiled
 # ------------------
 #
@@ -98,79 +81,20 @@ class LigerGeGLUMLP(GeGLUMLP):
 # Otherwise five forwards run before the profiler starts: compiling,
 # autotuning and recording CUDA graphs all happen there, and the profiled
 # steps show the steady state.
-
-
-def profile_mlp(
-    out_dir,
-    *,
-    batch=64,
-    seq=128,
-    dim=768,
-    hidden=3072,
-    compile=None,
-    kernel="torch",
-    active=3,
-    cold=False,
-    device=None,
-):
-    device = device or ("cuda" if torch.cuda.is_available() else "cpu")
-    cls = GeGLUMLP
-    if kernel == "liger":
-        if device != "cuda":
-            print("liger's Triton kernels need a CUDA GPU: profiling the torch MLP instead")
-        else:
-            try:
-                import liger_kernel  # noqa: F401
-            except ImportError:
-                raise SystemExit(
-                    "the liger variants need Liger-Kernel: pip install liger-kernel"
-                ) from None
-            cls = LigerGeGLUMLP
-    torch.manual_seed(0)
-    mlp = cls(dim, hidden).to(device=device, dtype=torch.bfloat16)
-    x = torch.randn(batch, seq, dim, device=device, dtype=torch.bfloat16)
-    f = mlp
-    if compile:
-        torch._dynamo.reset()
-        f = torch.compile(mlp, mode=None if compile == "default" else compile)
-
-    def step():
-        with torch.no_grad(), record_function("mlp_fwd"):
-            return f(x)
-
-    if not cold:
-        for _ in range(5):  # warm up: compile, autotune, record CUDA graphs
-            step()
-    return _profile_steps(step, out_dir, active=active, skip=0 if cold else 2, device=device)
-
-
+#
+# .. literalinclude:: ../../../examples/03_mlp/_03_common.py
+#    :language: python
+#    :pyobject: profile_mlp
+#
 # ``_profile_steps`` runs ``skip`` steps that the profiler's schedule does not
 # keep (its wait and warm-up steps), then ``active`` steps that it records, with
 # input shapes, so that each op in the trace carries its shapes. It writes
 # ``trace.json`` into ``out_dir`` and returns the table, sorted by GPU time
 # when there is a GPU.
-
-
-def _profile_steps(step, out_dir, *, active, skip, device):
-    if device == "cuda":
-        torch.cuda.synchronize()
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    activities = [ProfilerActivity.CPU]
-    if device == "cuda":
-        activities.append(ProfilerActivity.CUDA)
-    with profile(
-        activities=activities,
-        schedule=schedule(wait=skip // 2, warmup=skip - skip // 2, active=active, repeat=1),
-        on_trace_ready=lambda p: p.export_chrome_trace(str(out_dir / "trace.json")),
-        record_shapes=True,
-    ) as prof:
-        for _ in range(skip + active):
-            step()
-            prof.step()  # one forward is one profiler step
-    sort_by = "cuda_time_total" if device == "cuda" else "cpu_time_total"
-    return prof.key_averages().table(sort_by=sort_by, row_limit=15, max_name_column_width=48)
-
+#
+# .. literalinclude:: ../../../examples/03_mlp/_03_common.py
+#    :language: python
+#    :pyobject: _profile_steps
 
 # %%
 # The variants
@@ -179,8 +103,6 @@ def _profile_steps(step, out_dir, *, active, skip, device):
 # The two shapes, eager (the table at the top of the page). The recorder ran
 # each on an H200, several times.
 
-SMALL = {"batch": 64, "seq": 128, "dim": 768, "hidden": 3072}
-BIG = {"batch": 8, "seq": 512, "dim": 4096, "hidden": 11008}
 VARIANTS = {
     "eager": (profile_mlp, {**SMALL}),
     "eager_big": (profile_mlp, {**BIG}),
@@ -190,19 +112,9 @@ VARIANTS = {
 # ``run(name)`` profiles one variant into ``traces/03_mlp/<name>/`` and says
 # where it ran. On the CPU, every size above ``CPU_MAX_DIM`` shrinks to it.
 
-CPU_MAX_DIM = 256
-
 
 def run(name):
-    harness, params = VARIANTS[name]
-    device = "cuda" if torch.cuda.is_available() else "cpu"
-    if device == "cpu":  # no CUDA device: the trace will have no GPU lane
-        params = {k: min(v, CPU_MAX_DIM) if type(v) is int else v for k, v in params.items()}
-    out_dir = Path("traces") / "03_mlp" / name
-    table = harness(out_dir, device=device, **params)
-    where = "live on the GPU" if device == "cuda" else "on the CPU, so there is no GPU lane"
-    print(f"{name}: profiled {where}; trace written to {out_dir / 'trace.json'}")
-    return types.SimpleNamespace(name=name, table=table, trace_path=out_dir / "trace.json")
+    return run_variant(VARIANTS, name)
 
 
 # sphinx_gallery_start_ignore
@@ -213,9 +125,7 @@ if "tracesite" in sys.modules:  # the site build replays the H200's recordings i
 # ``python 03a_eager_mlp.py VARIANT`` profiles that variant and stops (inside Jupyter,
 # ``sys.argv`` holds the kernel's own flags, so a notebook runs the page).
 if __name__ == "__main__" and sys.argv[1:] and "ipykernel" not in sys.modules:
-    if sys.argv[1] not in VARIANTS:
-        sys.exit(print("unknown variant; choose one of:", *VARIANTS, file=sys.stderr) or 2)
-    sys.exit(print(run(sys.argv[1]).table))
+    sys.exit(command_line(VARIANTS, run, sys.argv[1:]))
 
 # %%
 # The table

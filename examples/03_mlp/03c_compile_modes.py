@@ -23,9 +23,11 @@ which profiles the same shapes without compiling. Part 2
 the same fused kernel can run at two speeds. What a compile costs the first
 time, from an empty cache, is the next story, ``03d``.
 
-This file needs only torch. On a machine with a CUDA GPU it profiles live; on
-the CPU it profiles a shrunken MLP there, without a GPU lane (Inductor then
-writes C++ for the CPU instead of Triton). Run it::
+This file needs only torch, and ``_03_common.py`` beside it, the MLP and harness
+the stories of this set share (pasted into the site's download). On a machine
+with a CUDA GPU it profiles live; on the CPU it profiles a shrunken MLP there,
+without a GPU lane (Inductor then writes C++ for the CPU instead of Triton). Run
+it::
 
     python 03c_compile_modes.py                   # the whole page
     python 03c_compile_modes.py reduce_overhead   # one named variant, its table
@@ -39,13 +41,11 @@ import warnings
 warnings.filterwarnings("ignore", message=".*Profiler clears events.*")
 # sphinx_gallery_end_ignore
 import sys
-import types
-from pathlib import Path
 
-import torch
-import torch.nn.functional as F
-from torch import nn
-from torch.profiler import ProfilerActivity, profile, record_function, schedule
+# From the code the stories of this set share (``_03_common.py``, beside this file;
+# story 03a shows it): the MLP, its harness ``profile_mlp``, the shapes, and the
+# plumbing of every story (``run_variant``, ``command_line``).
+from _03_common import BIG, SMALL, command_line, profile_mlp, run_variant
 
 # %%
 # The MLP
@@ -56,32 +56,11 @@ from torch.profiler import ProfilerActivity, profile, record_function, schedule
 # approximate="tanh") * up`` gates one with the other (GeGLU), and ``down_proj``
 # maps back to ``dim``. No biases. Written in PyTorch, a forward is three
 # GEMMs, a gelu and a multiply.
-
-
-class GeGLUMLP(nn.Module):
-    def __init__(self, dim, hidden):
-        super().__init__()
-        self.gate_proj = nn.Linear(dim, hidden, bias=False)
-        self.up_proj = nn.Linear(dim, hidden, bias=False)
-        self.down_proj = nn.Linear(hidden, dim, bias=False)
-
-    def forward(self, x):
-        return self.down_proj(F.gelu(self.gate_proj(x), approximate="tanh") * self.up_proj(x))
-
-
+#
 # ``LigerGeGLUMLP`` is the same MLP with the gelu-and-multiply done by one
 # hand-written Triton kernel from Liger-Kernel (imported only when it is used).
-# ``profile_mlp`` can pick it, so it is here; this page does not use it.
-
-
-class LigerGeGLUMLP(GeGLUMLP):
-    def forward(self, x):
-        from liger_kernel.ops.geglu import LigerGELUMulFunction
-
-        return self.down_proj(LigerGELUMulFunction.apply(self.gate_proj(x), self.up_proj(x)))
-
-
-# %%
+# ``profile_mlp`` can pick it; this page does not use it.
+#
 # How it is profiled
 # ------------------
 #
@@ -102,78 +81,12 @@ class LigerGeGLUMLP(GeGLUMLP):
 # Otherwise five forwards run before the profiler starts: compiling,
 # autotuning and recording CUDA graphs all happen there, and the profiled
 # steps show the steady state.
-
-
-def profile_mlp(
-    out_dir,
-    *,
-    batch=64,
-    seq=128,
-    dim=768,
-    hidden=3072,
-    compile=None,
-    kernel="torch",
-    active=3,
-    cold=False,
-    device=None,
-):
-    device = device or ("cuda" if torch.cuda.is_available() else "cpu")
-    cls = GeGLUMLP
-    if kernel == "liger":
-        if device != "cuda":
-            print("liger's Triton kernels need a CUDA GPU: profiling the torch MLP instead")
-        else:
-            try:
-                import liger_kernel  # noqa: F401
-            except ImportError:
-                raise SystemExit(
-                    "the liger variants need Liger-Kernel: pip install liger-kernel"
-                ) from None
-            cls = LigerGeGLUMLP
-    torch.manual_seed(0)
-    mlp = cls(dim, hidden).to(device=device, dtype=torch.bfloat16)
-    x = torch.randn(batch, seq, dim, device=device, dtype=torch.bfloat16)
-    f = mlp
-    if compile:
-        torch._dynamo.reset()
-        f = torch.compile(mlp, mode=None if compile == "default" else compile)
-
-    def step():
-        with torch.no_grad(), record_function("mlp_fwd"):
-            return f(x)
-
-    if not cold:
-        for _ in range(5):  # warm up: compile, autotune, record CUDA graphs
-            step()
-    return _profile_steps(step, out_dir, active=active, skip=0 if cold else 2, device=device)
-
-
+#
 # ``_profile_steps`` runs ``skip`` steps that the profiler's schedule does not
 # keep (its wait and warm-up steps), then ``active`` steps that it records, with
 # input shapes, so that each op in the trace carries its shapes. It writes
 # ``trace.json`` into ``out_dir`` and returns the table, sorted by GPU time
 # when there is a GPU.
-
-
-def _profile_steps(step, out_dir, *, active, skip, device):
-    if device == "cuda":
-        torch.cuda.synchronize()
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    activities = [ProfilerActivity.CPU]
-    if device == "cuda":
-        activities.append(ProfilerActivity.CUDA)
-    with profile(
-        activities=activities,
-        schedule=schedule(wait=skip // 2, warmup=skip - skip // 2, active=active, repeat=1),
-        on_trace_ready=lambda p: p.export_chrome_trace(str(out_dir / "trace.json")),
-        record_shapes=True,
-    ) as prof:
-        for _ in range(skip + active):
-            step()
-            prof.step()  # one forward is one profiler step
-    sort_by = "cuda_time_total" if device == "cuda" else "cpu_time_total"
-    return prof.key_averages().table(sort_by=sort_by, row_limit=15, max_name_column_width=48)
 
 
 # %%
@@ -186,8 +99,6 @@ def _profile_steps(step, out_dir, *, active, skip, device):
 # shared with the other warm variants of the ``03_mlp`` set, and with the
 # machine's compile cache: which matters below.
 
-SMALL = {"batch": 64, "seq": 128, "dim": 768, "hidden": 3072}
-BIG = {"batch": 8, "seq": 512, "dim": 4096, "hidden": 11008}
 VARIANTS = {
     "compile": (profile_mlp, {**SMALL, "compile": "default"}),
     "compile_big": (profile_mlp, {**BIG, "compile": "default"}),
@@ -199,19 +110,9 @@ VARIANTS = {
 # ``run(name)`` profiles one variant into ``traces/03_mlp/<name>/`` and says
 # where it ran. On the CPU, every size above ``CPU_MAX_DIM`` shrinks to it.
 
-CPU_MAX_DIM = 256
-
 
 def run(name):
-    harness, params = VARIANTS[name]
-    device = "cuda" if torch.cuda.is_available() else "cpu"
-    if device == "cpu":  # no CUDA device: the trace will have no GPU lane
-        params = {k: min(v, CPU_MAX_DIM) if type(v) is int else v for k, v in params.items()}
-    out_dir = Path("traces") / "03_mlp" / name
-    table = harness(out_dir, device=device, **params)
-    where = "live on the GPU" if device == "cuda" else "on the CPU, so there is no GPU lane"
-    print(f"{name}: profiled {where}; trace written to {out_dir / 'trace.json'}")
-    return types.SimpleNamespace(name=name, table=table, trace_path=out_dir / "trace.json")
+    return run_variant(VARIANTS, name)
 
 
 # sphinx_gallery_start_ignore
@@ -222,9 +123,7 @@ if "tracesite" in sys.modules:  # the site build replays the H200's recordings i
 # ``python 03c_compile_modes.py VARIANT`` profiles that variant and stops (inside Jupyter,
 # ``sys.argv`` holds the kernel's own flags, so a notebook runs the page).
 if __name__ == "__main__" and sys.argv[1:] and "ipykernel" not in sys.modules:
-    if sys.argv[1] not in VARIANTS:
-        sys.exit(print("unknown variant; choose one of:", *VARIANTS, file=sys.stderr) or 2)
-    sys.exit(print(run(sys.argv[1]).table))
+    sys.exit(command_line(VARIANTS, run, sys.argv[1:]))
 
 # %%
 # The default mode: the table

@@ -21,8 +21,10 @@ compiler and, under max-autotune, the benchmarking of every GEMM candidate.
 Part 2 (:doc:`/chapters/part2` and its lab notes) reads these recordings; the
 warm compiles of the same MLP are story ``03c`` of this set.
 
-This file needs only torch. On a machine with a CUDA GPU it profiles live; on the CPU it
-compiles and profiles a shrunken MLP there, without a GPU lane. Run it in a fresh process::
+This file needs only torch, and ``_03_common.py`` beside it for the MLP and
+plumbing the stories of this set share (the site's download has it pasted in).
+On a machine with a CUDA GPU it profiles live; on the CPU it compiles and
+profiles a shrunken MLP there, without a GPU lane. Run it in a fresh process::
 
     python 03d_compile_from_empty_cache.py
 
@@ -41,13 +43,16 @@ import shutil
 import sys
 import tempfile
 import time
-import types
 from pathlib import Path
 
 import torch
-import torch.nn.functional as F
-from torch import nn
-from torch.profiler import ProfilerActivity, profile, record_function, schedule
+from torch.profiler import record_function
+
+# From the code the stories of this set share (``_03_common.py``, beside this file;
+# story 03a shows it): the MLP ``GeGLUMLP``, ``_profile_steps`` (profiles ``active``
+# steps after ``skip`` unkept ones, with input shapes, and writes ``trace.json``), the
+# small shape, and the plumbing of every story.
+from _03_common import SMALL, GeGLUMLP, _profile_steps, run_variant
 
 # %%
 # The MLP
@@ -59,46 +64,6 @@ from torch.profiler import ProfilerActivity, profile, record_function, schedule
 # maps back to ``dim``. No biases. Compiled, Inductor fuses the gelu and the
 # multiply into one Triton kernel and leaves the three GEMMs to cuBLAS, or,
 # under max-autotune, to whichever candidate wins its race.
-
-
-class GeGLUMLP(nn.Module):
-    def __init__(self, dim, hidden):
-        super().__init__()
-        self.gate_proj = nn.Linear(dim, hidden, bias=False)
-        self.up_proj = nn.Linear(dim, hidden, bias=False)
-        self.down_proj = nn.Linear(hidden, dim, bias=False)
-
-    def forward(self, x):
-        return self.down_proj(F.gelu(self.gate_proj(x), approximate="tanh") * self.up_proj(x))
-
-
-# ``_profile_steps`` runs ``skip`` steps that the profiler's schedule does not
-# keep (its wait and warm-up steps), then ``active`` steps that it records, with
-# input shapes, so that each op in the trace carries its shapes. It writes
-# ``trace.json`` into ``out_dir`` and returns the table, sorted by GPU time
-# when there is a GPU.
-
-
-def _profile_steps(step, out_dir, *, active, skip, device):
-    if device == "cuda":
-        torch.cuda.synchronize()
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    activities = [ProfilerActivity.CPU]
-    if device == "cuda":
-        activities.append(ProfilerActivity.CUDA)
-    with profile(
-        activities=activities,
-        schedule=schedule(wait=skip // 2, warmup=skip - skip // 2, active=active, repeat=1),
-        on_trace_ready=lambda p: p.export_chrome_trace(str(out_dir / "trace.json")),
-        record_shapes=True,
-    ) as prof:
-        for _ in range(skip + active):
-            step()
-            prof.step()  # one forward is one profiler step
-    sort_by = "cuda_time_total" if device == "cuda" else "cpu_time_total"
-    return prof.key_averages().table(sort_by=sort_by, row_limit=15, max_name_column_width=48)
-
 
 # %%
 # Reading max-autotune's report
@@ -266,7 +231,6 @@ def _time_first_call(call, device):
 # variants in a process of its own, so that nothing compiled earlier in the
 # process could help (this page runs both in one: the second may profit).
 
-SMALL = {"batch": 64, "seq": 128, "dim": 768, "hidden": 3072}
 VARIANTS = {
     "compile_cold": (profile_compile_cold, {**SMALL, "mode": "default"}),
     "autotune_cold": (profile_compile_cold, {**SMALL, "mode": "max-autotune-no-cudagraphs"}),
@@ -276,19 +240,9 @@ VARIANTS = {
 # ``run(name)`` profiles one variant into ``traces/03_mlp/<name>/`` and says
 # where it ran. On the CPU, every size above ``CPU_MAX_DIM`` shrinks to it.
 
-CPU_MAX_DIM = 256
-
 
 def run(name):
-    harness, params = VARIANTS[name]
-    device = "cuda" if torch.cuda.is_available() else "cpu"
-    if device == "cpu":  # no CUDA device: the trace will have no GPU lane
-        params = {k: min(v, CPU_MAX_DIM) if type(v) is int else v for k, v in params.items()}
-    out_dir = Path("traces") / "03_mlp" / name
-    table = harness(out_dir, device=device, **params)
-    where = "live on the GPU" if device == "cuda" else "on the CPU, so there is no GPU lane"
-    print(f"{name}: profiled {where}; trace written to {out_dir}/trace.json, timings.json")
-    return types.SimpleNamespace(name=name, table=table, trace_path=out_dir / "trace.json")
+    return run_variant(VARIANTS, name)
 
 
 # sphinx_gallery_start_ignore
