@@ -7,8 +7,6 @@ Every number the notes quote and every claim they make about the recordings of
 
 from __future__ import annotations
 
-from typing import Any
-
 import part2_measures as m
 from tracesite.facts import Facts, claim
 
@@ -21,13 +19,6 @@ def facts(f: Facts) -> None:
     def setup(example: str) -> None:  # as the page's setup(): the example read from here on
         f.example = example
 
-    def glue_all(values: dict[str, Any]) -> None:  # the page's own: text as Markdown, no float()
-        for key, value in values.items():
-            if isinstance(value, str):
-                md(key, value)
-            else:
-                num(key, value)
-
     setup("03_mlp")
     num("n_repeats", len(recs("eager")))
 
@@ -35,13 +26,18 @@ def facts(f: Facts) -> None:
     setup("02_linear")
 
     def one_linear() -> None:
-        glue_all(
-            m.linear(
-                trace("small"),
-                trace("big"),
-                variant("64_bf16", "01_matmul_add").repeats[0].trace(),
-            )
+        lin = m.linear(
+            trace("small"),
+            trace("big"),
+            variant("64_bf16", "01_matmul_add").repeats[0].trace(),
         )
+        md("k_small", lin["k_small"])
+        md("k_big", lin["k_big"])
+        num("small_us", lin["small_us"])
+        num("big_us", lin["big_us"])
+        num("small_tflops", lin["small_tflops"])
+        num("big_tflops", lin["big_tflops"])
+        num("big_pct", lin["big_pct"])
 
     f.repeats(one_linear)
 
@@ -49,7 +45,24 @@ def facts(f: Facts) -> None:
 
     # The eager MLP
     def mlp_eager() -> None:
-        glue_all(m.mlp_eager(trace("eager"), trace("eager_big")))
+        e = m.mlp_eager(trace("eager"), trace("eager_big"))
+        num("mlp_kernels", e["mlp_kernels"])
+        num("mlp_memsets", e["mlp_memsets"])
+        num("memset_bytes", e["memset_bytes"])
+        num("big_memsets", e["big_memsets"])
+        num("gate_us", e["gate_us"])
+        num("down_us", e["down_us"])
+        num("gate_tflops", e["gate_tflops"])
+        num("down_tflops", e["down_tflops"])
+        num("gelu_us", e["gelu_us"])
+        num("mul_us", e["mul_us"])
+        num("gelu_tbs", e["gelu_tbs"])
+        num("mul_tbs", e["mul_tbs"])
+        num("same_name_big_us", e["same_name_big_us"])
+        md("k_gate", e["k_gate"])
+        md("k_down", e["k_down"])
+        md("k_gate_big", e["k_gate_big"])
+        md("k_down_big", e["k_down_big"])
 
     f.repeats(mlp_eager)
 
@@ -70,11 +83,20 @@ def facts(f: Facts) -> None:
 
     # The first forward of a fresh process
     def first_forward() -> None:
-        glue_all(
-            m.first_forward(
-                trace("eager_cold"), [trace(v) for v in ("eager", "eager_big", "compile", "liger")]
-            )
+        cold = m.first_forward(
+            trace("eager_cold"), [trace(v) for v in ("eager", "eager_big", "compile", "liger")]
         )
+        num("cold_fwd_ms", cold["cold_fwd_ms"])
+        num("cold_occ", cold["cold_occ"])
+        num("warm_fwd_us", cold["warm_fwd_us"])
+        num("cold_clusters", cold["cold_clusters"])
+        num("cold_gate_ms", cold["cold_gate_ms"])
+        num("cold_up_ms", cold["cold_up_ms"])
+        num("cold_down_ms", cold["cold_down_ms"])
+        num("cold_gelu_ms", cold["cold_gelu_ms"])
+        num("cold_gelu_rec_ms", cold["cold_gelu_rec_ms"])
+        num("cold_mul_ms", cold["cold_mul_ms"])
+        num("cold_mul_rec_ms", cold["cold_mul_rec_ms"])
 
     f.repeats(first_forward)
 
@@ -93,30 +115,43 @@ def facts(f: Facts) -> None:
     out = m.fusion_outcomes(
         runs, [r.trace() for r in recs("eager")], [r.trace() for r in recs("liger")]
     )
-    glue_all({k: v for k, v in out.items() if k not in ("bw_x", "a100_fused_us")})
+    md("outcome_table", out["outcome_table"])
 
     def big_shape() -> None:
-        glue_all(
-            m.big_shape(
-                trace("eager_big"),
-                trace("compile_big"),
-                trace("liger_big"),
-                rec("liger_big").params,
-            )
+        big = m.big_shape(
+            trace("eager_big"),
+            trace("compile_big"),
+            trace("liger_big"),
+            rec("liger_big").params,
         )
+        num("liger_block", big["liger_block"])
+        num("liger_masked_pct", big["liger_masked_pct"])
+        num("liger_small_block", big["liger_small_block"])
+        num("liger_small_masked_pct", big["liger_small_masked_pct"])
 
     f.repeats(big_shape)
 
     # Compile modes
     def compile_modes() -> None:
-        glue_all(m.reduce_overhead(trace("reduce_overhead")))
+        ro = m.reduce_overhead(trace("reduce_overhead"))
+        num("ro_per_graph", ro["ro_per_graph"])
+        num("ro_copy_us", ro["ro_copy_us"])
+        num("ro_x_mib", ro["ro_x_mib"])
         out = m.autotune_cold(
             rec("autotune_cold").timings(),  # type: ignore[arg-type]  # both have timings.json
             rec("compile_cold").timings(),  # type: ignore[arg-type]
             trace("autotune_cold"),
         )
-        out.pop("races")
-        glue_all(out)
+        num("cold_compile_s", out["cold_compile_s"])
+        num("cold_autotune_s", out["cold_autotune_s"])
+        num("autotune_x", out["autotune_x"])
+        num("n_races", out["n_races"])
+        num("n_candidates", out["n_candidates"])
+        num("n_failed", out["n_failed"])
+        num("smem_need_kib", out["smem_need_kib"])
+        num("smem_limit_kib", out["smem_limit_kib"])
+        num("race_s", out["race_s"])
+        md("tri_example", out["tri_example"])
 
     f.repeats(compile_modes)
 
@@ -154,10 +189,15 @@ def facts(f: Facts) -> None:
     # The A100 beside the H200
     def a100() -> None:
         e = m.mlp_eager(trace("eager"), trace("eager_big"))
-        glue_all(m.a100(e["gate_us"], e["down_us"]))
+        a = m.a100(e["gate_us"], e["down_us"])
+        num("gate_x", a["gate_x"])
+        num("down_x", a["down_x"])
+        num("peak_x", a["peak_x"])
         num("peak_h", m.SPEC_TFLOPS)
         num("peak_a", m.A100["bf16_tflops"])
-        for key in ("gate_us", "down_us", "fused_us", "liger_us"):
-            num(f"a100_{key}", m.A100[key])
+        num("a100_gate_us", m.A100["gate_us"])
+        num("a100_down_us", m.A100["down_us"])
+        num("a100_fused_us", m.A100["fused_us"])
+        num("a100_liger_us", m.A100["liger_us"])
 
     f.repeats(a100)
