@@ -141,6 +141,7 @@ def lint(session: nox.Session) -> None:
         "docs/_ext",
         "docs/cheatsheet_pictures.py",
         "docs/cheatsheet_parts_pictures.py",
+        "docs/facts/cheatsheet.py",
         "docs/facts/_cheatsheet_common.py",
         "docs/facts/_cheatsheet_matmul.py",
         "docs/facts/_cheatsheet_parts.py",

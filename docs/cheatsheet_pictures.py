@@ -59,7 +59,7 @@ def picture(key: str, fig: Any, caption: str, extra_alt: str = "", colors: int =
     """Show a figure as a small PNG, with its generated alt text (plus ``extra_alt``)."""
     alt = " ".join((fig.tracereader_alt + " " + extra_alt).split())
     assert alt, key
-    ALTS[key] = alt  # a %%repeats cell shows its picture on every repeat; the last one is drawn
+    ALTS[key] = alt  # one picture per entry: check_entries counts them
     return SmallFigure(fig, alt=alt, caption=caption, dpi=DPI, colors=colors)
 
 

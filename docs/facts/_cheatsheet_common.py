@@ -18,7 +18,8 @@ from typing import Any
 import numpy as np
 from tracesite import notebook
 from tracesite._source import statements
-from tracesite.notebook import Fmt, interleaved_calls, medians, unprofiled_calls
+from tracesite.facts import Fmt
+from tracesite.notebook import interleaved_calls, medians, unprofiled_calls
 from tracesite.recordings import Recording, Variant
 
 from tracereader import link
@@ -211,22 +212,3 @@ HF: dict[str, Any] = {
     "add_registers": 32,
     "gemm_name": "ampere_bf16_s16816gemm_bf16_128x256_ldg8_f2f_stages_64x3_nn",
 }  # fmt: skip
-
-
-def intro() -> None:
-    """The page's opening: the recordings' names and stamps, and the post's figures."""
-    # The text names each recording by its size and dtype: check the names say what was run.
-    for n in NAMES[:-1]:
-        assert param(n, "size") == int(n.split("_")[0]), n
-        assert param(n, "dtype") == ("float32" if "_fp32" in n else "bfloat16"), n
-    env = REC["64_bf16"].env
-    for r in (rep for n in NAMES for rep in recs(n)):  # one machine and software stack
-        assert all(r.env.get(k) == env.get(k) for k in ("gpu", "driver", "torch", "cuda")), (
-            r.variant
-        )
-    for key in ("gpu", "torch", "cuda", "driver"):
-        put(key, env[key])
-    put("n_recordings", len(NAMES))
-    put("n_repeats", len(recs("64_bf16")))
-    for k, v in HF.items():
-        put("hf_" + k, their(v) if k.endswith("_us") else code(v) if isinstance(v, str) else v)

@@ -32,7 +32,8 @@ from _cheatsheet_common import (
     times,
     us,
 )
-from tracesite.notebook import Fmt, verdict
+from tracesite.facts import Fmt
+from tracesite.notebook import verdict
 
 from tracereader import Kind, gaps, gpu_busy_us, kernel_table, op_table, step_times
 

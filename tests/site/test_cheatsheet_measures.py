@@ -1,7 +1,7 @@
-"""The cheatsheet's facts (docs/facts/_cheatsheet_*.py) and pictures (docs/cheatsheet_pictures.py,
-docs/cheatsheet_parts_pictures.py) against the real recordings: every entry's claims hold and
-every entry draws its picture, with alt text (the page checks every repeat; this test, the
-drawn one, without a notebook)."""
+"""The cheatsheet's facts (docs/facts/cheatsheet.py and _cheatsheet_*.py) and pictures
+(docs/cheatsheet_pictures.py, docs/cheatsheet_parts_pictures.py) against the real recordings:
+every entry's claims hold and every entry draws its picture, with alt text (the facts run
+checks every repeat; this test, the drawn one, without a notebook)."""
 
 from __future__ import annotations
 
@@ -24,6 +24,7 @@ def cs(monkeypatch_module: pytest.MonkeyPatch) -> Any:
     import _cheatsheet_common
     import _cheatsheet_matmul
     import _cheatsheet_parts
+    import cheatsheet
     import cheatsheet_parts_pictures
     import cheatsheet_pictures
     import tracesite.notebook as nb
@@ -32,7 +33,7 @@ def cs(monkeypatch_module: pytest.MonkeyPatch) -> Any:
     monkeypatch_module.setattr(nb, "_glue", glued.__setitem__)  # no notebook to glue into
     return SimpleNamespace(
         common=_cheatsheet_common,
-        intro=_cheatsheet_common.intro,
+        intro=cheatsheet.intro,
         pictures=cheatsheet_pictures,
         # each facts module with the module that draws its entries
         entries=[
