@@ -7,6 +7,7 @@ checked on every repeat. Numbers are medians over the repeats.
 
 from __future__ import annotations
 
+import statistics
 from typing import Any
 
 import part3_measures as m
@@ -27,25 +28,27 @@ def facts(f: Facts) -> None:
     )
     OUT_MIB = B * H * S * D * 2 / 2**20
 
-    def glue(key: str, value: Any) -> None:  # a number: the median over the repeats; text: Markdown
-        if isinstance(value, str):
-            md(key, value)
-        else:
-            num(key, value)
-
     def peak_mib(v: str) -> float:  # extra memory of one forward: torch.cuda.max_memory_allocated
         return rec(v).timings()["peak_extra_bytes"] / 2**20  # type: ignore[index, no-any-return]
 
     # Where does attention written by hand spend its time?
     def naive() -> None:
-        for key, value in m.naive_facts(
+        nf = m.naive_facts(
             trace("naive"),
             trace("naive_inplace"),
             peak_mib("naive"),
             peak_mib("naive_inplace"),
             SHAPE,
-        ).items():
-            glue(key, value)
+        )
+        num("naive_ops", nf["naive_ops"])
+        num("score_mib", nf["score_mib"])
+        num("naive_us", nf["naive_us"])
+        num("naive_gemm_pct", nf["naive_gemm_pct"])
+        num("fill_tbs", nf["fill_tbs"])
+        num("mul_tbs", nf["mul_tbs"])
+        num("naive_peak_mib", nf["naive_peak_mib"])
+        num("ip_us", nf["ip_us"])
+        num("ip_saved_pct", nf["ip_saved_pct"])
 
     f.repeats(naive)
 
@@ -59,59 +62,126 @@ def facts(f: Facts) -> None:
             "sdpa_flash",
             "sdpa_cudnn",
         )
-        for key, value in m.backend_facts(
+        b: dict[str, Any] = m.backend_facts(
             {v: trace(v) for v in BACKENDS},
             {v: peak_mib(v) for v in BACKENDS},
             OUT_MIB,
             rec("sdpa_default").env["cudnn"],
-        ).items():
-            glue(key, value)
+        )
+        num("naive_x", b["naive_x"])
+        num("cudnn_us", b["cudnn_us"])
+        num("cudnn_peak", b["cudnn_peak"])
+        num("flash_us", b["flash_us"])
+        num("flash_peak", b["flash_peak"])
+        num("flash_x", b["flash_x"])
+        num("eff_us", b["eff_us"])
+        num("eff_peak", b["eff_peak"])
+        num("eff_x", b["eff_x"])
+        num("math_us", b["math_us"])
+        num("math_peak", b["math_peak"])
+        num("math_x", b["math_x"])
+        md("cudnn_version", b["cudnn_version"])
+        md("cudnn_kernel", b["cudnn_kernel"])
+        md("flash_kernel", b["flash_kernel"])
+        md("eff_kernel", b["eff_kernel"])
+        md("math_kernel", b["math_kernel"])
 
     f.repeats(backends)
 
     # Why is the math backend slower than writing it by hand?
     def math() -> None:
-        for key, value in m.math_facts(trace("sdpa_math"), trace("naive")).items():
-            glue(key, value)
+        mf = m.math_facts(trace("sdpa_math"), trace("naive"))
+        num("math_gap_us", mf["math_gap_us"])
+        num("math_gemm_gap_pct", mf["math_gemm_gap_pct"])
+        num("math_gemm_us", mf["math_gemm_us"])
+        num("math_gemm_naive_us", mf["math_gemm_naive_us"])
+        num("math_gemm_diff_us", mf["math_gemm_diff_us"])
+        num("math_safe_us", mf["math_safe_us"])
+        num("math_safe_naive_us", mf["math_safe_naive_us"])
+        num("math_safe_diff_us", mf["math_safe_diff_us"])
+        num("math_mask_us", mf["math_mask_us"])
+        num("math_mask_naive_us", mf["math_mask_naive_us"])
+        num("math_mask_diff_us", mf["math_mask_diff_us"])
+        num("math_conv_us", mf["math_conv_us"])
+        num("math_conv_naive_us", mf["math_conv_naive_us"])
+        num("math_conv_diff_us", mf["math_conv_diff_us"])
+        num("math_rest_us", mf["math_rest_us"])
+        num("math_rest_naive_us", mf["math_rest_naive_us"])
+        num("math_rest_diff_us", mf["math_rest_diff_us"])
 
     f.repeats(math)
 
     # What does torch.compile make of the five steps?
     def compiled() -> None:
-        for key, value in m.compile_facts(
+        c = m.compile_facts(
             trace("naive_compile"),
             trace("naive"),
             trace("sdpa_cudnn"),
             peak_mib("naive_compile"),
             SHAPE,
-        ).items():
-            glue(key, value)
+        )
+        num("c_total_us", c["c_total_us"])
+        num("c_vs_naive", c["c_vs_naive"])
+        num("c_vs_cudnn", c["c_vs_cudnn"])
+        num("c_peak", c["c_peak"])
 
     f.repeats(compiled)
 
     # Why does the fastest kernel read 0 % occupancy?
     def occupancy() -> None:
-        for key, value in m.occupancy_facts(trace("sdpa_cudnn"), trace("sdpa_flash")).items():
-            glue(key, value)
+        occ = m.occupancy_facts(trace("sdpa_cudnn"), trace("sdpa_flash"))
+        num("c_smem_kib", occ["c_smem_kib"])
+        num("f_occ", occ["f_occ"])
 
     f.repeats(occupancy)
 
     # Which backend is fastest, and when does the CPU decide?
+    sw_flash_lo: list[float] = []  # each repeat's; the page pastes their median, not its range
+
     def sweep() -> None:
-        for key, value in m.sweep_facts(m.sweep_table(rec("sweep").timings())).items():  # type: ignore[arg-type]
-            glue(key, value)
+        sw: dict[str, Any] = m.sweep_facts(m.sweep_table(rec("sweep").timings()))  # type: ignore[arg-type]
+        num("n_shapes", sw["n_shapes"])
+        sw_flash_lo.append(sw["sw_flash_lo"])
 
     f.repeats(sweep)
+    num("sw_flash_lo", statistics.median(sw_flash_lo))
 
     def streams() -> None:
         kernel_us = {v: m.gpu_us(trace(f"sdpa_{v}")) for v in ("cudnn", "flash", "efficient")}
-        for key, value in m.stream_facts(
+        st = m.stream_facts(
             rec("streams_backends").timings(),  # type: ignore[arg-type]
             rec("streams_small").timings(),  # type: ignore[arg-type]
             trace("streams_small"),
             kernel_us,
-        ).items():
-            glue(key, value)
+        )
+        num("calls_per_stream", st["calls_per_stream"])
+        num("profiled_calls", st["profiled_calls"])
+        num("st_cudnn_cpu", st["st_cudnn_cpu"])
+        num("st_cudnn_wall", st["st_cudnn_wall"])
+        num("sm_cudnn_cpu", st["sm_cudnn_cpu"])
+        num("sm_cudnn_wall", st["sm_cudnn_wall"])
+        num("sm_cudnn_kernel", st["sm_cudnn_kernel"])
+        num("st_flash_cpu", st["st_flash_cpu"])
+        num("st_flash_wall", st["st_flash_wall"])
+        num("sm_flash_cpu", st["sm_flash_cpu"])
+        num("sm_flash_wall", st["sm_flash_wall"])
+        num("sm_flash_kernel", st["sm_flash_kernel"])
+        num("st_efficient_cpu", st["st_efficient_cpu"])
+        num("st_efficient_wall", st["st_efficient_wall"])
+        num("sm_efficient_cpu", st["sm_efficient_cpu"])
+        num("sm_efficient_wall", st["sm_efficient_wall"])
+        num("sm_efficient_kernel", st["sm_efficient_kernel"])
+        num("st_math_cpu", st["st_math_cpu"])
+        num("st_math_wall", st["st_math_wall"])
+        num("sm_math_cpu", st["sm_math_cpu"])
+        num("sm_math_wall", st["sm_math_wall"])
+        num("sm_math_kernel", st["sm_math_kernel"])
+        num("st_default_cpu", st["st_default_cpu"])
+        num("st_default_wall", st["st_default_wall"])
+        num("sm_default_cpu", st["sm_default_cpu"])
+        num("sm_default_wall", st["sm_default_wall"])
+        num("sm_default_kernel", st["sm_default_kernel"])
+        num("sm_cudnn_eff_x", st["sm_cudnn_eff_x"])
         sb, ss = rec("streams_small").params, rec("streams_backends").params
         claim(
             [ss[k] for k in ("batch", "heads", "seq", "head_dim")] == list(SHAPE),

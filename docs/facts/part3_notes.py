@@ -7,6 +7,8 @@ Numbers are medians over the repeats, with their range beside them.
 
 from __future__ import annotations
 
+import statistics
+
 import numpy as np
 import part3_measures as m
 from tracesite.facts import Facts, claim
@@ -22,18 +24,40 @@ def facts(f: Facts) -> None:
     num("n_repeats", len(recs("naive")))
     md("stamp", rec("naive").stamp_line().split(" (repeat")[0])
 
+    # Each repeat's value of a number the page pastes as a median alone, without its range
+    # (its key ends in _lo or _hi already): pasted by paste_alone() after the repeats.
+    alone: dict[str, list[float]] = {}
+
+    def median_alone(key: str, value: float) -> None:
+        alone.setdefault(key, []).append(value)
+
+    def paste_alone() -> None:
+        for key, values in alone.items():
+            num(key, statistics.median(values))
+        alone.clear()
+
     # Occupancy, by hand
     def occupancy() -> None:
         recs_ = {
             k: m.kernel_record(trace(v))
             for k, v in (("c", "sdpa_cudnn"), ("f", "sdpa_flash"), ("e", "sdpa_efficient"))
         }
-        for key, r in recs_.items():
-            for field, val in r.items():
-                num(f"{key}_{field}", val)
-            num(f"{key}_theory", m.theoretical_pct(r))
-            num(f"{key}_blocks", m.blocks_per_sm(r))
-            num(f"{key}_block_regs", m.block_regs(r))
+        c, fl, e = recs_["c"], recs_["f"], recs_["e"]
+        num("c_shared_mem", c["shared_mem"])
+        num("c_grid", c["grid"])
+        num("c_block", c["block"])
+        num("c_theory", m.theoretical_pct(c))
+        num("c_blocks", m.blocks_per_sm(c))
+        num("f_registers", fl["registers"])
+        num("f_occupancy_pct", fl["occupancy_pct"])
+        num("f_block", fl["block"])
+        num("f_theory", m.theoretical_pct(fl))
+        num("f_blocks", m.blocks_per_sm(fl))
+        num("f_block_regs", m.block_regs(fl))
+        num("e_registers", e["registers"])
+        num("e_shared_mem", e["shared_mem"])
+        num("e_occupancy_pct", e["occupancy_pct"])
+        num("e_theory", m.theoretical_pct(e))
         claim(
             recs_["f"]["registers"] == 255 and recs_["f"]["shared_mem"] == 48 * 1024,
             "flash's kernel uses 255 registers per thread and 48 KiB of shared memory",
@@ -81,15 +105,15 @@ def facts(f: Facts) -> None:
     def sweep() -> None:
         t = m.sweep_table(rec("sweep").timings())  # type: ignore[arg-type]
         shapes = sorted({(d, s) for (_, d, s) in t})
-        for key, (a, b) in {
-            "flash": ("flash", "cudnn"),
-            "eff": ("efficient", "flash"),
-            "math_naive": ("math", "naive"),
-            "naive_cudnn": ("naive", "cudnn"),
-        }.items():
+        for lo, hi, a, b in (
+            ("sw_flash_lo", "sw_flash_hi", "flash", "cudnn"),
+            ("sw_eff_lo", "sw_eff_hi", "efficient", "flash"),
+            ("sw_math_naive_lo", "sw_math_naive_hi", "math", "naive"),
+            ("sw_naive_cudnn_lo", "sw_naive_cudnn_hi", "naive", "cudnn"),
+        ):
             r = [t[a, d, s][0] / t[b, d, s][0] for d, s in shapes]
-            num(f"sw_{key}_lo", min(r))
-            num(f"sw_{key}_hi", max(r))
+            median_alone(lo, min(r))
+            median_alone(hi, max(r))
         best = max(shapes, key=lambda ds: m.tflops(t, "cudnn", *ds))
         num("sw_best", m.tflops(t, "cudnn", *best))
         num("sw_best_pct", 100 * m.tflops(t, "cudnn", *best) / m.H200_BF16_TFLOPS)
@@ -108,8 +132,8 @@ def facts(f: Facts) -> None:
             "the naive version's rate falls",
         )
         d_ratio = [t["default", d, s][0] / t["cudnn", d, s][0] for d, s in shapes]
-        num("sw_def_lo", min(d_ratio))
-        num("sw_def_hi", max(d_ratio))
+        median_alone("sw_def_lo", min(d_ratio))
+        median_alone("sw_def_hi", max(d_ratio))
         claim(
             max(d_ratio) < min(t["flash", d, s][0] / t["cudnn", d, s][0] for d, s in shapes),
             "the default call took about pinned cuDNN's time, nearer to it than flash at every "
@@ -134,15 +158,20 @@ def facts(f: Facts) -> None:
         md("sw_mem_table", m.sweep_memory_rows(t))
 
     f.repeats(sweep)
+    paste_alone()
 
     # The CPU side of one forward
     def cpu_side() -> None:
-        for v, key in (("sdpa_cudnn", "cudnn"), ("sdpa_flash", "flash"), ("sdpa_efficient", "eff")):
+        for v, transposes, launch in (
+            ("sdpa_cudnn", "cudnn_transposes", "cudnn_launch"),
+            ("sdpa_flash", "flash_transposes", "flash_launch"),
+            ("sdpa_efficient", "eff_transposes", "eff_launch"),
+        ):
             cpu_ops, calls = m.forward_cpu(trace(v))
-            num(f"{key}_transposes", cpu_ops.count("aten::transpose"))
+            num(transposes, cpu_ops.count("aten::transpose"))
             apis = m.launch_apis(trace(v), lambda n: not n.startswith("Memset"))
             claim(len(apis) == 1, "each fused backend's kernel is launched by one launch call")
-            md(f"{key}_launch", f"`{apis.pop()}`")
+            md(launch, f"`{apis.pop()}`")
         claim(
             "cudaFuncSetAttribute" in m.forward_cpu(trace("sdpa_flash"))[1],
             "flash also calls cudaFuncSetAttribute",
@@ -176,6 +205,9 @@ def facts(f: Facts) -> None:
     f.repeats(cpu_side)
 
     # Why same-backend bursts
+    first_lo: list[float] = []  # each repeat's; the page pastes their lowest and highest
+    first_hi: list[float] = []
+
     def interleaved() -> None:
         il = rec("interleaved_backends").timings()["calls"]  # type: ignore[index]
         n_il = len({n for n, _ in il})
@@ -186,10 +218,12 @@ def facts(f: Facts) -> None:
             "a call's CPU time depended on the version that ran just before it",
         )
         first = m.first_call_ratio(rec("streams_backends").timings())  # type: ignore[arg-type]
-        num("st_first_lo", min(first.values()))
-        num("st_first_hi", max(first.values()))
+        first_lo.append(min(first.values()))
+        first_hi.append(max(first.values()))
 
     f.repeats(interleaved)
+    num("st_first_lo_lo", min(first_lo))
+    num("st_first_hi_hi", max(first_hi))
 
     def bursts() -> None:
         num("calls_per_stream", rec("streams_backends").timings()["calls_per_stream"])  # type: ignore[index]
@@ -231,8 +265,8 @@ def facts(f: Facts) -> None:
             ),
         )
         ratio = [s["cudnn"].wall_us / s["efficient"].wall_us for s in small]
-        num("sm_ratio_lo", min(ratio))
-        num("sm_ratio_hi", max(ratio))
+        median_alone("sm_ratio_lo", min(ratio))
+        median_alone("sm_ratio_hi", max(ratio))
         cpu_eff = [s["efficient"].cpu_us for s in small]
         num("sm_spread", max(cpu_eff) / min(cpu_eff))
         claim(
@@ -241,6 +275,7 @@ def facts(f: Facts) -> None:
         )
 
     f.repeats(bursts)
+    paste_alone()
 
     # The A100 beside the H200
     def a100() -> None:
@@ -257,8 +292,9 @@ def facts(f: Facts) -> None:
                 ("cudnn", "sdpa_cudnn"),
             )
         }
-        for key in A100:
-            num(f"a100_{key}_x", A100[key] / gpu[key])
+        num("a100_eff_x", A100["eff"] / gpu["eff"])
+        num("a100_flash_x", A100["flash"] / gpu["flash"])
+        num("a100_cudnn_x", A100["cudnn"] / gpu["cudnn"])
         num("peak_x", m.H200_BF16_TFLOPS / 312)  # A100 SXM dense bf16: 312 TFLOP/s
         names = {
             k: next(o.name for o in m.last_step_ops(trace(v)) if not o.name.startswith("Memset"))
