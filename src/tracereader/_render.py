@@ -93,7 +93,10 @@ def _run(args: argparse.Namespace) -> int:
     try:  # _draw imports matplotlib only when it draws: check it is there first
         importlib.import_module("matplotlib")
     except ImportError:
-        raise UserError("drawing needs matplotlib: pip install 'tracereader[draw]'") from None
+        raise UserError(
+            "drawing needs matplotlib: pip install 'tracereader[draw]' "
+            "(or pip install matplotlib, for the wheel from the site)"
+        ) from None
     try:
         trace = load(args.file)
     except TraceError as exc:
