@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from _builders import GAPS, LAUNCH_PATHS, NESTED, doc
+from _builders import GAPS, LAUNCH_PATHS, NESTED, doc, gpu
 
 from tracereader.cli import main, run
 
@@ -117,7 +117,8 @@ def test_summary_json_is_one_object_with_the_keys(synth, capsys):
 @pytest.mark.parametrize("cmd", ["kernels", "ops", "launches", "gaps", "regions"])
 @pytest.mark.parametrize("fmt", ["text", "json", "markdown"])
 def test_every_format(synth, capsys, cmd, fmt):
-    rc, out, err = cli(capsys, cmd, "gaps.json", "--format", fmt)
+    trace = "nested.json" if cmd == "regions" else "gaps.json"  # gaps.json has no region
+    rc, out, err = cli(capsys, cmd, trace, "--format", fmt)
     assert rc == 0 and err == "" and out.strip()
     if fmt == "json":
         json.loads(out)
@@ -136,6 +137,100 @@ def test_compare_json(synth, capsys):
     rc, out, _ = cli(capsys, "compare", "paths.json", "nested.json", "--format", "json")
     data = json.loads(out)
     assert rc == 0 and data["labels"] == ["eager", "compiled"]
+
+
+def test_version(capsys):
+    from importlib.metadata import version
+
+    import tracereader
+
+    assert main(["--version"]) == 0
+    out = capsys.readouterr().out
+    assert out.strip() in (f"tracereader {version('tracereader')}",
+                           f"tracereader {tracereader.__version__}")  # fmt: skip
+
+
+def test_version_without_package_metadata(capsys, monkeypatch):
+    """Run from a source tree (no installed distribution): the package's own version."""
+    import importlib.metadata
+
+    import tracereader
+
+    def missing(name):
+        raise importlib.metadata.PackageNotFoundError(name)
+
+    monkeypatch.setattr(importlib.metadata, "version", missing)
+    assert main(["--version"]) == 0
+    assert capsys.readouterr().out == f"tracereader {tracereader.__version__}\n"
+
+
+def test_summary_help_explains_its_lines_and_the_verdict(capsys):
+    assert main(["summary", "--help"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    for words in ("repairs", "issuing op found by", "external_id", "containment",
+                  "GPU-bound", "CPU-bound", "balanced", "overhead-bound", "95 %", "50 %",
+                  "gpu_idle_us", "span_us"):  # fmt: skip
+        assert words in out, words
+    assert "compute-bound" not in out
+
+
+def test_summary_verdicts_use_the_new_words_only(synth, capsys):
+    rc, out, _ = cli(capsys, "summary", "gaps.json")
+    assert rc == 0 and "compute-bound" not in out and "overhead-bound" not in out
+    rc, out, _ = cli(capsys, "summary", "gaps.json", "--format", "json")
+    (st,) = json.loads(out)["step_times"]
+    assert st["verdict"] == "CPU-bound"
+    assert {"span_us", "gpu_idle_us", "busy_share"} <= set(st)
+
+
+GPU_CATS = ("kernel", "gpu_memcpy", "gpu_memset", "gpu_user_annotation", "cuda_sync")
+
+
+@pytest.fixture
+def cpu_only(tmp_path, monkeypatch):
+    """LAUNCH_PATHS without its GPU side: what a CPU-only recording looks like."""
+    events = [e for e in LAUNCH_PATHS if e["cat"] not in GPU_CATS]
+    (tmp_path / "cpu.json").write_text(json.dumps(doc(events)))
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def test_a_trace_without_gpu_activity_says_so_once(cpu_only, capsys):
+    rc, out, err = cli(capsys, "summary", "cpu.json")
+    assert rc == 0 and err == ""
+    assert out.count("No GPU activity in this trace") == 1
+    assert "activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]" in out
+    assert "no GPU work" in out and "bound" not in out
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [["kernels"], ["launches"], ["launches", "--ops"], ["gaps"], ["kernels", "--step", "1"]],
+)
+@pytest.mark.parametrize("fmt", ["text", "markdown"])
+def test_empty_tables_print_one_line_saying_why(cpu_only, capsys, argv, fmt):
+    rc, out, err = cli(capsys, argv[0], "cpu.json", *argv[1:], "--format", fmt)
+    assert rc == 0 and err == ""
+    assert out.count("\n") == 1 and out.startswith("no GPU activity in this trace")
+    rc, out, _ = cli(capsys, argv[0], "cpu.json", *argv[1:], "--format", "json")
+    assert rc == 0 and json.loads(out) in ([], {"by_cause": [], "gaps": []})
+
+
+def test_other_empty_tables_say_why(synth, capsys):
+    assert cli(capsys, "regions", "paths.json")[1].startswith("no record_function region in")
+    out = cli(capsys, "gaps", "nested.json", "--min-gap-us", "1000")[1]
+    assert out == "no GPU idle gap >= 1000 us in this trace\n"
+    out = cli(capsys, "launches", "gaps.json", "--step", "1", "--top", "1")[1]
+    assert out.count("\n") > 1  # not empty: the table
+    Path("nolaunch.json").write_text(json.dumps(doc([gpu("k", 0, 5, 1)])))
+    assert cli(capsys, "launches", "nolaunch.json")[1] == (
+        "no GPU op with a recorded launch call in this trace\n"
+    )
+
+
+def test_a_trace_without_steps_says_there_is_no_verdict(synth, capsys):
+    rc, out, _ = cli(capsys, "summary", "nested.json")
+    assert rc == 0 and "no ProfilerStep#N range" in out and "verdict" in out
 
 
 # ------------------------------------------------------------------ errors

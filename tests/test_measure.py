@@ -173,9 +173,74 @@ def test_step_times_attribute_by_launch():
         2,
         2,
     )
-    assert s1.verdict == "compute-bound"
+    # step 1's span runs to the end of "spill" (120 us); 70 us of it busy
+    assert (s1.span_us, s1.gpu_idle_us) == (120.0, 50.0)
+    assert s1.verdict == "balanced"
     assert (s2.gpu_busy_us, s2.gpu_ops, s2.kernels, s2.launches) == (12.0, 2, 1, 2)
-    assert s2.verdict == "overhead-bound"
+    # step 2's span is its CPU range; "spill" (step 1's) counts as busy in it
+    assert (s2.span_us, s2.gpu_idle_us, s2.busy_share) == (100.0, 78.0, 0.22)
+    assert s2.verdict == "CPU-bound"
+
+
+def _step_busy(share: float, n: int = 10, slot: float = 100.0) -> list[dict]:
+    """One 1 ms step launching ``n`` kernels, each busy ``share`` of its ``slot`` µs."""
+    events = [step(1, 0, n * slot)]
+    for k in range(n):
+        events += [
+            call("cudaLaunchKernel", k * slot, 0.5, corr=k + 1),
+            gpu(f"k{k}", k * slot + 0.5, share * slot, k + 1),
+        ]
+    return events
+
+
+@pytest.mark.parametrize(
+    ("share", "want"),
+    [(0.30, "CPU-bound"), (0.60, "balanced"), (0.90, "balanced"), (0.99, "GPU-bound")],
+)
+def test_step_verdict_reads_the_gpu_idle_time_inside_the_step(share, want):
+    (st,) = step_times(make(_step_busy(share)))
+    assert st.span_us == 1000.0
+    assert st.busy_share == pytest.approx(share)
+    assert st.gpu_idle_us == pytest.approx(1000.0 * (1 - share))
+    assert st.verdict == want
+    d = st.to_dict()
+    assert d["verdict"] == want and d["busy_share"] == pytest.approx(share)
+
+
+def test_verdict_thresholds_are_the_named_constants():
+    from tracereader._measure import CPU_BOUND_BUSY, GPU_BOUND_BUSY, VERDICTS, step_verdict
+
+    assert (CPU_BOUND_BUSY, GPU_BOUND_BUSY) == (0.50, 0.95)
+    assert step_verdict(GPU_BOUND_BUSY) == "GPU-bound"
+    assert step_verdict(GPU_BOUND_BUSY - 1e-9) == "balanced"
+    assert step_verdict(CPU_BOUND_BUSY) == "balanced"
+    assert step_verdict(CPU_BOUND_BUSY - 1e-9) == "CPU-bound"
+    assert set(VERDICTS) == {"GPU-bound", "balanced", "CPU-bound", "no GPU work"}
+
+
+def test_a_pipelined_step_whose_cpu_runs_ahead_is_gpu_bound():
+    """Each 100 us CPU step launches a 300 us kernel, which queues behind the previous
+    step's: the step's own kernel starts after its CPU range ended, yet the GPU never
+    waited inside the step's span."""
+    events = []
+    start = 5.0
+    for k in range(4):
+        events += [step(k + 1, 100 * k, 100), call("cudaLaunchKernel", 100 * k, 5, corr=k + 1)]
+        events.append(gpu(f"k{k}", start, 300, k + 1))
+        start += 300
+    steps = step_times(make(events))
+    assert [s.verdict for s in steps] == ["GPU-bound"] * 4
+    s2 = steps[1]
+    assert (s2.cpu_us, s2.span_us, s2.gpu_idle_us) == (100.0, 505.0, 0.0)
+
+
+def test_a_step_whose_gpu_work_is_shorter_than_its_cpu_time_is_not_gpu_bound():
+    """230 us of CPU time, 199 us of GPU work: the GPU waits 31 us, so the step is
+    balanced (the old "busy at least half the CPU time" rule called it GPU-bound)."""
+    events = [step(1, 0, 230), call("cudaLaunchKernel", 10, 5, corr=1), gpu("k", 20, 199, 1)]
+    (st,) = step_times(make(events))
+    assert (st.span_us, st.gpu_idle_us) == (230.0, 31.0)
+    assert st.verdict == "balanced"
 
 
 # ------------------------------------------------------------------ summary
@@ -320,15 +385,30 @@ def test_real_train_stack_kernels_sit_under_module_frames():
 
 def test_a_step_without_gpu_work_has_no_bound_verdict():
     """A CPU-only trace (the quick start's snippet on a machine without a GPU): its steps
-    launched nothing, so neither overhead- nor compute-bound applies."""
+    launched nothing and nothing ran on a GPU, so neither CPU- nor GPU-bound applies."""
     from tracereader._measure import StepTime
 
-    cpu_only = StepTime("ProfilerStep#1", 0, 1000, 1.0, 0.0, 0, 0, 0)
+    cpu_only = StepTime("ProfilerStep#1", 0, 1000, 1.0, 0.0, 0, 0, 0, 1000, 0.0)
     assert cpu_only.verdict == "no GPU work"
-    assert (
-        StepTime("s", 0, 1000, 1.0, 0.0, 0, 0, 3).verdict == "overhead-bound"
-    )  # launched, nothing seen
-    assert StepTime("s", 0, 1000, 1.0, 0.8, 2, 2, 2).verdict == "compute-bound"
+    launched_unseen = StepTime("s", 0, 1000, 1.0, 0.0, 0, 0, 3, 1000, 0.0)
+    assert launched_unseen.verdict == "no GPU work"  # launch calls, no GPU activity recorded
+    assert StepTime("s", 0, 1000, 1.0, 0.2, 2, 2, 2, 1000, 0.2).verdict == "CPU-bound"
+    assert StepTime("s", 0, 1000, 1.0, 0.8, 2, 2, 2, 1000, 0.8).verdict == "balanced"
+    assert StepTime("s", 0, 1000, 1.0, 0.8, 2, 2, 2, 1000, 0.96).verdict == "GPU-bound"
+    t = make([e for e in LAUNCH_PATHS if e["cat"] not in ("kernel", "gpu_memcpy", "gpu_memset")])
+    assert [s.verdict for s in step_times(t)] == ["no GPU work"]
+
+
+@pytest.mark.parametrize("path", REAL, ids=lambda p: str(p.relative_to(ROOT)))
+def test_real_verdicts_follow_the_idle_rule(path):
+    from tracereader._measure import VERDICTS, step_verdict
+
+    for st in step_times(load(path)):
+        assert st.verdict in VERDICTS
+        assert 0.0 <= st.busy_share <= 1.0 and st.span_us >= st.cpu_us
+        assert st.gpu_idle_us == pytest.approx(st.span_us - st.span_busy_us, abs=1e-6)
+        if st.verdict != "no GPU work":
+            assert st.verdict == step_verdict(st.busy_share)
 
 
 def test_region_times_count_the_gpu_work_launched_while_open_from_any_thread():

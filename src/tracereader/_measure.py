@@ -14,6 +14,13 @@ Definitions (all per GPU op, joined to its launch call by correlation):
   ``gpu_user_annotation`` spans are not GPU work and are excluded.
 * **idle gap**: an interval on a device between two GPU ops where nothing ran
   (found and explained in :mod:`tracereader._gaps`).
+* **step verdict**: how much of a step's span the GPU sat idle. The span runs
+  from the start of the ``ProfilerStep`` CPU range to the later of its end and
+  the end of the last GPU op the step launched; the GPU's busy time in it is
+  the union of all GPU activity there. ``GPU-bound`` at
+  ``GPU_BOUND_BUSY`` (95 %) busy or more, ``CPU-bound`` under
+  ``CPU_BOUND_BUSY`` (50 %), ``balanced`` in between
+  (:class:`StepTime`).
 """
 
 from __future__ import annotations
@@ -30,6 +37,14 @@ from ._link import GRAPH_LAUNCH_APIS, link
 
 __all__ = [
     "LaunchTable",
+    "BALANCED",
+    "CPU_BOUND",
+    "CPU_BOUND_BUSY",
+    "GPU_BOUND",
+    "GPU_BOUND_BUSY",
+    "NO_GPU_ACTIVITY",
+    "NO_GPU_WORK",
+    "VERDICTS",
     "StepTime",
     "gpu_busy_us",
     "launches",
@@ -187,16 +202,64 @@ def gpu_busy_us(trace: Trace, device: int | None = None, window: Window | None =
 
 
 # ---------------------------------------------------------------------- steps
+#: A step is ``GPU-bound`` when the GPU was busy for at least this share of the
+#: step's span: it (almost) never waited, so the GPU work sets the pace.
+GPU_BOUND_BUSY = 0.95
+#: A step is ``CPU-bound`` when the GPU was busy for less than this share of
+#: the step's span: it mostly waited for the CPU (launch overhead, host syncs,
+#: data loading). Between the two thresholds a step is ``balanced``.
+CPU_BOUND_BUSY = 0.50
+#: The verdict words, from the GPU's side to the CPU's, then a step without GPU work.
+GPU_BOUND, BALANCED, CPU_BOUND, NO_GPU_WORK = "GPU-bound", "balanced", "CPU-bound", "no GPU work"
+VERDICTS = (GPU_BOUND, BALANCED, CPU_BOUND, NO_GPU_WORK)
+#: What to say about a trace that holds no GPU activity at all.
+NO_GPU_ACTIVITY = (
+    "no GPU activity in this trace: record one with activities=[ProfilerActivity.CPU, "
+    "ProfilerActivity.CUDA] on a machine with a GPU"
+)
+
+
+def step_verdict(busy_share: float) -> str:
+    """The verdict for a step whose GPU was busy ``busy_share`` (0 to 1) of its span.
+
+    ``GPU-bound`` at ``GPU_BOUND_BUSY`` or more, ``CPU-bound`` under
+    ``CPU_BOUND_BUSY``, ``balanced`` in between.
+    """
+    if busy_share >= GPU_BOUND_BUSY:
+        return GPU_BOUND
+    return CPU_BOUND if busy_share < CPU_BOUND_BUSY else BALANCED
+
+
 @dataclass
 class StepTime:
-    """CPU and GPU time of one ``ProfilerStep``.
+    """CPU and GPU time of one ``ProfilerStep``, and whether the GPU waited in it.
 
-    ``cpu_us`` is the step's span on the CPU. ``gpu_busy_us`` is the busy time
+    ``cpu_us`` is the step's range on the CPU. ``gpu_busy_us`` is the busy time
     (union of intervals) of the GPU ops *launched* during the step, wherever
-    they ran. ``verdict`` is ``"overhead-bound"`` when the GPU was busy for
-    less than half the step's CPU time (the GPU mostly waited for the CPU),
-    ``"compute-bound"`` when it was busy for at least half, and ``"no GPU work"``
-    when the step launched nothing and nothing ran on a GPU (a CPU-only trace).
+    they ran.
+
+    The verdict reads the GPU's idle time inside the step. The step's *span*
+    runs from the start of its ``ProfilerStep`` CPU range to the later of that
+    range's end and the end of the last GPU op the step launched
+    (``span_end_ns``). ``span_busy_us`` is the union of *all* GPU activity
+    inside the span (kernels, memcpys, memsets, launched in any step, on any
+    device: the time at least one GPU was busy); ``gpu_idle_us`` is the span
+    minus that, and ``busy_share`` the busy part of the span. ``verdict`` is
+
+    * ``"GPU-bound"`` when the GPU was busy for at least
+      ``GPU_BOUND_BUSY`` (95 %) of the span: it never waits, so speed up
+      the GPU work (the trace cannot tell whether arithmetic or memory limits
+      it);
+    * ``"CPU-bound"`` (also called overhead-bound) when it was busy for less
+      than ``CPU_BOUND_BUSY`` (50 %): it mostly waits for the CPU (launch
+      overhead, host syncs, data loading);
+    * ``"balanced"`` in between: both sides matter, read ``gpu_idle_us``;
+    * ``"no GPU work"`` when the step ran no GPU op of its own and either
+      launched nothing or nothing ran on a GPU during it (a CPU-only trace).
+
+    A pipelined step, whose CPU runs ahead and whose kernels queue behind the
+    previous step's, is GPU-bound: the previous step's kernels fill the GPU
+    until its own start.
     """
 
     name: str
@@ -207,16 +270,37 @@ class StepTime:
     gpu_ops: int
     kernels: int
     launches: int
+    span_end_ns: int
+    span_busy_us: float
+
+    @property
+    def span_us(self) -> float:
+        """From the step's CPU start to the end of its CPU range or of its last GPU op."""
+        return (max(self.span_end_ns, self.end_ns) - self.start_ns) / 1e3
+
+    @property
+    def gpu_idle_us(self) -> float:
+        """Time inside the span when no GPU ran anything."""
+        return max(self.span_us - self.span_busy_us, 0.0)
+
+    @property
+    def busy_share(self) -> float:
+        """The share (0 to 1) of the span during which a GPU was busy."""
+        return min(self.span_busy_us / self.span_us, 1.0) if self.span_us > 0 else 0.0
 
     @property
     def gpu_fraction(self) -> float:
+        """``gpu_busy_us / cpu_us``, the step's own GPU work against its CPU range.
+
+        Above 1 when the work outlasts the range. Not what the verdict reads.
+        """
         return self.gpu_busy_us / self.cpu_us if self.cpu_us else 0.0
 
     @property
     def verdict(self) -> str:
-        if not self.gpu_ops and not self.launches:
-            return "no GPU work"
-        return "overhead-bound" if self.gpu_fraction < 0.5 else "compute-bound"
+        if not self.gpu_ops and (not self.launches or not self.span_busy_us):
+            return NO_GPU_WORK
+        return step_verdict(self.busy_share)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -226,18 +310,37 @@ class StepTime:
             "gpu_ops": self.gpu_ops,
             "kernels": self.kernels,
             "launches": self.launches,
+            "span_us": round(self.span_us, 3),
+            "gpu_idle_us": round(self.gpu_idle_us, 3),
+            "busy_share": round(self.busy_share, 4),
             "verdict": self.verdict,
         }
 
 
+def _covered_ns(seg_s: npt.NDArray[np.int64], seg_e: npt.NDArray[np.int64], a: int, b: int) -> int:
+    """How much of ``[a, b)`` the disjoint sorted segments ``[seg_s, seg_e)`` cover."""
+    i = int(np.searchsorted(seg_e, a, side="right"))
+    j = int(np.searchsorted(seg_s, b, side="left"))
+    if j <= i:
+        return 0
+    return int((np.minimum(seg_e[i:j], b) - np.maximum(seg_s[i:j], a)).sum())
+
+
 def step_times(trace: Trace) -> list[StepTime]:
-    """Per ``ProfilerStep``: CPU span, GPU busy time of its launches, counts, verdict."""
+    """Per ``ProfilerStep``: CPU range, GPU busy time of its launches, counts, verdict.
+
+    Also each step's span and the GPU's idle time inside it, which the verdict
+    reads (see :class:`StepTime`).
+    """
     ln = link(trace)
     out = []
     step_of_op = ln.step[ln.gpu_ops]
     step_of_call = ln.step[ln.launch_calls]
+    _, s_all, e_all, _ = gpu_intervals(trace, ln.gpu_ops, None)
+    seg_s, seg_e = union(s_all, e_all)  # every GPU op, every device: "some GPU busy"
     for k, st in enumerate(trace.steps):
         ops = ln.gpu_ops[step_of_op == k]
+        span_end = max(st.end_ns, int(trace.end_ns[ops].max()) if len(ops) else st.end_ns)
         out.append(
             StepTime(
                 name=st.name,
@@ -248,6 +351,8 @@ def step_times(trace: Trace) -> list[StepTime]:
                 gpu_ops=int(len(ops)),
                 kernels=int(np.count_nonzero(trace.kind[ops] == Kind.KERNEL)),
                 launches=int(np.count_nonzero(step_of_call == k)),
+                span_end_ns=span_end,
+                span_busy_us=_covered_ns(seg_s, seg_e, st.start_ns, span_end) / 1e3,
             )
         )
     return out

@@ -14,8 +14,14 @@
     tracereader validate trace.json.gz           # what could mislead an analysis
     tracereader render trace.json.gz --out step.png --step 2
 
-Every subcommand takes ``--format text|json|markdown``. Bad input prints one
-line, ``tracereader: <why>``, on stderr and exits with status 2.
+Every subcommand takes ``--format text|json|markdown``; ``tracereader
+--version`` prints the version. Bad input prints one line, ``tracereader:
+<why>``, on stderr and exits with status 2. A table with no rows prints one
+line saying why instead (JSON prints an empty list).
+
+``summary`` gives each step a verdict from the GPU's idle time inside it (see
+:class:`tracereader.StepTime`): ``GPU-bound`` when a GPU was busy for at least
+95 % of the step's span, ``CPU-bound`` under 50 %, ``balanced`` in between.
 """
 
 from __future__ import annotations
@@ -34,7 +40,15 @@ from ._load import TraceError, load
 __all__ = ["main", "run"]
 
 
-def _emit(obj: Any, fmt: str) -> None:
+def _emit(obj: Any, fmt: str, empty: str = "") -> None:
+    """Print ``obj`` in ``fmt``.
+
+    A table without rows prints ``empty`` instead (one line saying why), except
+    as JSON (an empty list).
+    """
+    if empty and fmt != "json" and hasattr(obj, "rows") and not obj.rows:
+        print(empty)
+        return
     if fmt == "json":
         text = obj.to_json(indent=2) if hasattr(obj, "to_json") else json.dumps(obj, indent=2)
     elif fmt == "markdown":
@@ -46,6 +60,38 @@ def _emit(obj: Any, fmt: str) -> None:
 
 def _load(path: str) -> Trace:
     return load(path)
+
+
+def _version() -> str:
+    """The installed distribution's version; the package's own when not installed."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("tracereader")
+    except PackageNotFoundError:
+        from . import __version__
+
+        return __version__
+
+
+def _no_gpu(trace: Trace) -> bool:
+    from ._link import link
+
+    return not len(link(trace).gpu_ops)
+
+
+def _why_empty(trace: Trace, step: int | None, what: str, launched: bool = True) -> str:
+    """One line for a table without rows: no GPU activity at all, or none of ``what``.
+
+    ``launched``: ``what`` are GPU ops, which belong to the step that launched them.
+    """
+    from ._measure import NO_GPU_ACTIVITY
+
+    if what != "CPU op" and _no_gpu(trace):
+        return NO_GPU_ACTIVITY
+    if step is None:
+        return f"no {what} in this trace"
+    return f"no {what} {'launched ' * launched}in ProfilerStep#{step}"
 
 
 def _window(trace: Trace, step: int | None) -> tuple[int, int] | None:
@@ -102,7 +148,8 @@ def _summary(args: argparse.Namespace) -> int:
         ("issuing op found by", [how]),
         ("GPU busy", [f"{s['gpu_busy_us']:,.2f} us ({busy_pct:.1f}% of the trace)"]),
         ("launch-to-start", [f"median {med:,.2f} us" if med is not None else "n/a"]),
-    ]  # fmt: skip
+    ] + [("steps", ["none: no ProfilerStep#N range (prof.step() marks one per step), "
+                    "so no per-step verdict"])] * (not s["step_times"])  # fmt: skip
     if args.format == "markdown":
         facts_text = Table(["what", "value"], [[k, "; ".join(v)] for k, v in facts], "Summary",
                            name_columns=()).to_markdown()  # fmt: skip
@@ -113,21 +160,28 @@ def _summary(args: argparse.Namespace) -> int:
             for k, lines in facts
             for n, line in enumerate(lines)
         )
-    cols = ["step", "cpu_us", "gpu_busy_us", "gpu_ops", "kernels", "launches", "verdict"]
+    cols = ["step", "cpu_us", "gpu_busy_us", "gpu_ops", "kernels", "launches", "span_us",
+            "gpu_idle_us", "busy_pct", "verdict"]  # fmt: skip
     extra = [
         c for c in ("busy_tb_per_s", "peak_fraction") if s["step_times"] and c in s["step_times"][0]
     ]
     steps = Table(
         cols + extra,
         [[d["name"], d["cpu_us"], d["gpu_busy_us"], d["gpu_ops"], d["kernels"], d["launches"],
-          d["verdict"], *(d[c] for c in extra)] for d in s["step_times"]],
-        "Steps (GPU ops belong to the step that launched them)",
+          d["span_us"], d["gpu_idle_us"], round(100 * d["busy_share"], 2), d["verdict"],
+          *(d[c] for c in extra)] for d in s["step_times"]],
+        "Steps (GPU ops belong to the step that launched them; verdict: GPU idle in the span)",
         name_columns=(),
     )  # fmt: skip
     print(facts_text)
     if len(steps):
         print()
         print(steps.to_markdown() if args.format == "markdown" else steps.to_text())
+    if not s["gpu_ops"]:
+        from ._measure import NO_GPU_ACTIVITY
+
+        print()
+        print(NO_GPU_ACTIVITY[0].upper() + NO_GPU_ACTIVITY[1:] + ".")
     return 0
 
 
@@ -144,7 +198,8 @@ def _kernels(args: argparse.Namespace) -> int:
     from ._tables import kernel_table
 
     trace = _load(args.file)
-    _emit(kernel_table(trace, _window(trace, args.step), top=args.top), args.format)
+    table = kernel_table(trace, _window(trace, args.step), top=args.top)
+    _emit(table, args.format, empty=_why_empty(trace, args.step, "GPU op"))
     return 0
 
 
@@ -152,7 +207,8 @@ def _ops(args: argparse.Namespace) -> int:
     from ._tables import op_table
 
     trace = _load(args.file)
-    _emit(op_table(trace, _window(trace, args.step), top=args.top, sort=args.sort), args.format)
+    table = op_table(trace, _window(trace, args.step), top=args.top, sort=args.sort)
+    _emit(table, args.format, empty=_why_empty(trace, args.step, "CPU op", launched=False))
     return 0
 
 
@@ -172,7 +228,8 @@ def _launches(args: argparse.Namespace) -> int:
         cols = list(recs[0]) if recs else ["api"]
         table = Table(cols, [[r[c] for c in cols] for r in recs], "Launch latency per launch API "
                       "(one row per call; graph launches: first kernel)", name_columns=())  # fmt: skip
-    _emit(table.head(args.top), args.format)
+    what = "GPU op" if args.ops else "GPU op with a recorded launch call"
+    _emit(table.head(args.top), args.format, empty=_why_empty(trace, args.step, what))
     return 0
 
 
@@ -198,7 +255,9 @@ def _gaps(args: argparse.Namespace) -> int:
     ]  # fmt: skip
     cols = ["start_us", "gap_us", "device", "cause", "cause_event", "next_gpu_op"]
     detail = Table(cols, rows, "Largest gaps", ("next_gpu_op",), 40, 40).head(args.top)
-    if args.format == "json":
+    if not found and args.format != "json":
+        print(_why_empty(trace, args.step, f"GPU idle gap >= {args.min_gap_us:g} us", False))
+    elif args.format == "json":
         print(json.dumps({"by_cause": causes.to_records(),
                           "gaps": [g.to_dict(trace) for g in largest[: args.top or None]]},
                          indent=2))  # fmt: skip
@@ -217,7 +276,9 @@ def _regions(args: argparse.Namespace) -> int:
     table = region_table(trace, names, _window(trace, args.step))
     if names and not len(table):
         raise UserError(f"no region named {', '.join(names)} in {args.file}")
-    _emit(table.head(args.top), args.format)
+    where = f"in ProfilerStep#{args.step}" if args.step is not None else "in this trace"
+    why = f"no record_function region {where}: add one with torch.profiler.record_function(name)"
+    _emit(table.head(args.top), args.format, empty=why)
     return 0
 
 
@@ -254,10 +315,48 @@ def _render(args: argparse.Namespace) -> int:
 
 
 # ---------------------------------------------------------------- parser
+def _summary_epilog() -> str:
+    from ._measure import CPU_BOUND_BUSY, GPU_BOUND_BUSY
+
+    gpu, cpu = f"{100 * GPU_BOUND_BUSY:.0f} %", f"{100 * CPU_BOUND_BUSY:.0f} %"
+    return f"""\
+lines:
+  repairs              what the loader forgave to read a malformed file: invalid
+                       UTF-8 bytes replaced, raw control characters in strings,
+                       NaN/Infinity tokens, a lone surrogate in a name, GPU
+                       events whose pid is not a device skipped, ... ("none":
+                       valid JSON, read as written; a cut-off file is an error)
+  issuing op found by  how each launch call was tied to the CPU op that made it,
+                       with a count per way: external_id (the call's External id
+                       names an op on its thread that contains it), containment
+                       (the innermost op around the call, where External ids
+                       cannot be trusted), none (no op around the call)
+
+steps (one row per ProfilerStep#N):
+  cpu_us               the step's range on the CPU
+  gpu_busy_us          busy time of the GPU ops launched in the step, wherever
+                       they ran (what --bytes-per-step divides by)
+  span_us              from the step's CPU start to the later of its CPU end and
+                       the end of the last GPU op it launched
+  gpu_idle_us          time in the span when no GPU ran anything (any step's
+                       kernels, memcpys and memsets count as busy)
+  busy_pct             100 * (span_us - gpu_idle_us) / span_us
+  verdict              GPU-bound: busy >= {gpu} of the span; the GPU never waits,
+                         so speed up the GPU work (the trace cannot tell whether
+                         arithmetic or memory limits it)
+                       CPU-bound (also called overhead-bound): busy < {cpu}; the
+                         GPU waits for the CPU: launch overhead, host syncs,
+                         data loading
+                       balanced: in between; both matter, read gpu_idle_us
+                       no GPU work: the step ran no GPU op
+"""
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="tracereader", description="Read torch.profiler (Kineto) trace files."
     )
+    parser.add_argument("--version", action="version", version=f"tracereader {_version()}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     def add(
@@ -287,6 +386,8 @@ def _parser() -> argparse.ArgumentParser:
 
     p = add("summary", _summary, "What the trace holds: GPU ops, launch paths, busy time, steps",
             step=False, top=False)  # fmt: skip
+    p.formatter_class = argparse.RawDescriptionHelpFormatter
+    p.epilog = _summary_epilog()
     p.add_argument("--bytes-per-step", type=float, default=None, metavar="BYTES",
                    help="bytes each step must read (an LLM decode token: its weights and KV cache);"
                         " adds the rate they were read at while the step's GPU ops ran (TB/s)")  # fmt: skip

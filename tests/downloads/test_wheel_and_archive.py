@@ -35,7 +35,8 @@ def test_the_wheel_installs_and_its_command_runs(downloads, tmp_path):
     done = subprocess.run(
         [bin_ / "tracereader", "summary", str(trace)], capture_output=True, text=True
     )
-    assert done.returncode == 0 and "overhead-bound" in done.stdout, done.stderr
+    assert done.returncode == 0 and "CPU-bound" in done.stdout, done.stderr
+    assert "compute-bound" not in done.stdout and "overhead-bound" not in done.stdout
 
 
 def test_the_source_archive_holds_what_nox_docs_reads(downloads, tmp_path):
