@@ -12,7 +12,6 @@ from collections.abc import Sequence
 from typing import Any
 
 import part1_measures as m
-from _part1_common import glue_measure
 from tracesite.facts import Facts, claim
 
 from tracereader import Kind, Trace, op_table
@@ -49,7 +48,6 @@ def check_op_table(
 
 def facts(f: Facts) -> None:
     rec, recs, num, md, recorded = f.rec, f.recs, f.num, f.md, f.trace
-    glue = glue_measure(f)  # the page's facts() helper: a measure's values under its keys
 
     envs = {
         (r.env["gpu"], r.env["driver"], r.env["torch"], r.env["cuda"])
@@ -63,90 +61,168 @@ def facts(f: Facts) -> None:
 
     # How do you profile one line of code? Is the step waiting for the GPU, or for the CPU?
     def table_and_lanes() -> None:
-        glue(m.export_facts, "64_bf16", "64_bf16_export_after")
-        glue(
-            m.table_facts,
-            "64_bf16",
-            "4096_bf16",
+        export = m.export_facts(recorded("64_bf16"), recorded("64_bf16_export_after"))
+        num("n_after", export["n_after"])
+        table = m.table_facts(
+            recorded("64_bf16"),
+            recorded("4096_bf16"),
             totals64=rec("64_bf16").table_totals_us(),
             totals4k=rec("4096_bf16").table_totals_us(),
         )
+        num("cpu64", table["cpu64"])
+        num("gpu64", table["gpu64"])
+        num("gpu4k", table["gpu4k"])
+        num("steps64", table["steps64"])
+        num("steps4k", table["steps4k"])
+        num("pct64", table["pct64"])
+        num("pct4k", table["pct4k"])
+        num("gpu_growth", table["gpu_growth"])
+        num("flops_ratio", table["flops_ratio"])
         check_op_table(
             recorded("64_bf16"), rec("64_bf16").table_rows(), rec("64_bf16").table_totals_us()
         )
-        glue(m.lane_facts, "64_bf16")
+        num("l2s", m.lane_facts(recorded("64_bf16"))["l2s"])
 
     f.repeats(table_and_lanes)
 
-    glue(m.lane_facts, "64_bf16", suffix="_first")  # the first recording: what the cells print
+    lanes = m.lane_facts(recorded("64_bf16"))  # the first recording: what the cells print
+    num("step_cpu_first", lanes["step_cpu"])
+    num("step_gpu_first", lanes["step_gpu"])
+    num("l2s_first", lanes["l2s"])
     ops0 = {r["name"]: r for r in op_table(recorded("64_bf16")).to_records()}
     num("matmul_self_first", ops0["aten::matmul"]["self_cpu_us"])
     num("matmul_total_first", ops0["aten::matmul"]["total_cpu_us"])
 
     # How does a Python call become a kernel?
     def chain() -> None:
-        glue(m.chain_facts, "64_bf16", "64_bf16_batch8")
+        ch: dict[str, Any] = m.chain_facts(recorded("64_bf16"), recorded("64_bf16_batch8"))
+        md("chain", ch["chain"])
+        md("add_chain", ch["add_chain"])
+        md("batch_ops", ch["batch_ops"])
+        num("batch_kernels", ch["batch_kernels"])
         others = [recorded(n) for n in ("4096_fp32_tf32", "4096_bf16_compile", "peaks")]
-        glue(
-            m.launch_call_facts,
-            "64_bf16",
-            "4096_bf16",
-            "4096_fp32",
-            "4096_fp32_tf32",
+        calls: dict[str, Any] = m.launch_call_facts(
+            recorded("64_bf16"),
+            recorded("4096_bf16"),
+            recorded("4096_fp32"),
+            recorded("4096_fp32_tf32"),
             others=others,
         )
+        md("c64", calls["c64"])
 
     f.repeats(chain)
 
     # Is the kernel fast?
     def speed() -> None:
-        glue(m.speed_facts, "peaks", "64_bf16", "4096_bf16_20steps", "4096_bf16")
-        glue(m.distribution_facts, "4096_bf16_20steps")
+        sp = m.speed_facts(
+            recorded("peaks"),
+            recorded("64_bf16"),
+            recorded("4096_bf16_20steps"),
+            recorded("4096_bf16"),
+        )
+        num("peak_tflops", sp["peak_tflops"])
+        num("peak_tbs", sp["peak_tbs"])
+        num("peak_pct", sp["peak_pct"])
+        num("g64_us", sp["g64_us"])
+        num("g4k_us", sp["g4k_us"])
+        num("gemm_time_ratio", sp["gemm_time_ratio"])
+        num("r64_tflops", sp["r64_tflops"])
+        num("r4k_tflops", sp["r4k_tflops"])
+        num("r64_pct", sp["r64_pct"])
+        num("r4k_pct", sp["r4k_pct"])
+        num("blocks64", sp["blocks64"])
+        num("sm_bound", sp["sm_bound"])
+        num("add64_us", sp["add64_us"])
+        num("add_tbs", sp["add_tbs"])
+        dist = m.distribution_facts(recorded("4096_bf16_20steps"))
+        num("k20_n", dist["k20_n"])
+        num("k20_med", dist["k20_med"])
+        num("k20_spread", dist["k20_spread"])
+        num("gemm_speedup", dist["gemm_speedup"])
+        num("a100_gemm", dist["a100_gemm"])
 
     f.repeats(speed)
 
     # Why is the first step slow?
     def first_step() -> None:
-        glue(
-            m.first_step_facts,
-            "64_bf16_20steps_cold",
-            "64_bf16_20steps",
-            "64_bf16_cold",
+        first = m.first_step_facts(
+            recorded("64_bf16_20steps_cold"),
+            recorded("64_bf16_20steps"),
+            recorded("64_bf16_cold"),
             warm_meta=rec("64_bf16_20steps").meta,
         )
+        num("cold_first", first["cold_first"])
+        num("cold_rest", first["cold_rest"])
+        num("warm_first", first["warm_first"])
+        num("warm_rest", first["warm_rest"])
+        num("cold_ratio", first["cold_ratio"])
+        num("warm_ratio", first["warm_ratio"])
+        num("gap2", first["gap2"])
+        num("gap3", first["gap3"])
 
     f.repeats(first_step)
 
     # Is a late kernel the GPU's fault?
     def late_kernel() -> None:
-        glue(m.offset_facts, "64_bf16", "64_bf16_cold", "64_bf16_nowait", "64_bf16_20steps_cold")
-        glue(m.sync_facts, "64_bf16", "4096_bf16", "4096_fp32", "64_bf16_cold")
-        glue(m.window_facts, recordings=[(recorded(n), rec(n).meta) for n in m.VARIANTS])
+        off = m.offset_facts(
+            recorded("64_bf16"),
+            recorded("64_bf16_cold"),
+            recorded("64_bf16_nowait"),
+            recorded("64_bf16_20steps_cold"),
+        )
+        num("off_warm", off["off_warm"])
+        num("l2s_warm", off["l2s_warm"])
+        num("n_abr", off["n_abr"])
+        sync = m.sync_facts(
+            recorded("64_bf16"),
+            recorded("4096_bf16"),
+            recorded("4096_fp32"),
+            recorded("64_bf16_cold"),
+        )
+        num("s64_us", sync["s64_us"])
+        num("s64_busy", sync["s64_busy"])
+        num("s4k_us", sync["s4k_us"])
+        num("s4k_busy", sync["s4k_busy"])
+        num("s64c_us", sync["s64c_us"])
+        num("s64c_busy", sync["s64c_busy"])
+        num("a100_sync_pct", sync["a100_sync_pct"])
+        num("l2s32_ms", sync["l2s32_ms"])
+        window = m.window_facts(recordings=[(recorded(n), rec(n).meta) for n in m.VARIANTS])
+        num("idle_sync_min", window["idle_sync_min"])
+        num("idle_sync_max", window["idle_sync_max"])
 
     f.repeats(late_kernel)
 
-    glue(
-        m.offset_facts,
-        "64_bf16",
-        "64_bf16_cold",
-        "64_bf16_nowait",
-        "64_bf16_20steps_cold",
-        suffix="_first",
+    off = m.offset_facts(
+        recorded("64_bf16"),
+        recorded("64_bf16_cold"),
+        recorded("64_bf16_nowait"),
+        recorded("64_bf16_20steps_cold"),
     )
+    num("off_warm_first", off["off_warm"])
+    num("l2s_warm_first", off["l2s_warm"])
 
     # What does torch.compile change, and what does it not?
     def compile_() -> None:
-        glue(
-            m.compile_facts,
-            "64_bf16",
-            "64_bf16_compile",
-            "64_bf16_addmm",
-            "64_bf16_reduce_overhead",
-            "4096_bf16_compile",
+        comp = m.compile_facts(
+            recorded("64_bf16"),
+            recorded("64_bf16_compile"),
+            recorded("64_bf16_addmm"),
+            recorded("64_bf16_reduce_overhead"),
+            recorded("4096_bf16_compile"),
         )
+        num("c_ops", comp["c_ops"])
         timings: Any = rec("interleaved_64").timings()  # what the harness timed, unprofiled
-        glue(m.interleaved_facts, "interleaved_64", bare=timings["calls"])
-        glue(m.cold_table_facts, "64_bf16_cold", totals_cold=rec("64_bf16_cold").table_totals_us())
+        inter = m.interleaved_facts(recorded("interleaved_64"), bare=timings["calls"])
+        num("c_over_e", inter["c_over_e"])
+        num("u_c_over_e", inter["u_c_over_e"])
+        num("u_r_over_e", inter["u_r_over_e"])
+        cold = m.cold_table_facts(
+            recorded("64_bf16_cold"), totals_cold=rec("64_bf16_cold").table_totals_us()
+        )
+        num("cold_pct_work", cold["cold_pct_work"])
+        num("a100_pct_work", cold["a100_pct_work"])
+        num("cold_cpu64", cold["cold_cpu64"])
         m.same_process(
             [rec("64_bf16").meta, rec("64_bf16_compile").meta], "64_bf16", "64_bf16_compile"
         )

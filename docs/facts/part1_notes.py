@@ -12,7 +12,6 @@ from collections.abc import Sequence
 from typing import Any
 
 import part1_measures as m
-from _part1_common import glue_measure
 from part1_measures import medians
 from tracesite.facts import Facts
 
@@ -51,85 +50,181 @@ def cpu_verdict(
 
 def facts(f: Facts) -> None:
     rec, recs, num, md, trace = f.rec, f.recs, f.num, f.md, f.trace
-    glue = glue_measure(f)  # the page's facts() helper: a measure's values under its keys
 
     num("n_repeats", len(recs("64_bf16")))
     md("stamp", rec("64_bf16").stamp_line().split(" (repeat")[0])
 
     # The cold first step, up close
     def first_step() -> None:
-        glue(
-            m.first_step_facts,
-            "64_bf16_20steps_cold",
-            "64_bf16_20steps",
-            "64_bf16_cold",
+        first = m.first_step_facts(
+            trace("64_bf16_20steps_cold"),
+            trace("64_bf16_20steps"),
+            trace("64_bf16_cold"),
             warm_meta=rec("64_bf16_20steps").meta,
         )
-        glue(m.unscheduled_facts, "64_bf16_nowait")
-        glue(
-            m.warm_step_facts,
-            "64_bf16",
+        num("cold_ratio", first["cold_ratio"])
+        num("warm_ratio", first["warm_ratio"])
+        num("gap2", first["gap2"])
+        num("gap3", first["gap3"])
+        num("gap4", first["gap4"])
+        unscheduled = m.unscheduled_facts(trace("64_bf16_nowait"))
+        num("s0_ms", unscheduled["s0_ms"])
+        num("mm0_ms", unscheduled["mm0_ms"])
+        num("s2_us", unscheduled["s2_us"])
+        num("n_attr", unscheduled["n_attr"])
+        num("n_clusters", unscheduled["n_clusters"])
+        num("n_occ", unscheduled["n_occ"])
+        num("n_malloc", unscheduled["n_malloc"])
+        num("n_modload", unscheduled["n_modload"])
+        num("silent_ms", unscheduled["silent_ms"])
+        num("add0_ms", unscheduled["add0_ms"])
+        warm = m.warm_step_facts(
+            trace("64_bf16"),
             warm_traces=[trace(n) for n in ("64_bf16", "64_bf16_20steps", "4096_bf16")],
         )
+        num("slow_min", warm["slow_min"])
+        num("slow_max", warm["slow_max"])
+        num("mm_growth", warm["mm_growth"])
+        num("mm_launch_growth", warm["mm_launch_growth"])
 
     f.repeats(first_step)
 
     # The lane offset and the Activity Buffer Request
     def offset() -> None:
-        glue(m.offset_facts, "64_bf16", "64_bf16_cold", "64_bf16_nowait", "64_bf16_20steps_cold")
-        glue(m.window_facts, recordings=[(trace(n), rec(n).meta) for n in m.VARIANTS])
+        off = m.offset_facts(
+            trace("64_bf16"),
+            trace("64_bf16_cold"),
+            trace("64_bf16_nowait"),
+            trace("64_bf16_20steps_cold"),
+        )
+        num("off_warm", off["off_warm"])
+        num("l2s_warm", off["l2s_warm"])
+        num("off_cold", off["off_cold"])
+        num("l2s_cold", off["l2s_cold"])
+        num("off_nw", off["off_nw"])
+        num("l2s_nw", off["l2s_nw"])
+        num("n_abr", off["n_abr"])
+        num("abr_ms", off["abr_ms"])
+        num("n_abr_20", off["n_abr_20"])
+        window = m.window_facts(recordings=[(trace(n), rec(n).meta) for n in m.VARIANTS])
+        num("n_idle_sync", window["n_idle_sync"])
+        num("idle_sync_min", window["idle_sync_min"])
+        num("idle_sync_max", window["idle_sync_max"])
 
     f.repeats(offset)
 
     # The calls before a GEMM launch
     def launch_calls() -> None:
         others = [trace(n) for n in ("4096_fp32_tf32", "4096_bf16_compile", "peaks")]
-        glue(
-            m.launch_call_facts,
-            "64_bf16",
-            "4096_bf16",
-            "4096_fp32",
-            "4096_fp32_tf32",
+        calls: dict[str, Any] = m.launch_call_facts(
+            trace("64_bf16"),
+            trace("4096_bf16"),
+            trace("4096_fp32"),
+            trace("4096_fp32_tf32"),
             others=others,
         )
-        glue(m.chain_facts, "64_bf16", "64_bf16_batch8")
+        md("c64", calls["c64"])
+        md("c4k", calls["c4k"])
+        md("c32", calls["c32"])
+        num("memset_us", calls["memset_us"])
+        chain: dict[str, Any] = m.chain_facts(trace("64_bf16"), trace("64_bf16_batch8"))
+        md("batch_ops", chain["batch_ops"])
 
     f.repeats(launch_calls)
 
     # The closing synchronize
     def closing_sync() -> None:
-        glue(m.sync_facts, "64_bf16", "4096_bf16", "4096_fp32", "64_bf16_cold")
-        glue(m.cold_table_facts, "64_bf16_cold", totals_cold=rec("64_bf16_cold").table_totals_us())
+        sync = m.sync_facts(
+            trace("64_bf16"), trace("4096_bf16"), trace("4096_fp32"), trace("64_bf16_cold")
+        )
+        num("s64_us", sync["s64_us"])
+        num("s64_busy", sync["s64_busy"])
+        num("s4k_us", sync["s4k_us"])
+        num("s4k_busy", sync["s4k_busy"])
+        num("s4k_pct", sync["s4k_pct"])
+        num("s32_us", sync["s32_us"])
+        num("s32_busy", sync["s32_busy"])
+        num("s32_pct", sync["s32_pct"])
+        num("s64c_us", sync["s64c_us"])
+        num("s64c_busy", sync["s64c_busy"])
+        num("a100_sync_pct", sync["a100_sync_pct"])
+        num("l2s32_ms", sync["l2s32_ms"])
+        cold = m.cold_table_facts(
+            trace("64_bf16_cold"), totals_cold=rec("64_bf16_cold").table_totals_us()
+        )
+        num("cold_pct_work", cold["cold_pct_work"])
+        num("a100_pct_work", cold["a100_pct_work"])
+        num("cold_cpu64", cold["cold_cpu64"])
+        num("cold_gpu64", cold["cold_gpu64"])
 
     f.repeats(closing_sync)
 
     # One GEMM twenty times, and three dtypes
     def kernels() -> None:
-        glue(m.distribution_facts, "4096_bf16_20steps")
-        glue(m.speed_facts, "peaks", "64_bf16", "4096_bf16_20steps", "4096_bf16")
-        glue(m.dtype_facts, "4096_bf16", "4096_fp32", "4096_fp32_tf32")
+        dist = m.distribution_facts(trace("4096_bf16_20steps"))
+        num("k20_n", dist["k20_n"])
+        num("k20_min", dist["k20_min"])
+        num("k20_med", dist["k20_med"])
+        num("k20_max", dist["k20_max"])
+        num("k20_spread", dist["k20_spread"])
+        num("gemm_speedup", dist["gemm_speedup"])
+        speed = m.speed_facts(
+            trace("peaks"), trace("64_bf16"), trace("4096_bf16_20steps"), trace("4096_bf16")
+        )
+        num("r4k_tflops", speed["r4k_tflops"])
+        num("r4k_pct", speed["r4k_pct"])
+        dtype: dict[str, Any] = m.dtype_facts(
+            trace("4096_bf16"), trace("4096_fp32"), trace("4096_fp32_tf32")
+        )
+        md("g16", dtype["g16"])
+        md("g32", dtype["g32"])
+        md("gtf", dtype["gtf"])
+        num("g16_us", dtype["g16_us"])
+        num("g32_us", dtype["g32_us"])
+        num("gtf_us", dtype["gtf_us"])
+        num("fp32_x", dtype["fp32_x"])
+        num("tf32_x", dtype["tf32_x"])
+        num("r32_pct", dtype["r32_pct"])
+        num("rtf_pct", dtype["rtf_pct"])
 
     f.repeats(kernels)
 
     # torch.compile: the fused kernel and the CPU cost
     def compile_() -> None:
-        glue(
-            m.compile_facts,
-            "64_bf16",
-            "64_bf16_compile",
-            "64_bf16_addmm",
-            "64_bf16_reduce_overhead",
-            "4096_bf16_compile",
+        comp = m.compile_facts(
+            trace("64_bf16"),
+            trace("64_bf16_compile"),
+            trace("64_bf16_addmm"),
+            trace("64_bf16_reduce_overhead"),
+            trace("4096_bf16_compile"),
         )
-        glue(
-            m.fused_facts,
-            "4096_bf16",
-            "4096_bf16_compile",
-            "4096_bf16_triton_gemm",
-            "4096_bf16_autotune",
+        num("r_ops", comp["r_ops"])
+        num("cp_mb", comp["cp_mb"])
+        num("cp_us", comp["cp_us"])
+        num("copy_tbs", comp["copy_tbs"])
+        num("a100_copy_tbs", comp["a100_copy_tbs"])
+        num("per_graph", comp["per_graph"])
+        fused: dict[str, Any] = m.fused_facts(
+            trace("4096_bf16"),
+            trace("4096_bf16_compile"),
+            trace("4096_bf16_triton_gemm"),
+            trace("4096_bf16_autotune"),
         )
+        md("fused_name", fused["fused_name"])
+        num("fused_vs_pair", fused["fused_vs_pair"])
+        num("fused_vs_gemm", fused["fused_vs_gemm"])
+        num("tie_pct", fused["tie_pct"])
         timings: Any = rec("interleaved_64").timings()  # what the harness timed, unprofiled
-        glue(m.interleaved_facts, "interleaved_64", bare=timings["calls"])
+        inter = m.interleaved_facts(trace("interleaved_64"), bare=timings["calls"])
+        num("rounds", inter["rounds"])
+        num("n_unprof", inter["n_unprof"])
+        num("prof_cost", inter["prof_cost"])
+        num("c_over_e", inter["c_over_e"])
+        num("a_over_e", inter["a_over_e"])
+        num("r_over_e", inter["r_over_e"])
+        num("u_c_over_e", inter["u_c_over_e"])
+        num("u_a_over_e", inter["u_a_over_e"])
+        num("u_r_over_e", inter["u_r_over_e"])
         m.same_process(
             [rec("64_bf16").meta, rec("64_bf16_compile").meta], "64_bf16", "64_bf16_compile"
         )
