@@ -1,11 +1,11 @@
-"""Code the stories of ``01_matmul_add`` share: the workload, its harness, the plumbing.
+"""What the stories of ``01_matmul_add`` share: ``fn`` and its harness, the plumbing.
 
-Not a story of its own: each story of this set imports what it needs from here, and
-the site's download of a story is one file with this code pasted in where it imports
-it, so it runs with only torch. The recordings' code hash reads a story the same way,
-as that one file. So the import block below is the stories' own, whole (every module
-any story of this set imports, in the same order): pasted in, it binds each name where
-the story bound it.
+No story of its own (the gallery neither runs nor lists it): a story imports the names
+it needs from here, and both its download from the site and its recordings' code hash
+read it as one file, with this module pasted in where the import stands. That is why
+the imports below are the whole union of the stories' own, in the stories' order:
+pasted in, each rebinds a name exactly where the story bound it, and every recording
+stays fresh.
 """
 
 import json

@@ -1,11 +1,9 @@
-"""Code the stories of ``03_mlp`` share: the MLP, its harness, the plumbing.
+"""Shared by the ``03_mlp`` stories: the GeGLU MLP, ``profile_mlp``, the plumbing.
 
-Not a story of its own: each story of this set imports what it needs from here, and
-the site's download of a story is one file with this code pasted in where it imports
-it, so it runs with only torch. The recordings' code hash reads a story the same way,
-as that one file. So the import block below is the stories' own, whole (every module
-any story of this set imports, in the same order): pasted in, it binds each name where
-the story bound it.
+A story does ``from _03_common import ...`` after its own imports. Its download from the
+site has this file pasted in there, so it runs with torch alone; the recordings' code
+hash pastes it in the same way. Its import block repeats every import of every story of
+this set, in their order, so that the pasted copy binds each name where the story did.
 """
 
 import json

@@ -11,9 +11,11 @@ pin one at a time. The question for each trace: how many GPU operations does
 one forward run, how long does each take, and which one wrote the score matrix
 to memory?
 
-This file needs only torch. On a machine with a CUDA GPU it profiles live; on
-the CPU it profiles a shrunken problem there (no GPU lane; a variant that pins a
-GPU-only backend profiles the math backend instead). Run it yourself::
+This file needs only torch, and ``_04_common.py`` beside it for the plumbing the
+stories of this set share (the site's download of this story has it pasted in).
+On a machine with a CUDA GPU it profiles live; on the CPU it profiles a shrunken
+problem there (no GPU lane; a variant that pins a GPU-only backend profiles the
+math backend instead). Run it yourself::
 
     python 04a_naive_and_sdpa.py                 # this page: naive, then SDPA's choice
     python 04a_naive_and_sdpa.py sdpa_flash      # one named variant
@@ -31,13 +33,17 @@ import contextlib
 import json
 import math
 import sys
-import types
 from pathlib import Path
 
 import torch
 import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 from torch.profiler import ProfilerActivity, profile, record_function, schedule
+
+# The plumbing of every story of this set (``run_variant``, ``command_line``) and the
+# series' shape ``SHAPE``, from the code they share (``_04_common.py``, beside this
+# file). The versions below are there too, for the other stories; this one shows them.
+from _04_common import SHAPE, command_line, run_variant
 
 # %%
 # Attention written out
@@ -210,7 +216,6 @@ def profile_attention(
 # ``sdpa_cudnn``      ... the cuDNN backend pinned
 # ==================  ==========================================================
 
-SHAPE = {"batch": 8, "heads": 16, "seq": 1024, "head_dim": 64}
 VARIANTS = {
     "naive": (profile_attention, {**SHAPE}),
     "naive_inplace": (profile_attention, {**SHAPE, "impl": "naive_inplace"}),
@@ -232,20 +237,7 @@ VARIANTS = {
 
 
 def run(name):
-    harness, params = VARIANTS[name]
-    cuda = torch.cuda.is_available()
-    if not cuda:
-        params = {
-            k: min(v, 128) if k in ("batch", "heads", "seq") else v for k, v in params.items()
-        }
-    out = Path("traces") / "04_attention" / name
-    table = harness(out, device="cuda" if cuda else "cpu", **params)
-    trace = (out / "trace.json").replace(out.with_suffix(".json"))
-    (out / "timings.json").replace(out.with_suffix(".timings.json"))
-    out.rmdir()
-    where = f"live on {torch.cuda.get_device_name(0)}" if cuda else "on the CPU: no GPU lane"
-    print(f"{name}: profiled {where}; trace written to {trace}")
-    return types.SimpleNamespace(name=name, table=table, trace_path=trace)
+    return run_variant(VARIANTS, name)
 
 
 # sphinx_gallery_start_ignore
@@ -255,11 +247,7 @@ if "tracesite" in sys.modules:  # the site build replays the H200's recordings i
 
 # ``python 04a_naive_and_sdpa.py VARIANT`` profiles that one variant and stops.
 if __name__ == "__main__" and sys.argv[1:] and "ipykernel" not in sys.modules:
-    if sys.argv[1] not in VARIANTS:  # one line, exit status 2, no traceback
-        print(f"no variant {sys.argv[1]!r}; choose one of {', '.join(VARIANTS)}", file=sys.stderr)
-        sys.exit(2)
-    print(run(sys.argv[1]).table)
-    sys.exit()
+    sys.exit(command_line(VARIANTS, run, sys.argv[1:]))
 
 # %%
 # Naive attention: the table

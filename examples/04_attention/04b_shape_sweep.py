@@ -14,9 +14,11 @@ the profiler's own cost would blur differences of a few percent. The profiler
 records only one forward of each version at the last shape, to show which
 kernels ran.
 
-This file needs only torch. On a machine with a CUDA GPU it runs the full sweep
-of every version at every shape; on the CPU it runs a tiny sweep of the written-out
-version and the math backend, timed with ``time.perf_counter``. Run it::
+This file needs only torch, and ``_04_common.py`` beside it: the versions and
+plumbing this set's stories share, which the site's download has pasted in. On a
+machine with a CUDA GPU it runs the full sweep of every version at every shape;
+on the CPU it runs a tiny sweep of the written-out version and the math backend,
+timed with ``time.perf_counter``. Run it::
 
     python 04b_shape_sweep.py           # this page
     python 04b_shape_sweep.py sweep     # the one variant by name: its table only
@@ -32,18 +34,18 @@ warnings.filterwarnings("ignore", message=".*Profiler clears events.*")
 # sphinx_gallery_end_ignore
 import contextlib
 import json
-import math
 import sys
-import time  # noqa: F401 (profile_sweep imports it again where it times the CPU)
-import types
 from pathlib import Path
 
 import torch
-import torch.nn.functional as F
-from torch.nn.attention import SDPBackend, sdpa_kernel
+from torch.nn.attention import sdpa_kernel
+from torch.profiler import ProfilerActivity, profile, record_function
 
-# The profiler's import, as in the other stories of this set (``schedule`` unused here).
-from torch.profiler import ProfilerActivity, profile, record_function, schedule  # noqa: F401
+# From the code the stories of this set share (``_04_common.py``, beside this file;
+# story 04a shows the versions): ``naive_attention``, ``sdpa_attention``, the
+# ``BACKENDS`` an SDPA call can pin, and the plumbing of every story (``run_variant``,
+# ``command_line``).
+from _04_common import BACKENDS, command_line, naive_attention, run_variant, sdpa_attention
 
 # %%
 # The versions
@@ -54,36 +56,12 @@ from torch.profiler import ProfilerActivity, profile, record_function, schedule 
 # with ``-inf``, softmax each row, multiply by ``v``. Each step is its own
 # kernel and reads and writes the whole score matrix, which grows with the
 # square of the sequence.
-
-
-def naive_attention(q, k, v):
-    # Causal attention in five steps, each its own operator.
-    scores = q @ k.transpose(-2, -1)
-    scores = scores * (1.0 / math.sqrt(q.shape[-1]))
-    seq = q.shape[-2]
-    causal = torch.ones(seq, seq, dtype=torch.bool, device=q.device).triu(1)
-    scores = scores.masked_fill(causal, float("-inf"))
-    return torch.softmax(scores, dim=-1) @ v
-
-
-# %%
+#
 # The same in one SDPA call. Its backends: ``math`` (the reference, ordinary
 # operators in fp32), ``efficient`` (a CUTLASS kernel), ``flash``
 # (FlashAttention-2) and ``cudnn``. The three fused ones keep the scores on
 # chip, a tile at a time, and never write the score matrix to memory.
 
-
-def sdpa_attention(q, k, v):
-    # The same, by PyTorch's fused scaled_dot_product_attention.
-    return F.scaled_dot_product_attention(q, k, v, is_causal=True)
-
-
-BACKENDS = {
-    "math": SDPBackend.MATH,
-    "efficient": SDPBackend.EFFICIENT_ATTENTION,
-    "flash": SDPBackend.FLASH_ATTENTION,
-    "cudnn": SDPBackend.CUDNN_ATTENTION,
-}
 
 # %%
 # The sweep
@@ -290,16 +268,7 @@ VARIANTS = {"sweep": (profile_sweep, {})}
 
 
 def run(name):
-    harness, params = VARIANTS[name]
-    cuda = torch.cuda.is_available()
-    out = Path("traces") / "04_attention" / name
-    table = harness(out, device="cuda" if cuda else "cpu", **params)
-    trace = (out / "trace.json").replace(out.with_suffix(".json"))
-    (out / "timings.json").replace(out.with_suffix(".timings.json"))
-    out.rmdir()
-    where = f"live on {torch.cuda.get_device_name(0)}" if cuda else "on the CPU: no GPU lane"
-    print(f"{name}: profiled {where}; trace written to {trace}")
-    return types.SimpleNamespace(name=name, table=table, trace_path=trace)
+    return run_variant(VARIANTS, name)
 
 
 # sphinx_gallery_start_ignore
@@ -309,11 +278,7 @@ if "tracesite" in sys.modules:  # the site build replays the H200's recordings i
 
 # ``python 04b_shape_sweep.py VARIANT`` runs that one variant and stops.
 if __name__ == "__main__" and sys.argv[1:] and "ipykernel" not in sys.modules:
-    if sys.argv[1] not in VARIANTS:  # one line, exit status 2, no traceback
-        print(f"no variant {sys.argv[1]!r}; choose one of {', '.join(VARIANTS)}", file=sys.stderr)
-        sys.exit(2)
-    print(run(sys.argv[1]).table)
-    sys.exit()
+    sys.exit(command_line(VARIANTS, run, sys.argv[1:]))
 
 # %%
 # The sweep's table

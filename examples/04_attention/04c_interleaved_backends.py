@@ -17,9 +17,11 @@ calls every backend in turn *in one process*, in a balanced order, and times
 each call with the CPU's clock, without the profiler; then it profiles a few
 more rounds to show what each call runs.
 
-This file needs only torch. On a machine with a CUDA GPU it times the cuDNN,
-flash, efficient and math backends and PyTorch's default; on the CPU it times
-the math backend and the default (no GPU lane in the trace). Run it::
+This file needs only torch, and ``_04_common.py`` beside it, the code the
+stories of this set share (pasted into the site's download). On a machine with a
+CUDA GPU it times the cuDNN, flash, efficient and math backends and PyTorch's
+default; on the CPU it times the math backend and the default (no GPU lane in
+the trace). Run it::
 
     python 04c_interleaved_backends.py                        # this page
     python 04c_interleaved_backends.py interleaved_backends   # by name: its table only
@@ -33,19 +35,27 @@ import warnings
 
 warnings.filterwarnings("ignore", message=".*Profiler clears events.*")
 # sphinx_gallery_end_ignore
-import contextlib
 import json
 import sys
 import time
-import types
 from pathlib import Path
 
 import torch
-import torch.nn.functional as F
-from torch.nn.attention import SDPBackend, sdpa_kernel
+from torch.profiler import ProfilerActivity, profile, record_function
 
-# The profiler's import, as in the other stories of this set (``schedule`` unused here).
-from torch.profiler import ProfilerActivity, profile, record_function, schedule  # noqa: F401
+# From the code the stories of this set share (``_04_common.py``, beside this file):
+# ``sdpa_attention``, ``_pin`` (a version's backend pin), the balanced order
+# (``INTERLEAVED``, ``balanced_cycle``), the series' ``SHAPE``, and the plumbing of
+# every story (``run_variant``, ``command_line``).
+from _04_common import (
+    INTERLEAVED,
+    SHAPE,
+    _pin,
+    balanced_cycle,
+    command_line,
+    run_variant,
+    sdpa_attention,
+)
 
 # %%
 # One call, and its backends
@@ -56,24 +66,6 @@ from torch.profiler import ProfilerActivity, profile, record_function, schedule 
 # ``math`` (the reference, built from ordinary operators). ``sdpa_kernel``
 # pins one for the calls inside it; ``_pin`` gives that pin for a version name,
 # and a context that does nothing for ``default``, which lets PyTorch choose.
-
-
-def sdpa_attention(q, k, v):
-    # Causal attention by PyTorch's fused scaled_dot_product_attention.
-    return F.scaled_dot_product_attention(q, k, v, is_causal=True)
-
-
-BACKENDS = {
-    "math": SDPBackend.MATH,
-    "efficient": SDPBackend.EFFICIENT_ATTENTION,
-    "flash": SDPBackend.FLASH_ATTENTION,
-    "cudnn": SDPBackend.CUDNN_ATTENTION,
-}
-
-
-def _pin(impl):
-    # The backend pin of a version, entered outside the timed region.
-    return sdpa_kernel([BACKENDS[impl]]) if impl in BACKENDS else contextlib.nullcontext()
 
 
 # %%
@@ -88,21 +80,10 @@ def _pin(impl):
 # directed graph on the versions: every ordered pair is an edge, walked once.
 # ``balanced_cycle`` finds one with Hierholzer's algorithm: walk unused edges
 # until stuck, then back up, emitting the nodes in reverse.
-
-INTERLEAVED = ("cudnn", "flash", "efficient", "math", "default")
-
-
-def balanced_cycle(n):
-    # Indexes 0..n-1 in an order where, read as a loop, every ordered pair of two
-    # different indexes is neighbours exactly once.
-    unused = {i: [j for j in range(n) if j != i] for i in range(n)}
-    stack, circuit = [0], []
-    while stack:
-        if unused[stack[-1]]:
-            stack.append(unused[stack[-1]].pop(0))
-        else:
-            circuit.append(stack.pop())
-    return tuple(circuit[::-1][:-1])  # the circuit returns to its start: drop the repeat
+#
+# .. literalinclude:: ../../../examples/04_attention/_04_common.py
+#    :language: python
+#    :pyobject: balanced_cycle
 
 
 # %%
@@ -195,7 +176,6 @@ def profile_backends_interleaved(
 # 16 heads, sequence 1024, head_dim 64, with 40 unprofiled cycles of 20 calls
 # and 4 profiled cycles.
 
-SHAPE = {"batch": 8, "heads": 16, "seq": 1024, "head_dim": 64}
 VARIANTS = {"interleaved_backends": (profile_backends_interleaved, {**SHAPE})}
 
 
@@ -205,20 +185,7 @@ VARIANTS = {"interleaved_backends": (profile_backends_interleaved, {**SHAPE})}
 
 
 def run(name):
-    harness, params = VARIANTS[name]
-    cuda = torch.cuda.is_available()
-    if not cuda:
-        params = {
-            k: min(v, 128) if k in ("batch", "heads", "seq") else v for k, v in params.items()
-        }
-    out = Path("traces") / "04_attention" / name
-    table = harness(out, device="cuda" if cuda else "cpu", **params)
-    trace = (out / "trace.json").replace(out.with_suffix(".json"))
-    (out / "timings.json").replace(out.with_suffix(".timings.json"))
-    out.rmdir()
-    where = f"live on {torch.cuda.get_device_name(0)}" if cuda else "on the CPU: no GPU lane"
-    print(f"{name}: profiled {where}; trace written to {trace}")
-    return types.SimpleNamespace(name=name, table=table, trace_path=trace)
+    return run_variant(VARIANTS, name)
 
 
 # sphinx_gallery_start_ignore
@@ -228,11 +195,7 @@ if "tracesite" in sys.modules:  # the site build replays the H200's recordings i
 
 # ``python 04c_interleaved_backends.py VARIANT`` runs that one variant and stops.
 if __name__ == "__main__" and sys.argv[1:] and "ipykernel" not in sys.modules:
-    if sys.argv[1] not in VARIANTS:  # one line, exit status 2, no traceback
-        print(f"no variant {sys.argv[1]!r}; choose one of {', '.join(VARIANTS)}", file=sys.stderr)
-        sys.exit(2)
-    print(run(sys.argv[1]).table)
-    sys.exit()
+    sys.exit(command_line(VARIANTS, run, sys.argv[1:]))
 
 # %%
 # The profiled cycles: the table

@@ -19,10 +19,11 @@ backend after another, shows something else: a call's CPU time depends on which
 backend ran just before it. The story on interleaved backends measured that;
 streams make it matter once per stream instead of on every call.)
 
-This file needs only torch. On a machine with a CUDA GPU it times the cuDNN,
-flash, efficient and math backends and PyTorch's default; on the CPU it times
-the math backend and the default, at shrunken sizes (no GPU lane in the trace).
-Run it::
+This file needs only torch, and ``_04_common.py`` beside it (the pins, the
+balanced order and the plumbing this set's stories share; the site's download
+has it pasted in). On a machine with a CUDA GPU it times the cuDNN, flash,
+efficient and math backends and PyTorch's default; on the CPU it times the math
+backend and the default, at shrunken sizes (no GPU lane in the trace). Run it::
 
     python 04d_backend_streams.py                   # this page: both workloads
     python 04d_backend_streams.py streams_small     # one named variant, and its table
@@ -36,19 +37,27 @@ import warnings
 
 warnings.filterwarnings("ignore", message=".*Profiler clears events.*")
 # sphinx_gallery_end_ignore
-import contextlib
 import json
 import sys
 import time
-import types
 from pathlib import Path
 
 import torch
-import torch.nn.functional as F
-from torch.nn.attention import SDPBackend, sdpa_kernel
+from torch.profiler import ProfilerActivity, profile, record_function
 
-# The profiler's import, as in the other stories of this set (``schedule`` unused here).
-from torch.profiler import ProfilerActivity, profile, record_function, schedule  # noqa: F401
+# From the code the stories of this set share (``_04_common.py``, beside this file;
+# story 04c shows the balanced order): ``sdpa_attention``, ``_pin`` (a version's
+# backend pin), ``INTERLEAVED`` and ``balanced_cycle``, the series' ``SHAPE``, and the
+# plumbing of every story (``run_variant``, ``command_line``).
+from _04_common import (
+    INTERLEAVED,
+    SHAPE,
+    _pin,
+    balanced_cycle,
+    command_line,
+    run_variant,
+    sdpa_attention,
+)
 
 # %%
 # One call, and its backends
@@ -61,45 +70,12 @@ from torch.profiler import ProfilerActivity, profile, record_function, schedule 
 # manager from ``torch.nn.attention.sdpa_kernel``.
 
 
-def sdpa_attention(q, k, v):
-    # Causal attention by PyTorch's fused scaled_dot_product_attention.
-    return F.scaled_dot_product_attention(q, k, v, is_causal=True)
-
-
-BACKENDS = {
-    "math": SDPBackend.MATH,
-    "efficient": SDPBackend.EFFICIENT_ATTENTION,
-    "flash": SDPBackend.FLASH_ATTENTION,
-    "cudnn": SDPBackend.CUDNN_ATTENTION,
-}
-
-
-def _pin(impl):
-    # The backend pin of a version, entered once around all its calls.
-    return sdpa_kernel([BACKENDS[impl]]) if impl in BACKENDS else contextlib.nullcontext()
-
-
 # %%
 # The streams take turns in a balanced order: read as a loop, every version
 # follows every other version exactly once per cycle (for five versions, a
 # cycle of 20 streams), so no backend always inherits the same predecessor's
 # cold caches. ``balanced_cycle`` builds that order as an Euler circuit of the
 # complete directed graph on the versions, by Hierholzer's algorithm.
-
-INTERLEAVED = ("cudnn", "flash", "efficient", "math", "default")
-
-
-def balanced_cycle(n):
-    # Indexes 0..n-1 in an order where, read as a loop, every ordered pair of two
-    # different indexes is neighbours exactly once.
-    unused = {i: [j for j in range(n) if j != i] for i in range(n)}
-    stack, circuit = [0], []
-    while stack:
-        if unused[stack[-1]]:
-            stack.append(unused[stack[-1]].pop(0))
-        else:
-            circuit.append(stack.pop())
-    return tuple(circuit[::-1][:-1])  # the circuit returns to its start: drop the repeat
 
 
 # %%
@@ -237,7 +213,6 @@ def profile_backend_streams(
 #
 # Both run 12 cycles of 16-call streams, then profile 4 calls per version.
 
-SHAPE = {"batch": 8, "heads": 16, "seq": 1024, "head_dim": 64}
 VARIANTS = {
     "streams_backends": (profile_backend_streams, {**SHAPE}),
     "streams_small": (
@@ -253,20 +228,7 @@ VARIANTS = {
 
 
 def run(name):
-    harness, params = VARIANTS[name]
-    cuda = torch.cuda.is_available()
-    if not cuda:
-        params = {
-            k: min(v, 128) if k in ("batch", "heads", "seq") else v for k, v in params.items()
-        }
-    out = Path("traces") / "04_attention" / name
-    table = harness(out, device="cuda" if cuda else "cpu", **params)
-    trace = (out / "trace.json").replace(out.with_suffix(".json"))
-    (out / "timings.json").replace(out.with_suffix(".timings.json"))
-    out.rmdir()
-    where = f"live on {torch.cuda.get_device_name(0)}" if cuda else "on the CPU: no GPU lane"
-    print(f"{name}: profiled {where}; trace written to {trace}")
-    return types.SimpleNamespace(name=name, table=table, trace_path=trace)
+    return run_variant(VARIANTS, name)
 
 
 # sphinx_gallery_start_ignore
@@ -276,11 +238,7 @@ if "tracesite" in sys.modules:  # the site build replays the H200's recordings i
 
 # ``python 04d_backend_streams.py VARIANT`` runs that one variant and stops.
 if __name__ == "__main__" and sys.argv[1:] and "ipykernel" not in sys.modules:
-    if sys.argv[1] not in VARIANTS:  # one line, exit status 2, no traceback
-        print(f"no variant {sys.argv[1]!r}; choose one of {', '.join(VARIANTS)}", file=sys.stderr)
-        sys.exit(2)
-    print(run(sys.argv[1]).table)
-    sys.exit()
+    sys.exit(command_line(VARIANTS, run, sys.argv[1:]))
 
 # %%
 # The series' shape
