@@ -119,8 +119,8 @@ def table_facts(
     ops = {row["name"]: row for row in op_table(t64).to_records()}
     assert ops["aten::matmul"]["self_cpu_us"] < 0.2 * ops["aten::matmul"]["total_cpu_us"]
     assert ops["aten::mm"]["calls"] == ops["aten::add"]["calls"] == len(t64.steps)
-    assert all(s.verdict == "overhead-bound" for s in step_times(t64))
-    assert all(s.verdict == "compute-bound" for s in step_times(t4k)[1:])
+    assert all(s.verdict == "CPU-bound" for s in step_times(t64))
+    assert all(s.verdict == "GPU-bound" for s in step_times(t4k)[1:])
     return {
         "cpu64": totals64["self_cpu_us"],
         "gpu64": gpu64,

@@ -55,7 +55,7 @@ def facts(f: Facts) -> None:
             "the small step's add kernel is queued by its cudaLaunchKernel call",
         )
         st64 = step_times(t64)
-        claim(all(s.verdict == "overhead-bound" for s in st64), "The small run is overhead-bound.")
+        claim(all(s.verdict == "CPU-bound" for s in st64), "The small run is CPU-bound.")
         # An empty queue: every kernel starts within a few µs of its call's end, on an idle GPU.
         claim(
             all(abs(after_call_us(t64, L64, int(k))) < 5 for k in L64.gpu_ops),
@@ -89,8 +89,8 @@ def facts(f: Facts) -> None:
         md("gemm_pct", f"{kt[0]['pct']:.0f} %")
         st4k = step_times(t4k)
         claim(
-            all(s.verdict == "compute-bound" for s in st4k[1:]),
-            "the large run is GPU-bound (tracereader's compute-bound)",
+            all(s.verdict == "GPU-bound" for s in st4k[1:]),
+            "the large run is GPU-bound: its GPU busy at least 95 % of each step after the first",
         )
         gemm4k = next(
             int(i)

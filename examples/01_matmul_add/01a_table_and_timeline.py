@@ -150,8 +150,8 @@ print(small.table)
 # launch call); the GPU stream below runs two tiny kernels. Arrows join each
 # launch call to the kernel it launched; shaded spans are GPU idle time.
 #
-# When the GPU is busy for under half of a step's CPU time, the step is
-# *overhead-bound*: the CPU takes longer to prepare and launch the work than
+# When the GPU is idle for most of a step, the step is *CPU-bound*
+# (overhead-bound): the CPU takes longer to prepare and launch the work than
 # the GPU takes to do it, so a faster GPU would not help.
 
 try:
@@ -230,12 +230,12 @@ print(batched.table)
 # --------------------------
 #
 # On the H200, the GPU worked for a small fraction of the CPU time of the 64x64
-# steps (overhead-bound) and for most of it at 4096x4096 (GPU-bound), while
+# steps (CPU-bound) and for most of it at 4096x4096 (GPU-bound), while
 # the CPU time per step hardly changed between the two (the measured shares,
 # medians over the recordings, are in :doc:`/chapters/part1`). The rule of thumb:
-# compare the GPU's busy time with the steps' CPU time. Under half, launch fewer,
-# larger kernels; over half, study the kernels themselves, as the next
-# experiments of this set do.
+# read the GPU's idle time inside a step. Mostly idle, launch fewer, larger
+# kernels; never idle, study the kernels themselves, as the next experiments of
+# this set do; in between, both matter.
 
 # sphinx_gallery_start_ignore
 # On the site: every recording of every variant, to download or open in Perfetto.

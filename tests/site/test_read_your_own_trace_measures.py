@@ -67,7 +67,7 @@ def test_the_page_runs_and_glues_every_number_it_shows(page, rt):
     assert glued["downloads"].data == "- the downloads"
     assert glued["mine_steps"].data == "`ProfilerStep#2`, `ProfilerStep#3`, `ProfilerStep#4`"
     assert glued["n_steps"] == 3 and glued["n_gaps"] == glued["n_gpu_ops"] - 1
-    assert glued["big_verdicts"].data == "compute-bound, compute-bound, compute-bound"
+    assert glued["big_verdicts"].data == "balanced, GPU-bound, GPU-bound"
     # The names the reader's own cells left behind are the ones the module checked.
     assert ns["facts"]["gpu_busy_us"] == ns["S"]["gpu_busy_us"]
     assert ns["longest"].to_dict(ns["trace"]) == ns["G"]["gaps"][0]
@@ -91,9 +91,9 @@ def test_verdicts_follow_the_rule_on_every_repeat(rt, name):
 
 def test_a_verdict_against_the_rule_fails_clearly(rt):
     steps = copy.deepcopy(tracereader.summary(rt.RECS["64_bf16"].trace())["step_times"])
-    steps[1]["verdict"] = "compute-bound"
+    steps[1]["verdict"] = "GPU-bound"
     with pytest.raises(AssertionError, match=r"ProfilerStep#3: GPU busy for [0-9.]+ % of its "
-                       r"CPU time reads overhead-bound, not compute-bound"):  # fmt: skip
+                       r"span reads CPU-bound, not GPU-bound"):  # fmt: skip
         rt.check_verdicts(steps)
 
 
