@@ -59,15 +59,6 @@ COMMON = Path(__file__).resolve().parents[2] / "examples" / EXAMPLE / "_05_commo
 def facts(f: Facts) -> None:
     rec, recs, num, md = f.rec, f.recs, f.num, f.md
 
-    def glue(facts: dict[str, Any]) -> dict[str, Any]:
-        """The page's own helper: text as Markdown, anything else as a number, unconverted."""
-        for key, value in facts.items():
-            if isinstance(value, str):
-                md(key, value)
-            else:
-                num(key, value)
-        return facts
-
     C = Chapter(recs, load_definitions(COMMON)["SHAPES"])
 
     md("stamp", f.stamp())
@@ -77,18 +68,67 @@ def facts(f: Facts) -> None:
     num("new_tokens", T["new_tokens"])
     num("decoded", T["new_tokens"] - 1)
     num("timed_runs", len(T["ms_per_token"]))
-    glue(
-        {
-            **C.path_facts(),
-            **C.bound_facts(),
-            **C.fused_facts(),
-            **C.final_facts(),
-            **C.logits_facts(),
-        }
-    )
+    ch: dict[str, Any] = {
+        **C.path_facts(),
+        **C.bound_facts(),
+        **C.fused_facts(),
+        **C.final_facts(),
+        **C.logits_facts(),
+    }
+    md("lesson_path_table", ch["lesson_path_table"])
+    md("lesson_beating", ch["lesson_beating"])
+    md("class_table_final", ch["class_table_final"])
+    num("gsc8_sync_ms", ch["gsc8_sync_ms"])
+    num("gsc8_prof_ms", ch["gsc8_prof_ms"])
+    num("gsc8_ms", ch["gsc8_ms"])
+    num("gsc1_tps", ch["gsc1_tps"])
+    num("gd1_tps", ch["gd1_tps"])
+    num("gsc8_busy", ch["gsc8_busy"])
+    num("lc8_launches", ch["lc8_launches"])
+    num("lc8_busy", ch["lc8_busy"])
+    num("lu8_tps", ch["lu8_tps"])
+    num("fused_diff", ch["fused_diff"])
+    num("b8_gb", ch["b8_gb"])
+    num("copy_tbs_lo", ch["copy_tbs_lo"])
+    num("copy_tbs_hi", ch["copy_tbs_hi"])
+    num("copy_spec_pct", ch["copy_spec_pct"])
+    num("floor_spec_ms", ch["floor_spec_ms"])
+    num("max_tps", ch["max_tps"])
+    num("lf8_frac", ch["lf8_frac"])
+    num("spec_tbs", ch["spec_tbs"])
+    num("goal_pct", ch["goal_pct"])
+    num("gemv_pct", ch["gemv_pct"])
+    num("final_frac", ch["final_frac"])
+    num("f_token_us", ch["f_token_us"])
+    num("f_gemv_over_us", ch["f_gemv_over_us"])
+    num("f_small_us", ch["f_small_us"])
+    num("f_rest_us", ch["f_rest_us"])
+    num("f_floor_us", ch["f_floor_us"])
+    num("f_gemv_pct", ch["f_gemv_pct"])
+    num("f_lost_us", ch["f_lost_us"])
+    num("f_o_gbs", ch["f_o_gbs"])
+    num("f_gate_up_gbs", ch["f_gate_up_gbs"])
+    num("lg_positions", ch["lg_positions"])
+    num("lg_agree", ch["lg_agree"])
+    num("item_us", ch["item_us"])
+    num("item_us_lo", ch["item_us_lo"])
+    num("item_us_hi", ch["item_us_hi"])
+    num("lg_abs_med", ch["lg_abs_med"])
+    num("read_gap_ms", ch["read_gap_ms"])  # not pasted: a picture's caption reads it
 
     def each_repeat() -> None:  # what generate() runs per token, one repeat
-        glue(generate_facts(rec("generate_dynamic_1b"), rec("generate_static_1b"), C.shapes["1b"]))
+        gen: dict[str, Any] = generate_facts(
+            rec("generate_dynamic_1b"), rec("generate_static_1b"), C.shapes["1b"]
+        )
+        num("dyn_dec_kernels", gen["dyn_dec_kernels"])
+        num("dyn_dec_cpu_ms", gen["dyn_dec_cpu_ms"])
+        num("dyn_dec_busy_ms", gen["dyn_dec_busy_ms"])
+        num("dyn_busy_pct", gen["dyn_busy_pct"])
+        num("dyn_unprof_ms", gen["dyn_unprof_ms"])
+        num("dec_tnn", gen["dec_tnn"])
+        num("tnn_n", gen["tnn_n"])
+        num("eager_sync_us", gen["eager_sync_us"])
+        md("pre_tile", gen["pre_tile"])
 
     f.repeats(each_repeat)
 

@@ -3,7 +3,8 @@
 * every claim holds on every repeat (the runner raises otherwise);
 * every key a page pastes (``{glue:...}`...``) is produced, by its facts module or by one of
   the page's own cells, and every key its facts module produces is pasted somewhere on the
-  page (a median's ``_lo``/``_hi`` companions count with it);
+  page (a median's ``_lo``/``_hi`` companions count with it) or read by one of its cells
+  from the dict ``glue_facts`` returns;
 * the facts equal ``tests/golden/facts/<page>.json``, so a re-record shows in review as a
   diff of the numbers the pages quote (``UPDATE_GOLDEN=1`` rewrites them).
 """
@@ -29,13 +30,15 @@ INLINE = re.compile(r"\{glue(?::[a-z]+)?\}`([A-Za-z0-9_]+)")
 BLOCK = re.compile(r"^(?:```|:::)\{glue(?::[a-z]+)?\}\s+([A-Za-z0-9_]+)", re.M)
 #: A page cell's own ``glue("key", ...)``
 CELL_GLUE = re.compile(r"""\bglue\(\s*["']([A-Za-z0-9_]+)["']""")
+#: The name a page gives the dict ``glue_facts`` returns (``facts = glue_facts("part4")``)
+FACTS_DICT = re.compile(r"^(\w+) = glue_facts\(", re.M)
 
 
 #: Pages whose facts still paste whole dicts under a prefix (``f.glue_all``), so they produce
 #: keys the page never uses; each goes once its keys are spelled whole in its facts module.
 #: Part 4's pages paste the shared Chapter's whole dicts (docs/facts/_chapter.py), as their
 #: cells did, so each produces keys only another Part 4 page pastes.
-WHOLE_DICTS: set[str] = {"part4", "part4_notes", "part4_kernels"}
+WHOLE_DICTS: set[str] = {"part4_notes"}
 
 
 def page_of(name: str) -> Path:
@@ -51,6 +54,16 @@ def page_of(name: str) -> Path:
 
 def used_keys(text: str) -> set[str]:
     return set(INLINE.findall(text)) | set(BLOCK.findall(text))
+
+
+def read_keys(text: str) -> set[str]:
+    """Keys a page's cells read from the dict ``glue_facts`` returns (``facts["key"]``), for
+    a picture's caption or a command line: used, though not pasted."""
+    return {
+        key
+        for name in FACTS_DICT.findall(text)
+        for key in re.findall(rf"""\b{name}\[["']([A-Za-z0-9_]+)["']\]""", text)
+    }
 
 
 def family(key: str) -> str:
@@ -76,7 +89,8 @@ def test_every_pasted_key_is_produced(page: tuple[str, dict[str, list[object]]])
 
 def test_every_produced_key_is_pasted(page: tuple[str, dict[str, list[object]]]) -> None:
     name, glue = page
-    used = {family(k) for k in used_keys(page_of(name).read_text(encoding="utf-8"))}
+    text = page_of(name).read_text(encoding="utf-8")
+    used = {family(k) for k in used_keys(text) | read_keys(text)}
     # Another GPU's keys (``h100_...``) are the same facts on its recordings: the page
     # pastes those it compares, and need not paste the rest.
     others = tuple(f"{gpu}_" for gpu in getattr(facts._module(name), "GPUS", ("h200",))[1:])
