@@ -36,9 +36,7 @@ FACTS_DICT = re.compile(r"^(\w+) = glue_facts\(", re.M)
 
 #: Pages whose facts still paste whole dicts under a prefix (``f.glue_all``), so they produce
 #: keys the page never uses; each goes once its keys are spelled whole in its facts module.
-#: Part 4's pages paste the shared Chapter's whole dicts (docs/facts/_chapter.py), as their
-#: cells did, so each produces keys only another Part 4 page pastes.
-WHOLE_DICTS: set[str] = {"part4_notes"}
+WHOLE_DICTS: set[str] = set()
 
 
 def page_of(name: str) -> Path:
