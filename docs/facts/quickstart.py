@@ -126,7 +126,6 @@ def facts(f: Facts) -> None:
         )
         md("tflops", f"{tflops:.0f} TFLOP/s")
         md("tflops_pct", f"{100 * tflops / p1.SPEC_TFLOPS:.0f} %")
-        md("spec", f"{p1.SPEC_TFLOPS:.0f} TFLOP/s")
         # CPU times are measured under the profiler, which slows them down.
         timings: Any = rec("interleaved_64").timings()  # what the harness timed, unprofiled
         num(

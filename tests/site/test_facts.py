@@ -28,8 +28,8 @@ UPDATE = os.environ.get("UPDATE_GOLDEN") == "1"
 INLINE = re.compile(r"\{glue(?::[a-z]+)?\}`([A-Za-z0-9_]+)")
 #: ```` ```{glue:md} key ```` and ``:::{glue:figure} key``
 BLOCK = re.compile(r"^(?:```|:::)\{glue(?::[a-z]+)?\}\s+([A-Za-z0-9_]+)", re.M)
-#: A page cell's own ``glue("key", ...)``
-CELL_GLUE = re.compile(r"""\bglue\(\s*["']([A-Za-z0-9_]+)["']""")
+#: A page cell's own ``glue("key", ...)``, or tracesite.notebook's ``md``/``num``/``put("key", ...)``
+CELL_GLUE = re.compile(r"""\b(?:glue|md|num|put)\(\s*["']([A-Za-z0-9_]+)["']""")
 #: The name a page gives the dict ``glue_facts`` returns (``facts = glue_facts("part4")``)
 FACTS_DICT = re.compile(r"^(\w+) = glue_facts\(", re.M)
 
