@@ -21,7 +21,6 @@ from _cheatsheet_common import (
     cpu_ratios,
     idle_before_us,
     in_step,
-    median_step_us,
     one,
     param,
     pct,
@@ -541,7 +540,6 @@ def dynamo() -> None:
         rg = one(in_step(t, s.name, prefix="Torch-Compiled Region"))
         assert t.ts_ns[lk] + t.dur_ns[lk] <= t.ts_ns[rg]
     put("dy_med", us(np.median(t.dur_ns[cl]) / 1e3))
-    put("dy_step", us(median_step_us(name)))
 
 
 def region() -> None:
