@@ -184,10 +184,6 @@ def ratio_range(values: list[float]) -> str:
     return f"{min(values):.2f}–{max(values):.2f}×"
 
 
-def median_step_us(name: str) -> float:
-    return float(np.median([s.dur_us for s in T[name].steps]))
-
-
 def after_call_us(t: Any, ln: Any, k: int) -> float:
     """From the END of a GPU op's launch call to the op's start, in µs."""
     c = int(ln.launch[k])
