@@ -48,7 +48,7 @@ ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "benchmarks" / "_data"
 SOURCES = [
     ROOT / "tests" / "data" / "h200" / "train_stack.json.gz",
-    *sorted((ROOT / "docs" / "recordings").glob("*/*/r*/trace.json.gz")),
+    *sorted((ROOT / "docs" / "recordings").glob("*/*/*/r*/trace.json.gz")),
 ]
 ID_ARGS = ("correlation", "External id", "Python id", "Python parent id", "Sequence number")
 SPEEDUP_TARGET = 15.0
@@ -291,8 +291,8 @@ def main() -> int:
     DATA.mkdir(parents=True, exist_ok=True)
     source = source_trace(opts.source)
     stem = source.name.removesuffix(".gz").removesuffix(".json")
-    if source.name == "trace.json.gz":  # docs/recordings/<example>/<variant>/r<k>/trace.json.gz
-        stem = "_".join(source.parts[-4:-1])
+    if source.name == "trace.json.gz":  # docs/recordings/<gpu>/<example>/<variant>/r<k>/...
+        stem = "_".join(source.parts[-5:-1])
     target = DATA / f"{stem}_x_{int(opts.size_mb)}mb_{opts.steps}steps.json"
     info_path = target.with_suffix(".info.json")
     if target.exists() and info_path.exists():

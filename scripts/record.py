@@ -3,7 +3,8 @@
 Each example's variants are recorded as independent repeats (see
 ``docs/_ext/tracesite/recorder.py`` for the plan: a fresh process for every
 cold-start variant, one shared fresh process per repeat for the others) into
-``docs/recordings/<example>/<variant>/r<k>/``. Needs only torch and this
+``docs/recordings/<gpu>/<example>/<variant>/r<k>/``, ``<gpu>`` the GPU's slug
+(``h200``, ``h100``: ``tracesite.recordings.gpu_slug``). Needs only torch and this
 repository (no nox, no Sphinx). With several GPUs visible it runs one recording
 process per GPU at a time (``CUDA_VISIBLE_DEVICES`` set per process), all the
 examples' processes from one queue, the longest first by the wall times the last
@@ -21,6 +22,7 @@ recordings stamped::
     python scripts/record.py --plan --shard 1/4   # what would run, and how long, without a GPU
     python scripts/record.py --plan --readme   # the full plan, written into README.md
     python scripts/record.py --retrim          # apply KEEP_* trimming to the recordings (no GPU)
+    python scripts/record.py --plan --stale --gpu h100   # what an H100 machine would record
 
 ``--stale`` re-records the variants with missing repeats or whose code hash (entry
 function, all it reaches, and the settings ``VARIANTS`` gives it now) differs from their
@@ -34,6 +36,13 @@ times), so each run fits its time limit. ``--plan`` prints the queue and its est
 applies the plan's current trimming settings (``keep_steps``, ``keep_python_steps``,
 ``keep_regions`` in ``docs/recordings/plan.json``) to the recordings in place; it needs no
 GPU and no torch.
+
+A recording goes into the folder of the GPU it runs on. ``--gpu SLUG`` says which GPU's
+recordings ``--plan``, ``--stale``, ``--older-than``, ``--max-min`` and ``--retrim``
+consider (default: the GPU here, else ``h200``, the GPU the pages read); ``--plan``
+estimates from that GPU's stamped wall times, and from another GPU's for the variants it
+has not recorded (and says so). Recording with ``--gpu`` naming another GPU than the one
+here is refused.
 """
 
 from __future__ import annotations
@@ -57,12 +66,14 @@ from tracesite.recorder import (  # noqa: E402
     plan,
     record_examples,
     recorded_before,
+    recording_gpu,
     retrim,
     shard_of,
     stale_variants,
+    wall_sources,
     within_budget,
 )  # fmt: skip
-from tracesite.recordings import plan_settings  # noqa: E402
+from tracesite.recordings import PRIMARY_GPU, plan_settings  # noqa: E402
 
 
 def parse_shard(text: str) -> tuple[int, int]:
@@ -76,12 +87,22 @@ def parse_shard(text: str) -> tuple[int, int]:
     return k, n
 
 
+def default_gpu() -> str:
+    """The slug of the GPU here; without one (or without torch), the GPU the pages read."""
+    try:
+        import torch
+    except ImportError:
+        return PRIMARY_GPU
+    return recording_gpu() if torch.cuda.is_available() else PRIMARY_GPU
+
+
 def queue(
-    scripts: list[Path], only: dict[str, list[str]] | None, repeats: int
+    scripts: list[Path], only: dict[str, list[str]] | None, repeats: int, gpu: str = PRIMARY_GPU
 ) -> list[tuple[float, str, list]]:
     """Every recording process: (estimated seconds, example, its (variant, repeat) jobs),
-    in the order the recorder builds it (what --shard splits)."""
-    walls = past_walls_s()
+    in the order the recorder builds it (what --shard splits), estimated from ``gpu``'s
+    stamped wall times (another GPU's where it has none, :func:`past_walls_s`)."""
+    walls = past_walls_s(gpu=gpu)
     out = []
     for script in scripts:
         variants = load_example(script)
@@ -95,8 +116,27 @@ def queue(
     return out
 
 
-def plan_lines(todo: list[tuple[float, str, list]], shard: tuple[int, int] | None) -> list[str]:
-    """The queue with its estimates: per example, and the whole on 1, 2, 4 and 8 GPUs."""
+def borrowed_lines(todo: list[tuple[float, str, list]], gpu: str) -> list[str]:
+    """One line per other GPU whose stamped wall times estimate variants of the queue that
+    ``gpu`` has not recorded (none: every estimate is ``gpu``'s own, or a guess)."""
+    sources = wall_sources(gpu=gpu)
+    borrowed: dict[str, set[tuple[str, str]]] = {}
+    for _, name, jobs in todo:
+        for variant, _ in jobs:
+            source = sources.get((name, variant), gpu)
+            if source != gpu:
+                borrowed.setdefault(source, set()).add((name, variant))
+    return [
+        f"({len(keys)} variant(s) not recorded on {gpu}: estimated from {other}'s stamps)"
+        for other, keys in borrowed.items()
+    ]
+
+
+def plan_lines(
+    todo: list[tuple[float, str, list]], shard: tuple[int, int] | None, gpu: str = PRIMARY_GPU
+) -> list[str]:
+    """The queue with its estimates on ``gpu``: per example, and the whole on 1, 2, 4 and
+    8 GPUs; and which estimates come from another GPU's stamps."""
     lines = []
     if shard is not None:
         keep = set(shard_of([t[0] for t in todo], shard))
@@ -113,7 +153,7 @@ def plan_lines(todo: list[tuple[float, str, list]], shard: tuple[int, int] | Non
     ests = [t[0] for t in todo]
     if shard is not None:
         lines.append(f"{'this shard':>16}  {sum(ests) / 60:6.1f} min on one GPU")
-        return lines
+        return lines + borrowed_lines(todo, gpu)
     for n in (1, 2, 4, 8):
         span = (
             max(sum(ests[i] for i in shard_of(ests, (k, n))) for k in range(1, n + 1))
@@ -124,7 +164,7 @@ def plan_lines(todo: list[tuple[float, str, list]], shard: tuple[int, int] | Non
             f"{'on ' + str(n) + ' GPU' + ('s' if n > 1 else ''):>16}  {span / 60:6.1f} min "
             f"(the longest of {n} shard{'s' if n > 1 else ''})"
         )
-    return lines
+    return lines + borrowed_lines(todo, gpu)
 
 
 #: The README quotes the full plan between these lines (``--plan --readme`` rewrites it).
@@ -196,18 +236,31 @@ def main(argv: list[str] | None = None) -> int:
         "--plan", action="store_true", help="print the queue and its estimated time; record nothing"
     )
     parser.add_argument(
-        "--readme", action="store_true", help="with --plan: also write it into README.md"
+        "--readme",
+        action="store_true",
+        help=f"with --plan: also write it into README.md (the plan on {PRIMARY_GPU})",
     )
     parser.add_argument(
         "--retrim",
         action="store_true",
         help="apply the trimming settings to the recordings; record nothing",
     )
+    parser.add_argument(
+        "--gpu",
+        metavar="SLUG",
+        help="whose recordings --plan, --stale, --older-than, --max-min and --retrim "
+        f"consider (h200, h100, ...); default: the GPU here, else {PRIMARY_GPU}",
+    )
     args = parser.parse_args(argv)
+    # The README quotes the plan on the GPU the pages read, wherever it is written.
+    gpu = args.gpu or (PRIMARY_GPU if args.readme else default_gpu())
+    if args.readme and gpu != PRIMARY_GPU:
+        print(f"record: --readme quotes the plan on {PRIMARY_GPU}, not {gpu}", file=sys.stderr)
+        return 2
     if args.retrim:
         chosen = find_examples(ROOT / "examples")
         chosen = [s for s in chosen if not args.examples or s.stem in args.examples]
-        for name, size in retrim(chosen).items():
+        for name, size in retrim(chosen, gpu=gpu).items():
             print(f"{name:>16}  {size / 1e6:5.2f} MB of traces")
         return 0
     try:
@@ -241,7 +294,7 @@ def main(argv: list[str] | None = None) -> int:
         only = {
             s.stem: [
                 v
-                for v in stale_variants(s, repeats=args.repeats)
+                for v in stale_variants(s, repeats=args.repeats, gpu=gpu)
                 if only is None or v in only[s.stem]
             ]
             for s in scripts
@@ -251,18 +304,18 @@ def main(argv: list[str] | None = None) -> int:
         only = {
             s.stem: [
                 v
-                for v in recorded_before(s, args.older_than, repeats=args.repeats)
+                for v in recorded_before(s, args.older_than, repeats=args.repeats, gpu=gpu)
                 if only is None or v in only[s.stem]
             ]
             for s in scripts
         }
     if args.max_min is not None:
         names = {s.stem: list(load_example(s)) if only is None else only[s.stem] for s in scripts}
-        only = within_budget(names, args.max_min * 60, past_walls_s(), args.repeats)
+        only = within_budget(names, args.max_min * 60, past_walls_s(gpu=gpu), args.repeats)
     if args.older_than or args.max_min is not None:
         announce(only or {}, "variant(s)")
     if args.plan:
-        lines = plan_lines(queue(scripts, only, args.repeats), args.shard)
+        lines = plan_lines(queue(scripts, only, args.repeats, gpu), args.shard, gpu)
         print("\n".join(lines))
         if args.readme:
             write_readme(lines)
@@ -270,10 +323,19 @@ def main(argv: list[str] | None = None) -> int:
     if not torch.cuda.is_available():
         print("record: no CUDA device here; recordings left unchanged", file=sys.stderr)
         return 2
+    if gpu != recording_gpu():
+        print(
+            f"record: --gpu {gpu}, but the GPU here is {recording_gpu()}: a recording goes into "
+            "the folder of the GPU it runs on; recordings left unchanged",
+            file=sys.stderr,
+        )
+        return 2
     gpus = visible_gpus(args.gpus or torch.cuda.device_count())
     start = time.perf_counter()
     print(
-        f"== {len(scripts)} example(s), {args.repeats} repeats, on {len(gpus)} GPU(s)", flush=True
+        f"== {len(scripts)} example(s), {args.repeats} repeats, on {len(gpus)} GPU(s) "
+        f"into docs/recordings/{gpu}/",
+        flush=True,
     )
     try:
         took = record_examples(
@@ -283,6 +345,7 @@ def main(argv: list[str] | None = None) -> int:
             limit_s=args.limit_s,
             only=only,
             shard=args.shard,
+            gpu=gpu,
         )
     except RecordingError as exc:
         print(f"record: {exc}", file=sys.stderr)

@@ -316,7 +316,7 @@ def test_cli_imports_neither_matplotlib_nor_torch(synth):
 def test_summary_bandwidth_per_step(capsys):
     """--bytes-per-step: the rate each step read them at while its GPU ops ran; with
     --peak-tbs, as a fraction of the GPU's bandwidth (a recorded 8B decode loop)."""
-    path = str(ROOT / "docs/recordings/05_llm_decode/loop_fused_8b/r0/trace.json.gz")
+    path = str(ROOT / "docs/recordings/h200/05_llm_decode/loop_fused_8b/r0/trace.json.gz")
     rc, out, _ = cli(
         capsys,
         "summary",

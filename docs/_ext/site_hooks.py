@@ -69,14 +69,15 @@ def check_recordings(app):
 
 
 def copy_traces(app):
-    """Put every recorded trace where pages link to it:
-    /traces/<example>/<variant>/r<k>.json.gz; and, for a first repeat that recorded a CUDA
-    memory snapshot, the page PyTorch's viewer makes of it (``torch.cuda._memory_viz``'s
-    ``trace_plot``, the snapshot inside): /traces/<example>/<variant>/r0.memory_viz.html."""
+    """Put every recorded trace of every GPU where pages link to it
+    (:meth:`tracesite.Recording.trace_url`): /traces/<gpu>/<example>/<variant>/r<k>.json.gz;
+    and, for a first repeat that recorded a CUDA memory snapshot, the page PyTorch's viewer
+    makes of it (``torch.cuda._memory_viz``'s ``trace_plot``, the snapshot inside):
+    /traces/<gpu>/<example>/<variant>/r0.memory_viz.html."""
     target = EXTRA / "traces"
     shutil.rmtree(target, ignore_errors=True)
     for rec in tracesite.iter_recordings():
-        dest = target / rec.example / rec.variant / f"r{rec.repeat}.json.gz"
+        dest = target / rec.trace_url("")[len("traces/") :]
         dest.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(rec.trace_path, dest)
         snapshot = rec.trace_path.parent / "memory_snapshot.pickle"

@@ -261,9 +261,9 @@ def test_missing_trace(session, site_root, base_url):
     page = _open_page(session, base_url + PAGE)
     button = page.locator(BUTTON).first
     expect(button).to_be_visible(timeout=TIMEOUT_MS)
-    missing = "../../traces/01_matmul_add/no-such-trace.json.gz"
+    missing = "../../traces/h200/01_matmul_add/no-such-trace.json.gz"
     button.evaluate("(b, url) => b.setAttribute('data-trace', url)", missing)
-    assert not (site_root / "traces/01_matmul_add/no-such-trace.json.gz").exists()
+    assert not (site_root / "traces/h200/01_matmul_add/no-such-trace.json.gz").exists()
 
     with page.expect_popup(timeout=TIMEOUT_MS) as popup_info:
         button.click()

@@ -30,7 +30,7 @@ def test_the_wheel_installs_and_its_command_runs(downloads, tmp_path):
     assert done.returncode == 0 and "summary" in done.stdout, done.stderr
     trace = (
         Path(__file__).resolve().parents[2]
-        / "docs/recordings/01_matmul_add/64_bf16/r0/trace.json.gz"
+        / "docs/recordings/h200/01_matmul_add/64_bf16/r0/trace.json.gz"
     )
     done = subprocess.run(
         [bin_ / "tracereader", "summary", str(trace)], capture_output=True, text=True

@@ -75,7 +75,7 @@ def test_reader_files_lays_out_every_repeat_under_its_download_name(monkeypatch)
     setup("01_matmul_add")
     folder = reader_files()
     assert Path.cwd() == folder
-    ours = [r for r in iter_recordings() if r.example == "01_matmul_add"]
+    ours = [r for r in iter_recordings(gpu="h200") if r.example == "01_matmul_add"]
     assert sorted(p.name for p in folder.iterdir()) == sorted(r.download_name for r in ours)
     assert (folder / "64_bf16.json.gz").resolve() == next(
         r.trace_path.resolve() for r in ours if r.variant == "64_bf16" and r.repeat == 0
@@ -92,7 +92,7 @@ def test_stamp_spans_every_recording_of_the_example():
     line = stamp("06_train_step")
     times = sorted(
         str(r.env["recorded_at"])[:16].replace("T", " ")
-        for r in iter_recordings()
+        for r in iter_recordings(gpu="h200")
         if r.example == "06_train_step"
     )
     assert line.startswith("Recorded on NVIDIA H200 (driver ")

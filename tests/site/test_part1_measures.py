@@ -85,9 +85,9 @@ def test_offset(k):
 
 
 def test_variants_listed():
-    from tracesite.recordings import recordings_root
+    from tracesite.recordings import PRIMARY_GPU, recordings_root
 
-    folder = recordings_root() / EXAMPLE
+    folder = recordings_root() / PRIMARY_GPU / EXAMPLE
     assert set(m.VARIANTS) == {p.name for p in folder.iterdir() if (p / "r0").is_dir()}
 
 

@@ -87,6 +87,8 @@ def write_plan(root: Path, **examples: dict) -> None:
 
 #: TINY's variant "cold" runs alone in its process, whatever the example is called.
 TINY_PLAN = {f"{n:02d}_tiny": {"cold_variants": ["cold"]} for n in range(9, 13)}
+#: The folder the recorder files what it records on the CPU under (the tests' "GPU").
+CPU = "cpu"
 
 
 def test_hash_ignores_prose_and_unreached_code(tmp_path):
@@ -133,6 +135,7 @@ def test_recordings_are_fresh_stamped_and_repeated():
             assert rec.meta["example"] == variant.example and rec.meta["variant"] == variant.name
             assert rec.meta["repeats"] == len(variant.repeats)
             assert rec.env["gpu"].startswith("NVIDIA")
+            assert record.gpu_slug(rec.env["gpu"]) == rec.gpu == variant.gpu  # filed by its GPU
             for key in ("driver", "torch", "cuda", "recorded_at"):
                 assert rec.env[key], key
             assert "replays that recording" in rec.stamp_line()
@@ -178,7 +181,7 @@ def test_editing_the_workload_makes_check_name_the_record_command(tmp_path):
 
 def _fake_recording(root: Path, script: Path, digest: str, repeats: int = 2) -> None:
     for k in range(repeats):
-        folder = root / script.stem / "v" / f"r{k}"
+        folder = root / "h200" / script.stem / "v" / f"r{k}"
         folder.mkdir(parents=True)
         meta = {
             "example": script.stem,
@@ -337,8 +340,9 @@ def test_recorder_end_to_end_on_the_cpu(tmp_path, monkeypatch):
     variants = {v.name: v for v in record.iter_variants(root)}
     assert sorted(variants) == ["cold", "warm_a", "warm_b"]
     for v in variants.values():
-        assert [r.repeat for r in v.repeats] == [0, 1]
+        assert [r.repeat for r in v.repeats] == [0, 1] and v.gpu == CPU
         for r in v.repeats:
+            assert r.trace_path.parent == root / CPU / "09_tiny" / v.name / f"r{r.repeat}"
             assert r.meta["code_hash"] == record.code_hash(script, "profile_tiny", r.params)
             assert r.env["gpu"] == "CPU only" and r.trace_path.stat().st_size > 0
             # A harness's results.json lands in meta.json under "results".
@@ -381,7 +385,7 @@ def test_processes_share_one_queue_over_several_lanes(tmp_path, monkeypatch):
         sum("on GPU 0" in line for line in lines) + sum("on GPU 1" in line for line in lines) == 8
     )
     found = {(r.example, r.variant, r.repeat) for r in record.iter_recordings(root)}
-    assert len(found) == 12 and not list(root.glob(".staging-*"))
+    assert len(found) == 12 and not list(root.glob("*/.staging-*"))
     assert record.check_examples(tmp_path, root=root) == []
     walls = recorder.past_walls_s(root)
     assert recorder.estimate_s("09_tiny", [("cold", 0)], walls) < recorder.estimate_s(
@@ -431,20 +435,37 @@ def test_failed_recording_keeps_the_old_one(tmp_path, monkeypatch):
     )
     root = tmp_path / "recordings"
     write_plan(root, **TINY_PLAN)
-    (root / "09_tiny" / "old").mkdir(parents=True)
+    (root / CPU / "09_tiny" / "old").mkdir(parents=True)
     with pytest.raises(record.RecordingError, match="boom"):
         recorder.record_example(script, repeats=1, root=root)
-    assert (root / "09_tiny" / "old").is_dir()
+    assert (root / CPU / "09_tiny" / "old").is_dir()
+
+
+def test_a_recording_goes_into_the_folder_of_the_gpu_it_ran_on(tmp_path, monkeypatch):
+    """Told to record for another GPU than the one each repeat stamps, the recorder fails
+    and leaves that GPU's folder as it was."""
+    pytest.importorskip("torch")
+    monkeypatch.setenv("KINETO_LOG_LEVEL", "6")
+    script = write(tmp_path, TINY, name="09_tiny.py")
+    root = tmp_path / "recordings"
+    write_plan(root, **TINY_PLAN)
+    assert recorder.recording_gpu() == CPU  # no GPU in these tests
+    took = recorder.record_examples([script], repeats=1, root=root, gpu="h200",
+                                    only={"09_tiny": ["cold"]})  # fmt: skip
+    error = took["09_tiny"]
+    assert isinstance(error, record.RecordingError)
+    assert "ran on 'CPU only', not on the GPU its recordings go to (h200)" in str(error)
+    assert list(record.iter_recordings(root)) == [] and not list(root.glob("*/.staging-*"))
 
 
 def test_iter_recordings_reads_the_folder_it_is_given(tmp_path):
-    src = record.recordings_root() / "01_matmul_add" / "64_bf16"
-    shutil.copytree(src, tmp_path / "99_other" / "only")
+    src = record.recordings_root() / "h200" / "01_matmul_add" / "64_bf16"
+    shutil.copytree(src, tmp_path / "h200" / "99_other" / "only")
     found = list(record.iter_recordings(tmp_path))
-    assert [(f.example, f.variant, f.repeat) for f in found] == [
-        ("99_other", "only", k) for k in range(len(found))
+    assert [(f.gpu, f.example, f.variant, f.repeat) for f in found] == [
+        ("h200", "99_other", "only", k) for k in range(len(found))
     ]
-    assert found[0].trace_path.parent == tmp_path / "99_other" / "only" / "r0"
+    assert found[0].trace_path.parent == tmp_path / "h200" / "99_other" / "only" / "r0"
 
 
 def test_trim_keeps_the_named_steps_and_what_they_launched():
@@ -558,7 +579,7 @@ def test_trim_regions_keeps_the_named_regions_cpu_side_and_what_it_launched(tmp_
     script = tmp_path / "99_other.py"
     script.write_text("VARIANTS = {'v': (print, {})}\n", encoding="utf-8")
     write_plan(tmp_path / "rec", **{"99_other": {"keep_regions": {"v": ["optimizer"]}}})
-    folder = tmp_path / "rec" / "99_other" / "v" / "r0"
+    folder = tmp_path / "rec" / "h200" / "99_other" / "v" / "r0"
     folder.mkdir(parents=True)
     full = {"traceEvents": [ev("user_annotation", "optimizer", 0, 10), ev("cpu_op", "x", 20)]}
     (folder / "trace.json.gz").write_bytes(gzip.compress(json.dumps(full).encode()))
@@ -597,8 +618,10 @@ def test_stale_only_and_shards_record_just_their_part_and_merge(tmp_path, monkey
     before = {
         r.variant: r.env["recorded_at"] for r in record.iter_recordings(root) if r.repeat == 0
     }
-    assert recorder.stale_variants(script, root, repeats=2) == []
-    assert recorder.stale_variants(script, root, repeats=3) == ["warm_a", "warm_b", "cold"]
+    assert recorder.stale_variants(script, root, repeats=2, gpu=CPU) == []
+    assert recorder.stale_variants(script, root, repeats=3, gpu=CPU) == ["warm_a", "warm_b", "cold"]
+    # Another GPU's recordings are its own: none of them is recorded there.
+    assert recorder.stale_variants(script, root, repeats=2) == ["warm_a", "warm_b", "cold"]
     write(
         tmp_path,
         TINY.replace(
@@ -606,14 +629,14 @@ def test_stale_only_and_shards_record_just_their_part_and_merge(tmp_path, monkey
         ),
         name="09_tiny.py",
     )
-    assert recorder.stale_variants(script, root, repeats=2) == ["warm_b"]
+    assert recorder.stale_variants(script, root, repeats=2, gpu=CPU) == ["warm_b"]
     took = recorder.record_examples([script], repeats=2, root=root, only={"09_tiny": ["warm_b"]})
     assert took["09_tiny"]["processes"] == 2 and took["09_tiny"]["variants"] == 1
-    assert recorder.stale_variants(script, root, repeats=2) == []
+    assert recorder.stale_variants(script, root, repeats=2, gpu=CPU) == []
     after = {r.variant: r for r in record.iter_recordings(root) if r.repeat == 0}
     assert after["warm_b"].params == {"size": 5}
     assert after["warm_a"].env["recorded_at"] == before["warm_a"]  # untouched
-    assert not list(root.glob(".staging-*"))
+    assert not list(root.glob("*/.staging-*"))
     # Shards: each records its part into a copy of the recordings; copied together, they
     # hold every repeat of every variant once.
     merged = tmp_path / "merged"
@@ -627,14 +650,14 @@ def test_stale_only_and_shards_record_just_their_part_and_merge(tmp_path, monkey
     assert len(stamps) == 6 and record.check_examples(tmp_path, root=merged) == []
     # A full re-record begun at a time, resumed: only what was recorded before it is left.
     newest = max(stamps.values())
-    assert recorder.recorded_before(script, "2000-01-01T00:00", merged, repeats=2) == []
+    assert recorder.recorded_before(script, "2000-01-01T00:00", merged, repeats=2, gpu=CPU) == []
     later = "2999-01-01T00:00"
-    assert recorder.recorded_before(script, later, merged, repeats=2) == [
+    assert recorder.recorded_before(script, later, merged, repeats=2, gpu=CPU) == [
         "warm_a",
         "warm_b",
         "cold",
     ]
-    assert recorder.recorded_before(script, newest, merged, repeats=3) == [
+    assert recorder.recorded_before(script, newest, merged, repeats=3, gpu=CPU) == [
         "warm_a",
         "warm_b",
         "cold",
@@ -653,11 +676,12 @@ def test_a_time_budget_takes_the_variants_that_fit_in_order():
 
 def test_the_readme_quotes_the_recording_plan_of_the_current_recordings():
     """The README's recording times come from the recordings' stamps, not typed by hand:
-    after a re-record, `python scripts/record.py --plan --readme` brings it up to date."""
+    after a re-record, `python scripts/record.py --plan --readme` brings it up to date.
+    It quotes the plan on the H200 (the default without a GPU), whatever GPU runs this."""
     pytest.importorskip("torch")
     root = Path(__file__).resolve().parents[2]
     done = subprocess.run(
-        [sys.executable, str(root / "scripts" / "record.py"), "--plan"],
+        [sys.executable, str(root / "scripts" / "record.py"), "--plan", "--gpu", "h200"],
         capture_output=True,
         text=True,
         timeout=300,
@@ -690,8 +714,8 @@ def _sessions_tree(tmp_path: Path) -> Path:
     """A copy of 05_llm_decode's final loop, its current repeats and one earlier session
     made of copies of them, stamped a day earlier (``sessions/2026-11-29T10-00/``)."""
     root = tmp_path / "recordings"
-    variant = root / "05_llm_decode" / "loop_untuned_8b"
-    src = record.recordings_root() / "05_llm_decode" / "loop_untuned_8b"
+    variant = root / "h200" / "05_llm_decode" / "loop_untuned_8b"
+    src = record.recordings_root() / "h200" / "05_llm_decode" / "loop_untuned_8b"
     for k in range(3):
         shutil.copytree(src / f"r{k}", variant / f"r{k}")
         earlier = variant / "sessions" / "2026-11-29T10-00" / f"r{k}"
@@ -717,14 +741,16 @@ def test_earlier_sessions_are_read_beside_the_current_repeats_and_checked(tmp_pa
     assert session.name == "2026-11-29T10-00" and session.code_changed is None
     assert [r.repeat for r in session.repeats] == [0, 1, 2]
     assert all(r.session == session.name and r.variant == variant.name for r in session.repeats)
-    assert "/sessions/2026-11-29T10-00/r0.json.gz" in session.repeats[0].trace_url()
+    assert session.repeats[0].trace_url() == (
+        "../traces/h200/05_llm_decode/loop_untuned_8b/sessions/2026-11-29T10-00/r0.json.gz"
+    )
     assert all(r.session is None for r in variant.repeats)
     assert len(list(record.iter_recordings(root))) == 3
     assert len(list(record.iter_recordings(root, sessions=True))) == 6
     examples = ROOT / "examples"
     assert record.check_examples(examples, root) == []
     # Recorded with other code: flagged, unless session.json says how it differs from now.
-    folder = root / "05_llm_decode" / "loop_untuned_8b" / "sessions" / session.name
+    folder = root / "h200" / "05_llm_decode" / "loop_untuned_8b" / "sessions" / session.name
     _edit_meta(folder / "r1", code_hash="0123456789abcdef")
     (problem,) = record.check_examples(examples, root)
     assert "session 2026-11-29T10-00 was recorded with other code" in problem
@@ -762,7 +788,7 @@ def test_earlier_sessions_are_read_beside_the_current_repeats_and_checked(tmp_pa
 
 def test_retrim_trims_earlier_sessions_to_the_steps_the_plan_keeps(tmp_path):
     root = _sessions_tree(tmp_path)
-    variant = root / "05_llm_decode" / "loop_untuned_8b"
+    variant = root / "h200" / "05_llm_decode" / "loop_untuned_8b"
     session = variant / "sessions" / "2026-11-29T10-00"  # as recorded: keep_steps [1, 2, 3]
     before = {p: p.read_bytes() for p in variant.glob("r*/*")}
     plan = {
@@ -803,13 +829,13 @@ def test_recording_again_keeps_the_last_session_the_plan_keeps(tmp_path, monkeyp
         assert not isinstance(took["09_tiny"], record.RecordingError)
 
     record_it()
-    first = record.load("09_tiny", "warm_a", root).repeats[0].env["recorded_at"]
+    first = record.load("09_tiny", "warm_a", root, CPU).repeats[0].env["recorded_at"]
     record_it()  # the whole example again: warm_a's last session stays, beside the new one
     record_it()  # and again: both earlier sessions outlive the folder's replacement
-    warm_a = record.load("09_tiny", "warm_a", root)
+    warm_a = record.load("09_tiny", "warm_a", root, CPU)
     assert len(warm_a.sessions) == 2 and warm_a.sessions[0].repeats[0].env["recorded_at"] == first
     assert warm_a.sessions[0].name.startswith(first[:16].replace(":", "-"))
-    assert record.load("09_tiny", "warm_b", root).sessions == []  # not in keep_sessions
+    assert record.load("09_tiny", "warm_b", root, CPU).sessions == []  # not in keep_sessions
     assert sum("last session kept in sessions/" in line for line in lines) == 2
     assert record.check_examples(tmp_path, root=root) == []
     # Other code: its last session is not kept, and the earlier ones are flagged.
@@ -820,6 +846,6 @@ def test_recording_again_keeps_the_last_session_the_plan_keeps(tmp_path, monkeyp
     )
     record_it(only={"09_tiny": ["warm_a"]})
     assert any("its last session ran other code; not kept" in line for line in lines)
-    assert len(record.load("09_tiny", "warm_a", root).sessions) == 2
+    assert len(record.load("09_tiny", "warm_a", root, CPU).sessions) == 2
     problems = record.check_examples(tmp_path, root=root)
     assert len(problems) == 2 and all("was recorded with other code" in p for p in problems)

@@ -20,7 +20,7 @@ NEEDED = [
     "docs/_ext/site_hooks.py", "docs/_ext/site_downloads.py", "docs/_ext/tracesite/__init__.py",
     "docs/snippets/profile_your_model.py", "examples/01_matmul_add/01a_table_and_timeline.py",
     "src/tracereader/__init__.py", "src/tracereader/cli.py",
-    "docs/recordings/01_matmul_add/64_bf16/r0/trace.json.gz",
+    "docs/recordings/h200/01_matmul_add/64_bf16/r0/trace.json.gz",
 ]  # fmt: skip
 
 

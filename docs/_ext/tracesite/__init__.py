@@ -3,9 +3,9 @@
 It is not part of :mod:`tracereader` (the trace library readers install) and is
 never shipped to readers. It holds:
 
-* :mod:`.recordings`: the recorded repeats of every example variant, and the earlier
-  recording sessions the plan keeps, read back; staleness checks against the example's
-  current code;
+* :mod:`.recordings`: the recorded repeats of every example variant on each GPU, and the
+  earlier recording sessions the plan keeps, read back; staleness checks against the
+  example's current code;
 * :mod:`.recorder`: recording an example on a GPU (``scripts/record.py``);
 * :mod:`.gallery`: what an example page shows when the site is built;
 * :mod:`.notebook`: helpers and the ``%%repeats`` magic for the chapters;
@@ -19,11 +19,14 @@ from ._source import RecordingError, StaleRecordingError, code_hash, load_defini
 from .gallery import Replayed, all_recordings_html, replayer
 from .html import FigureHTML, Snippet, format_size, trace_links_html
 from .recordings import (
+    PRIMARY_GPU,
     RECORD_COMMAND,
     Recording,
     Session,
     Variant,
     check_examples,
+    gpu_slug,
+    gpus,
     iter_recordings,
     iter_variants,
     load,
@@ -33,6 +36,7 @@ from .recordings import (
 )
 
 __all__ = [
+    "PRIMARY_GPU",
     "RECORD_COMMAND",
     "FigureHTML",
     "Recording",
@@ -46,6 +50,8 @@ __all__ = [
     "check_examples",
     "code_hash",
     "format_size",
+    "gpu_slug",
+    "gpus",
     "iter_recordings",
     "iter_variants",
     "load",

@@ -4,7 +4,7 @@ Both work on the script's text with :mod:`ast`, never by importing it, so a
 recording's staleness can be checked on a machine without torch, and a
 profiling function can run in a fresh process without the page around it.
 
-An *example* is what the recordings are filed under (``docs/recordings/<example>/``):
+An *example* is what the recordings are filed under (``docs/recordings/<gpu>/<example>/``):
 a folder ``examples/NN_name/`` of story scripts (one experiment each, a sub-gallery
 of the site), or, in tests, one script ``NN_name.py``. Each script defines the
 variants it shows in a ``VARIANTS`` dict literal; :func:`variant_sources` reads which

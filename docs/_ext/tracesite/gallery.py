@@ -24,7 +24,7 @@ from ._source import (
     load_definitions,
 )
 from .html import Snippet, format_size, trace_links_html
-from .recordings import RECORD_COMMAND, Variant, iter_variants, load
+from .recordings import PRIMARY_GPU, RECORD_COMMAND, Variant, iter_variants, load
 
 __all__ = ["Pending", "Replayed", "all_recordings_html", "replayer"]
 
@@ -145,11 +145,12 @@ def replayer(
 
 
 def all_recordings_html(example_file: str | os.PathLike[str] | None = None) -> Snippet:
-    """A table of every variant this script shows: settings, repeats and their traces."""
+    """A table of every variant this script shows: settings, repeats and their traces
+    (on :data:`~tracesite.recordings.PRIMARY_GPU`, the GPU the page replays)."""
     source = Path(example_file) if example_file else _current()
     example, mine = example_name(source), load_definitions(source)["VARIANTS"]
     rows, total, count = [], 0, 0
-    for variant in iter_variants():
+    for variant in iter_variants(gpu=PRIMARY_GPU):
         if variant.example != example or variant.name not in mine:
             continue
         reps = variant.repeats

@@ -20,7 +20,7 @@ import statistics
 from pathlib import Path
 from typing import Any
 
-from .recordings import Recording, Session, Variant, load
+from .recordings import PRIMARY_GPU, Recording, Session, Variant, load
 
 __all__ = [
     "Fmt",
@@ -126,17 +126,18 @@ def recs(name: str) -> list[Recording]:
 
 def sessions(name: str, example: str | None = None) -> list[Session]:
     """The earlier recording sessions of ``name`` (of the page's example or of
-    ``example``), oldest first: what ``docs/recordings/<example>/<name>/sessions/`` holds."""
+    ``example``), oldest first: what ``docs/recordings/h200/<example>/<name>/sessions/`` holds."""
     return variant(name, example).sessions
 
 
-def stamp(example: str | None = None) -> str:
-    """Where and when every recording of the page's example (or ``example``) was made: one
-    GPU model, driver, torch and CUDA (asserted), and the span of their recording times."""
+def stamp(example: str | None = None, gpu: str = PRIMARY_GPU) -> str:
+    """Where and when every recording of the page's example (or ``example``) on ``gpu`` was
+    made: one GPU model, driver, torch and CUDA (asserted), and the span of their recording
+    times."""
     from .recordings import iter_recordings
 
     example = example or _state["example"]
-    found = [r for r in iter_recordings() if r.example == example]
+    found = [r for r in iter_recordings(gpu=gpu) if r.example == example]
     envs = {(r.env["gpu"], r.env["driver"], r.env["torch"], r.env["cuda"]) for r in found}
     assert len(envs) == 1, f"{example}'s recordings ran on several setups: {envs}"
     gpu, driver, torch, cuda = envs.pop()
@@ -337,14 +338,15 @@ def links(name: str) -> Any:
     )
 
 
-def reader_files(*examples: str) -> Path:
+def reader_files(*examples: str, gpu: str | None = PRIMARY_GPU) -> Path:
     """Let the page's visible cells load traces as a reader does, by their download names.
 
     Changes the working directory to a scratch folder holding, for every recording of
-    ``examples`` (default: the page's example), a link named
-    :attr:`Recording.download_name` (``64_bf16.json.gz``, ``64_bf16-r1.json.gz``) to its
-    trace, the name the page's download links save it under. A visible
-    ``tracereader.load("64_bf16.json.gz")`` then runs unchanged on a reader's download.
+    ``examples`` (default: the page's example) on ``gpu`` (``None``: on every GPU), a link
+    named :attr:`Recording.download_name` (``64_bf16.json.gz``, ``64_bf16-r1.json.gz``; on
+    another GPU, ``64_bf16-h100.json.gz``) to its trace, the name the page's download links
+    save it under. A visible ``tracereader.load("64_bf16.json.gz")`` then runs unchanged on
+    a reader's download.
     """
     import os
     import tempfile
@@ -353,7 +355,7 @@ def reader_files(*examples: str) -> Path:
 
     wanted = set(examples or (_state["example"],))
     folder = Path(tempfile.mkdtemp(prefix="tracesite-reader-"))
-    for r in iter_recordings():
+    for r in iter_recordings(gpu=gpu):
         if r.example in wanted:
             link = folder / r.download_name
             if link.exists():
@@ -369,7 +371,7 @@ def reader_files(*examples: str) -> Path:
 def _n_repeats() -> int:
     from .recordings import recordings_root
 
-    folder = recordings_root() / _state["example"]
+    folder = recordings_root() / PRIMARY_GPU / _state["example"]
     counts = [len(list(v.glob("r*/meta.json"))) for v in folder.iterdir() if v.is_dir()]
     return min(c for c in counts if c)
 

@@ -23,7 +23,9 @@ them into a staging folder (a ``results.json`` the harness wrote, its headline
 measurements, goes into ``meta.json`` under ``results``), and replaces the example's
 recordings only when every process succeeded. With several GPUs, the processes of all the
 examples being recorded share one queue, the longest first, one process per GPU at a
-time. ``scripts/record.py`` is the command.
+time. The recordings go into the folder of the GPU they ran on
+(``docs/recordings/<gpu>/<example>/``, :func:`tracesite.recordings.gpu_slug` of its name):
+every repeat's stamped GPU must be that one. ``scripts/record.py`` is the command.
 """
 
 from __future__ import annotations
@@ -53,11 +55,14 @@ from ._source import (
 )
 from .recordings import (
     META,
+    PRIMARY_GPU,
     RESULTS,
     SESSIONS,
     TABLE,
     TABLE_FIELDS,
     TRACE,
+    gpu_slug,
+    gpus,
     iter_recordings,
     plan_settings,
     recordings_root,
@@ -72,8 +77,10 @@ __all__ = [
     "plan",
     "record_example",
     "record_examples",
+    "recording_gpu",
     "shard_of",
     "stale_variants",
+    "wall_sources",
 ]
 
 DEFAULT_REPEATS = 3
@@ -120,6 +127,15 @@ def _driver_version() -> str:
         ).stdout.strip().splitlines()[0]  # fmt: skip
     except (OSError, subprocess.SubprocessError, IndexError):
         return "unknown"
+
+
+def recording_gpu() -> str:
+    """The slug of the GPU a recording made here would be stamped with
+    (:func:`tracesite.recordings.gpu_slug` of ``torch.cuda.get_device_name(0)``; ``cpu``
+    without one): the folder it goes into. Needs torch."""
+    import torch
+
+    return gpu_slug(torch.cuda.get_device_name(0) if torch.cuda.is_available() else "CPU only")
 
 
 def environment_stamp() -> dict[str, Any]:
@@ -280,15 +296,15 @@ def _keep_of(settings: dict[str, Any], variant: str) -> Keep:
     )
 
 
-def retrim(sources: list[Path], root: Path | None = None) -> dict[str, int]:
-    """Apply each example's current trimming settings to its recordings in place, without
-    a GPU (trimming only drops events, so a trimmed trace trims to itself), its variants'
-    earlier sessions included (``keep_sessions``); return the bytes each example's traces
-    take now."""
+def retrim(sources: list[Path], root: Path | None = None, gpu: str | None = None) -> dict[str, int]:
+    """Apply each example's current trimming settings to its recordings in place (of every
+    GPU, or of ``gpu`` alone), without a GPU (trimming only drops events, so a trimmed
+    trace trims to itself), its variants' earlier sessions included (``keep_sessions``);
+    return the bytes each example's traces take now."""
     out: dict[str, int] = {}
     for source in sources:
         settings = plan_settings(Path(source).stem, root)
-        for rec in iter_recordings(root, sessions=True):
+        for rec in iter_recordings(root, sessions=True, gpu=gpu):
             if rec.example != Path(source).stem:
                 continue
             keep = _keep_of(settings, rec.variant)
@@ -356,6 +372,7 @@ class _Example:
     processes: list[list[tuple[str, int]]]
     staging: Path
     settings: dict[str, Any]
+    gpu: str  # the slug of the GPU it is recorded on: where it goes, what each repeat stamps
     fresh_compile_cache: bool = False
     whole: bool = True  # every variant, every process: the run replaces the example's folder
     processes_run: int = 0
@@ -363,13 +380,33 @@ class _Example:
     busy_s: float = 0.0
 
 
-def past_walls_s(root: Path | None = None) -> dict[tuple[str, str], float]:
-    """The mean wall time each recorded variant's repeats stamped, by (example, variant)."""
-    walls: dict[tuple[str, str], list[float]] = {}
+def _walls_by_gpu(root: Path | None = None) -> dict[str, dict[tuple[str, str], float]]:
+    """Per GPU, the mean wall time each recorded variant's repeats stamped there."""
+    walls: dict[str, dict[tuple[str, str], list[float]]] = {}
     for rec in iter_recordings(root):
         if "wall_s" in rec.env:
-            walls.setdefault((rec.example, rec.variant), []).append(float(rec.env["wall_s"]))
-    return {key: sum(w) / len(w) for key, w in walls.items()}
+            key = (rec.example, rec.variant)
+            walls.setdefault(rec.gpu, {}).setdefault(key, []).append(float(rec.env["wall_s"]))
+    return {gpu: {key: sum(w) / len(w) for key, w in by.items()} for gpu, by in walls.items()}
+
+
+def wall_sources(root: Path | None = None, gpu: str = PRIMARY_GPU) -> dict[tuple[str, str], str]:
+    """Which GPU's stamps :func:`past_walls_s` takes each (example, variant)'s wall time
+    from, for ``gpu``: ``gpu`` where it recorded the variant, else the first other GPU that
+    did (:data:`tracesite.recordings.PRIMARY_GPU` first, then by name)."""
+    by_gpu = _walls_by_gpu(root)
+    order = [gpu] + [g for g in gpus(root) if g != gpu]
+    out: dict[tuple[str, str], str] = {}
+    for slug in reversed(order):  # the GPU asked for last, so that it wins
+        out.update(dict.fromkeys(by_gpu.get(slug, {}), slug))
+    return out
+
+
+def past_walls_s(root: Path | None = None, gpu: str = PRIMARY_GPU) -> dict[tuple[str, str], float]:
+    """The mean wall time each recorded variant's repeats stamped on ``gpu``, by (example,
+    variant); for a variant ``gpu`` has not recorded, another GPU's (:func:`wall_sources`)."""
+    by_gpu = _walls_by_gpu(root)
+    return {key: by_gpu[slug][key] for key, slug in wall_sources(root, gpu).items()}
 
 
 def estimate_s(
@@ -381,11 +418,12 @@ def estimate_s(
 
 
 def stale_variants(
-    source: Path, root: Path | None = None, repeats: int = DEFAULT_REPEATS
+    source: Path, root: Path | None = None, repeats: int = DEFAULT_REPEATS, gpu: str = PRIMARY_GPU
 ) -> list[str]:
-    """The variants of the example at ``source`` that need recording: those with fewer than
-    ``repeats`` repeats, and those whose recorded hash differs from the hash of their entry
-    function (and all it reaches) with the settings ``VARIANTS`` gives them now.
+    """The variants of the example at ``source`` that need recording on ``gpu``: those with
+    fewer than ``repeats`` repeats there, and those whose recorded hash differs from the
+    hash of their entry function (and all it reaches) with the settings ``VARIANTS`` gives
+    them now.
 
     Unlike :func:`tracesite.recordings.check_examples` (torch-free, run before every build,
     which hashes with the *recorded* settings), this executes the example's definitions,
@@ -397,7 +435,7 @@ def stale_variants(
     stale = []
     scripts = variant_sources(source)
     for name, (harness, params) in variants.items():
-        metas = _repeat_metas(root / source.stem / name)
+        metas = _repeat_metas(root / gpu / source.stem / name)
         want = code_hash(scripts[name], harness.__name__, params)
         if len(metas) < repeats or any(m.get("code_hash") != want for m in metas):
             stale.append(name)
@@ -405,11 +443,16 @@ def stale_variants(
 
 
 def recorded_before(
-    source: Path, before: str, root: Path | None = None, repeats: int = DEFAULT_REPEATS
+    source: Path,
+    before: str,
+    root: Path | None = None,
+    repeats: int = DEFAULT_REPEATS,
+    gpu: str = PRIMARY_GPU,
 ) -> list[str]:
-    """The variants of the example at ``source`` with a repeat recorded before ``before``
-    (an ISO 8601 time in UTC, ``2026-12-01T21:00``) or fewer than ``repeats`` repeats: what
-    a full re-record begun at ``before`` has still to do, however many runs it takes."""
+    """The variants of the example at ``source`` with a repeat recorded on ``gpu`` before
+    ``before`` (an ISO 8601 time in UTC, ``2026-12-01T21:00``) or fewer than ``repeats``
+    repeats there: what a full re-record begun at ``before`` has still to do, however many
+    runs it takes."""
     root = root or recordings_root()
     source = Path(source).resolve()
     variants = load_example(source)
@@ -417,7 +460,7 @@ def recorded_before(
     cutoff = cutoff if cutoff.tzinfo else cutoff.replace(tzinfo=_dt.timezone.utc)
     left = []
     for name in variants:
-        metas = _repeat_metas(root / source.stem / name)
+        metas = _repeat_metas(root / gpu / source.stem / name)
         times = [_dt.datetime.fromisoformat(m["env"]["recorded_at"]) for m in metas]
         if len(metas) < repeats or any(t < cutoff for t in times):
             left.append(name)
@@ -477,8 +520,15 @@ def record_examples(
     log: Any = print,
     only: dict[str, list[str]] | None = None,
     shard: tuple[int, int] | None = None,
+    gpu: str | None = None,
 ) -> dict[str, dict[str, Any] | RecordingError]:
     """Record every variant of each example; return, per example, what it took or why it failed.
+
+    The recordings go into ``root``'s folder of ``gpu`` (default: :func:`recording_gpu`, the
+    GPU here), a slug (:func:`tracesite.recordings.gpu_slug`): a repeat stamped with another
+    GPU fails its example (a host with GPUs of several kinds: record each kind apart, with
+    ``gpus`` naming its GPUs). Staleness, sessions and the estimates are of that GPU's
+    recordings (the estimates fall back on another GPU's stamps, :func:`past_walls_s`).
 
     The processes of all the examples run from one queue, the longest first (by
     :func:`estimate_s`), one at a time on each GPU in ``gpus`` (its id goes into the
@@ -498,9 +548,11 @@ def record_examples(
     merge by copying one over another.
     """
     root = root or recordings_root()
+    gpu = gpu or recording_gpu()
+    dest = root / gpu
     examples: dict[str, _Example] = {}
     todo: list[tuple[float, str, int]] = []
-    walls = past_walls_s(root)
+    walls = past_walls_s(root, gpu)
     for source in sources:
         source = Path(source).resolve()
         variants = load_example(source)
@@ -515,7 +567,7 @@ def record_examples(
             continue
         cold = tuple(c for c in settings["cold_variants"] if c in chosen)
         processes = plan({v: variants[v] for v in chosen}, cold, repeats)
-        staging = root / f".staging-{source.stem}"
+        staging = dest / f".staging-{source.stem}"
         shutil.rmtree(staging, ignore_errors=True)
         examples[source.stem] = _Example(
             source,
@@ -523,6 +575,7 @@ def record_examples(
             processes,
             staging,
             settings,
+            gpu,
             bool(settings["fresh_compile_cache"]),
             whole=len(chosen) == len(variants),
         )
@@ -547,8 +600,8 @@ def record_examples(
     here = str(Path(__file__).resolve().parent.parent)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [here, env.get("PYTHONPATH")]))
 
-    def worker(gpu: str | None) -> None:
-        child_env = env if gpu is None else dict(env, CUDA_VISIBLE_DEVICES=gpu)
+    def worker(lane: str | None) -> None:
+        child_env = env if lane is None else dict(env, CUDA_VISIBLE_DEVICES=lane)
         while True:
             with lock:
                 if not todo:
@@ -565,7 +618,7 @@ def record_examples(
                 if error is not None:
                     ex.error = ex.error or error
                     continue
-                where = "" if gpu is None else f" on GPU {gpu}"
+                where = "" if lane is None else f" on GPU {lane}"
                 log(
                     f"  {name} process {i + 1}/{len(ex.processes)}{where}: "
                     f"{', '.join(j[0] for j in jobs)} (r{jobs[0][1]})",
@@ -573,7 +626,7 @@ def record_examples(
                 )
 
     lanes: list[str | None] = list(gpus) if gpus else [None]
-    threads = [threading.Thread(target=worker, args=(gpu,)) for gpu in lanes]
+    threads = [threading.Thread(target=worker, args=(lane,)) for lane in lanes]
     start = time.perf_counter()
     for thread in threads:
         thread.start()
@@ -586,7 +639,7 @@ def record_examples(
             shutil.rmtree(ex.staging, ignore_errors=True)
             took[name] = ex.error
             continue
-        target = root / name
+        target = dest / name
         recorded = sorted({p.parent.parent.name for p in ex.staging.glob(f"*/r*/{META}")})
         for variant in recorded:
             _keep_session(target / variant, ex.staging / variant, ex.settings, repeats, log)
@@ -636,7 +689,9 @@ def _keep_session(
     metas = {k: json.loads((p / META).read_text(encoding="utf-8")) for k, p in before.items()}
     hashes = {m.get("code_hash") for m in metas.values()} | {m["code_hash"] for m in after}
     if len(hashes) != 1:
-        log(f"  {old.parent.name}/{old.name}: its last session ran other code; not kept")
+        log(
+            f"  {old.parent.parent.name}/{old.parent.name}/{old.name}: its last session ran other code; not kept"
+        )
         return None
     first = min(str(m["env"]["recorded_at"]) for m in metas.values())
     dest = old / SESSIONS / session_name(first)
@@ -646,7 +701,9 @@ def _keep_session(
     for k, rep in sorted(before.items()):
         rep.rename(dest / rep.name)
         _retrim_repeat(dest / rep.name, _session_keep(settings, old.name, metas[k]))
-    log(f"  {old.parent.name}/{old.name}: last session kept in {SESSIONS}/{dest.name}")
+    log(
+        f"  {old.parent.parent.name}/{old.parent.name}/{old.name}: last session kept in {SESSIONS}/{dest.name}"
+    )
     return dest
 
 
@@ -692,6 +749,7 @@ def _run_process(
                 jobs,
                 _keep_of(ex.settings, name),
                 ex.fresh_compile_cache,
+                ex.gpu,
             )
     except RecordingError as exc:
         return exc
@@ -699,12 +757,17 @@ def _run_process(
 
 
 def record_example(
-    source: Path, repeats: int = DEFAULT_REPEATS, root: Path | None = None, limit_s: float = 540
+    source: Path,
+    repeats: int = DEFAULT_REPEATS,
+    root: Path | None = None,
+    limit_s: float = 540,
+    gpu: str | None = None,
 ) -> dict[str, Any]:
-    """Record every variant of the example at ``source``, one process at a time; return
-    what it took. Raises :class:`RecordingError` (and leaves the old recordings in place)
-    when any process fails or runs past ``limit_s``."""
-    took = record_examples([Path(source)], repeats, root, None, limit_s)
+    """Record every variant of the example at ``source``, one process at a time, into the
+    folder of ``gpu`` (default: the GPU here); return what it took. Raises
+    :class:`RecordingError` (and leaves the old recordings in place) when any process
+    fails or runs past ``limit_s``."""
+    took = record_examples([Path(source)], repeats, root, None, limit_s, gpu=gpu)
     result = took[Path(source).stem]
     if isinstance(result, RecordingError):
         raise result
@@ -722,13 +785,20 @@ def _finish(
     jobs: list[tuple[str, int]],
     keep: Keep = (None, None, None),
     fresh_compile_cache: bool = False,
+    gpu: str | None = None,
 ) -> None:
-    """Stamp, hash and gzip one repeat's output folder in place."""
+    """Stamp, hash and gzip one repeat's output folder in place; it must have run on
+    ``gpu`` (a slug; ``None``: any)."""
     harness, params = entry
     exported = out / "trace.json"
     if not exported.exists():
         raise RecordingError(f"{harness.__name__} wrote no trace.json for {example}/{name}")
     env = json.loads((out / "env.json").read_text(encoding="utf-8"))
+    if gpu is not None and gpu_slug(str(env.get("gpu", ""))) != gpu:
+        raise RecordingError(
+            f"recording {example}/{name} r{k} ran on {env.get('gpu')!r}, not on the GPU its "
+            f"recordings go to ({gpu}): record each kind of GPU apart"
+        )
     meta = {
         "example": example,
         "variant": name,

@@ -2,11 +2,12 @@
 
 A *variant* is one experiment of an example (``01_matmul_add`` / ``64_bf16``): a
 harness function of the example and its settings, both listed in the example's
-``VARIANTS``. Each variant is recorded as several independent *repeats*, each in
+``VARIANTS``. Each variant is recorded on a *GPU* (a short slug of its name,
+:func:`gpu_slug`: ``h200``, ``h100``) as several independent *repeats*, each in
 a process of its own; a repeat's folder holds the gzipped trace, the profiler's
 own ``key_averages()`` table and ``meta.json``::
 
-    docs/recordings/<example>/<variant>/r<k>/{trace.json.gz, table.txt, meta.json}
+    docs/recordings/<gpu>/<example>/<variant>/r<k>/{trace.json.gz, table.txt, meta.json}
 
 and ``timings.json`` where the harness also timed its calls without the profiler.
 Those are the variant's current *session*: the repeats one recording run made. Where the
@@ -14,7 +15,7 @@ plan keeps a variant's earlier sessions (``keep_sessions``), each lies beside th
 by the UTC date-time its first repeat was recorded, its repeats as they were recorded
 (trimmed as the plan says)::
 
-    docs/recordings/<example>/<variant>/sessions/<2026-11-30T12-18>/r<k>/...
+    docs/recordings/<gpu>/<example>/<variant>/sessions/<2026-11-30T12-18>/r<k>/...
 
 (:attr:`Variant.sessions`). An earlier session counts only when it ran the current
 code: every repeat's hash the current repeats' hash. One recorded with other code is
@@ -22,7 +23,9 @@ kept only with a ``session.json`` beside its repeats that says how that code dif
 from the current (:class:`Session`); :func:`check_examples` flags any other.
 How each example is recorded (which variants need a process of their own, an empty
 compile cache, what of a trace to keep) is the recordings' own plan,
-``docs/recordings/plan.json`` (:func:`plan_settings`), not the examples' business.
+``docs/recordings/plan.json`` (:func:`plan_settings`), not the examples' business; it is
+the same on every GPU. The pages read the recordings of one GPU, :data:`PRIMARY_GPU`,
+unless told otherwise; :func:`check_examples` checks every GPU's.
 
 ``meta.json`` names the example, variant and repeat, the harness and its
 settings, the hash of the code that produced it (:mod:`tracesite._source`), the
@@ -36,6 +39,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -46,11 +50,14 @@ from . import profiler_table
 from ._source import RecordingError, code_hash, find_examples, variant_sources
 
 __all__ = [
+    "PRIMARY_GPU",
     "RECORD_COMMAND",
     "Recording",
     "Session",
     "Variant",
     "check_examples",
+    "gpu_slug",
+    "gpus",
     "iter_recordings",
     "iter_variants",
     "load",
@@ -61,6 +68,36 @@ __all__ = [
 
 #: The command that re-records; named in every staleness error.
 RECORD_COMMAND = "python scripts/record.py (on a machine with a CUDA GPU)"
+
+#: The GPU whose recordings the pages read unless told otherwise.
+PRIMARY_GPU = "h200"
+#: The slug of each GPU name (``torch.cuda.get_device_name()``) the recordings know by name.
+GPU_SLUGS = {
+    "NVIDIA H200": "h200",
+    "NVIDIA H100 80GB HBM3": "h100",
+    "NVIDIA H100": "h100",
+    "NVIDIA H100 PCIe": "h100",
+    "NVIDIA H100 NVL": "h100",
+    # what the recorder stamps where it runs without one (its tests)
+    "CPU only": "cpu",
+}
+
+
+def gpu_slug(device_name: str) -> str:
+    """The folder a GPU's recordings are filed under, from its name as
+    ``torch.cuda.get_device_name()`` gives it: ``"NVIDIA H200"`` -> ``"h200"``,
+    ``"NVIDIA H100 80GB HBM3"`` -> ``"h100"`` (:data:`GPU_SLUGS`); any other name in
+    lowercase letters, digits and dashes, without its vendor
+    (``"NVIDIA A100-SXM4-80GB"`` -> ``"a100-sxm4-80gb"``)."""
+    name = " ".join(device_name.split())
+    if name in GPU_SLUGS:
+        return GPU_SLUGS[name]
+    name = re.sub(r"^nvidia\s+", "", name.lower())
+    slug = re.sub(r"[^a-z0-9]+", "-", name).strip("-")
+    if not slug:
+        raise RecordingError(f"no folder name can be made of the GPU name {device_name!r}")
+    return slug
+
 
 #: The columns :meth:`Recording.table_view` keeps by default.
 TABLE_COLUMNS = ("Self CPU", "CPU total", "Self CUDA", "CUDA total", "# of Calls")
@@ -113,9 +150,17 @@ def plan_settings(example: str, root: Path | None = None) -> dict[str, Any]:
 
 def recordings_root() -> Path:
     """The folder holding every recording (``docs/recordings``; ``TRACESITE_RECORDINGS``
-    overrides it)."""
+    overrides it): the plan, and a folder per GPU."""
     override = os.environ.get("TRACESITE_RECORDINGS")
     return Path(override) if override else Path(__file__).resolve().parents[2] / "recordings"
+
+
+def gpus(root: Path | None = None) -> list[str]:
+    """The GPUs with a folder of recordings under ``root``: :data:`PRIMARY_GPU` first,
+    then the others by name."""
+    root = root or recordings_root()
+    found = [p.name for p in root.glob("*") if p.is_dir() and not p.name.startswith(".")]
+    return sorted(found, key=lambda g: (g != PRIMARY_GPU, g))
 
 
 @dataclass
@@ -131,6 +176,8 @@ class Recording:
     stale: bool = False
     #: The earlier session it belongs to (:class:`Session`); ``None``: the current one.
     session: str | None = None
+    #: The GPU it was recorded on (its folder's slug, :func:`gpu_slug`).
+    gpu: str = PRIMARY_GPU
     _trace: Any = field(default=None, repr=False)
 
     @property
@@ -176,15 +223,21 @@ class Recording:
     @property
     def download_name(self) -> str:
         """The file name a reader's download gets: ``<variant>.json.gz`` for the first
-        repeat, ``<variant>-r<k>.json.gz`` for the others (what visible cells load)."""
-        name = self.variant if self.session is None else f"{self.variant}-{self.session}"
+        repeat, ``<variant>-r<k>.json.gz`` for the others (what visible cells load); a
+        recording of another GPU than :data:`PRIMARY_GPU` has its slug after the variant
+        (``64_bf16-h100.json.gz``, ``64_bf16-h100-r1.json.gz``)."""
+        name = self.variant if self.gpu == PRIMARY_GPU else f"{self.variant}-{self.gpu}"
+        name = name if self.session is None else f"{name}-{self.session}"
         return f"{name}.json.gz" if self.repeat == 0 else f"{name}-r{self.repeat}.json.gz"
 
     def trace_url(self, root: str = "../") -> str:
-        """Where the built site serves this trace, from a page ``root`` below the top
-        (the site serves the current sessions' traces only)."""
+        """Where the built site serves this trace, from a page ``root`` below the top:
+        ``traces/<gpu>/<example>/<variant>/r<k>.json.gz`` (the site serves the current
+        sessions' traces only)."""
         within = "" if self.session is None else f"{SESSIONS}/{self.session}/"
-        return f"{root}traces/{self.example}/{self.variant}/{within}r{self.repeat}.json.gz"
+        return (
+            f"{root}traces/{self.gpu}/{self.example}/{self.variant}/{within}r{self.repeat}.json.gz"
+        )
 
     def stamp_line(self) -> str:
         """One line: GPU, driver, torch, CUDA, date, and which repeat this is."""
@@ -210,7 +263,8 @@ class Recording:
         path = self.trace_path.parent / TABLE_FIELDS
         if not path.exists():
             raise RecordingError(
-                f"{self.example}/{self.variant} repeat {self.repeat + 1} has no {TABLE_FIELDS} "
+                f"{self.gpu}/{self.example}/{self.variant} repeat {self.repeat + 1} has no "
+                f"{TABLE_FIELDS} "
                 f"(recorded before the recorder stored the table's fields); re-record it with "
                 f"{RECORD_COMMAND}"
             )
@@ -245,6 +299,7 @@ class Session:
     name: str
     repeats: list[Recording]
     note: dict[str, Any] = field(default_factory=dict)
+    gpu: str = PRIMARY_GPU
 
     @property
     def code_changed(self) -> str | None:
@@ -261,6 +316,8 @@ class Variant:
     name: str
     repeats: list[Recording]
     sessions: list[Session] = field(default_factory=list)
+    #: The GPU it was recorded on (its folder's slug, :func:`gpu_slug`).
+    gpu: str = PRIMARY_GPU
 
     @property
     def rep(self) -> Recording:
@@ -275,7 +332,7 @@ def session_name(recorded_at: str) -> str:
 
 
 def _load_repeats(
-    folder: Path, example: str, variant: str, session: str | None = None
+    folder: Path, example: str, variant: str, session: str | None = None, gpu: str = PRIMARY_GPU
 ) -> list[Recording]:
     """The repeats ``r<k>/`` in ``folder``, in repeat order."""
     out = []
@@ -285,15 +342,19 @@ def _load_repeats(
         table = (rep / TABLE).read_text(encoding="utf-8")
         # The folders name the recording; meta.json says the same for a file read on its own.
         out.append(
-            Recording(example, variant, int(rep.name[1:]), table, meta, rep / TRACE, False, session)
+            Recording(
+                example, variant, int(rep.name[1:]), table, meta, rep / TRACE, False, session, gpu
+            )
         )
     return out
 
 
-def load_sessions(example: str, variant: str, root: Path | None = None) -> list[Session]:
-    """The earlier recording sessions of ``example``/``variant``, oldest first (none: an
-    empty list), without checking their code hashes (:func:`check_examples` does)."""
-    folder = (root or recordings_root()) / example / variant / SESSIONS
+def load_sessions(
+    example: str, variant: str, root: Path | None = None, gpu: str = PRIMARY_GPU
+) -> list[Session]:
+    """The earlier recording sessions of ``example``/``variant`` on ``gpu``, oldest first
+    (none: an empty list), without checking their code hashes (:func:`check_examples` does)."""
+    folder = (root or recordings_root()) / gpu / example / variant / SESSIONS
     out = []
     for sub in sorted(p for p in folder.glob("*") if p.is_dir()):
         note_path = sub / SESSION_NOTE
@@ -301,42 +362,46 @@ def load_sessions(example: str, variant: str, root: Path | None = None) -> list[
             note = json.loads(note_path.read_text(encoding="utf-8")) if note_path.exists() else {}
         except ValueError as exc:
             raise RecordingError(f"{note_path}: not valid JSON ({exc})") from None
-        out.append(
-            Session(
-                example, variant, sub.name, _load_repeats(sub, example, variant, sub.name), note
-            )
-        )
+        reps = _load_repeats(sub, example, variant, sub.name, gpu)
+        out.append(Session(example, variant, sub.name, reps, note, gpu))
     return out
 
 
-def load(example: str, variant: str, root: Path | None = None) -> Variant:
-    """Every repeat of ``example``/``variant`` and its earlier sessions, without checking
-    the code hash.
+def load(example: str, variant: str, root: Path | None = None, gpu: str = PRIMARY_GPU) -> Variant:
+    """Every repeat of ``example``/``variant`` recorded on ``gpu`` (a slug,
+    :func:`gpu_slug`) and its earlier sessions, without checking the code hash.
 
     :func:`check_examples`, run before every docs build, is what guards the
     pages against stale recordings.
     """
-    folder = (root or recordings_root()) / example / variant
-    reps = _load_repeats(folder, example, variant)
+    folder = (root or recordings_root()) / gpu / example / variant
+    reps = _load_repeats(folder, example, variant, None, gpu)
     if not reps:
         raise RecordingError(
-            f"no recording {example}/{variant} in {folder.parent}; record it with {RECORD_COMMAND}"
+            f"no recording {gpu}/{example}/{variant} in {folder.parent.parent}; record it "
+            f"with {RECORD_COMMAND}"
         )
-    return Variant(example, variant, reps, load_sessions(example, variant, root))
+    return Variant(example, variant, reps, load_sessions(example, variant, root, gpu), gpu)
 
 
-def iter_variants(root: Path | None = None) -> Iterator[Variant]:
-    """Every recorded variant under ``root`` (default: :func:`recordings_root`)."""
+def iter_variants(root: Path | None = None, gpu: str | None = None) -> Iterator[Variant]:
+    """Every recorded variant under ``root`` (default: :func:`recordings_root`), of every
+    GPU (:data:`PRIMARY_GPU`'s first, :func:`gpus`) or of ``gpu`` alone."""
     root = root or recordings_root()
-    for folder in sorted(p for p in root.glob("*/*") if p.is_dir() and not p.name.startswith(".")):
-        if any(folder.glob("r*/" + META)):
-            yield load(folder.parent.name, folder.name, root)
+    for slug in gpus(root) if gpu is None else [gpu]:
+        folders = (root / slug).glob("*/*")
+        for folder in sorted(p for p in folders if p.is_dir() and not p.name.startswith(".")):
+            if not folder.parent.name.startswith(".") and any(folder.glob("r*/" + META)):
+                yield load(folder.parent.name, folder.name, root, slug)
 
 
-def iter_recordings(root: Path | None = None, sessions: bool = False) -> Iterator[Recording]:
-    """Every current repeat of every variant under ``root``; with ``sessions``, every
-    repeat of their earlier sessions too."""
-    for variant in iter_variants(root):
+def iter_recordings(
+    root: Path | None = None, sessions: bool = False, gpu: str | None = None
+) -> Iterator[Recording]:
+    """Every current repeat of every variant under ``root``, of every GPU or of ``gpu``
+    alone (:func:`iter_variants`); with ``sessions``, every repeat of their earlier
+    sessions too."""
+    for variant in iter_variants(root, gpu):
         yield from variant.repeats
         if sessions:
             for session in variant.sessions:
@@ -352,7 +417,7 @@ def _session_problems(variant: Variant) -> list[str]:
     current = {str(r.meta.get("code_hash")) for r in variant.repeats}
     now_at = {str(r.env.get("recorded_at")) for r in variant.repeats}
     for s in variant.sessions:
-        where = f"recording {variant.example}/{variant.name} session {s.name}"
+        where = f"recording {_where(variant)} session {s.name}"
         if not s.repeats:
             problems.append(f"{where}: no repeats in it")
             continue
@@ -380,25 +445,40 @@ def _session_problems(variant: Variant) -> list[str]:
     return problems
 
 
+def _where(variant: Variant) -> str:
+    """A variant as messages name it: ``h200/01_matmul_add/64_bf16``."""
+    return f"{variant.gpu}/{variant.example}/{variant.name}"
+
+
 def check_examples(examples_dir: str | os.PathLike[str], root: Path | None = None) -> list[str]:
-    """One message per stale or orphaned variant (an empty list: all fresh).
+    """One message per stale or orphaned variant of every GPU (an empty list: all fresh),
+    each naming its GPU (``recording h100/01_matmul_add/64_bf16 is stale: ...``).
 
     A variant is stale when the hash stored with any repeat differs from
     :func:`code_hash` of its example's current source and settings, and orphaned
     when its example is gone. Its earlier sessions must have been recorded with the
-    current repeats' hash, or say how their code differs (:class:`Session`).
+    current repeats' hash, or say how their code differs (:class:`Session`). A folder of
+    recordings outside a GPU's (``docs/recordings/<example>/<variant>/r<k>/``, the layout
+    before recordings were filed by GPU) is flagged too: no page would read it.
     """
     problems = []
     sources: dict[str, dict[str, Path] | None] = {}
-    for folder in sorted((root or recordings_root()).glob(f"*/*/{SESSIONS}")):
-        if not any(folder.parent.glob("r*/" + META)):
+    root = root or recordings_root()
+    for slug in gpus(root):
+        if any((root / slug).glob(f"*/r*/{META}")):
             problems.append(
-                f"recording {folder.parent.parent.name}/{folder.parent.name}: earlier sessions "
-                "but no current repeats"
+                f"recordings {slug}/: a variant's repeats lie directly under it; recordings "
+                f"are filed as <gpu>/<example>/<variant>/r<k>/ (move them under a GPU's folder)"
             )
+        for folder in sorted((root / slug).glob(f"*/*/{SESSIONS}")):
+            if not any(folder.parent.glob("r*/" + META)):
+                problems.append(
+                    f"recording {slug}/{folder.parent.parent.name}/{folder.parent.name}: "
+                    "earlier sessions but no current repeats"
+                )
     for variant in iter_variants(root):
         problems += _session_problems(variant)
-        where = f"recording {variant.example}/{variant.name}"
+        where = f"recording {_where(variant)}"
         if variant.example not in sources:
             folder = Path(examples_dir) / variant.example
             found = folder if folder.is_dir() else folder.with_suffix(".py")
@@ -449,14 +529,19 @@ def main(argv: list[str]) -> int:
     for line in problems:
         print(f"recordings: {line}", file=sys.stderr)
     if not problems:
-        n = sum(1 for _ in iter_recordings())
-        print(f"recordings: all {n} recordings are fresh")
+        counts: dict[str, int] = {}
+        for rec in iter_recordings():
+            counts[rec.gpu] = counts.get(rec.gpu, 0) + 1
+        each = ", ".join(f"{n} on {gpu}" for gpu, n in counts.items())
+        print(f"recordings: all {sum(counts.values())} recordings are fresh ({each})")
     return 1 if problems else 0
 
 
-def _unrecorded(examples: Path) -> list[str]:
+def _unrecorded(examples: Path, root: Path | None = None) -> list[str]:
     """One message per variant that ``VARIANTS`` names now but no full set of repeats
-    recorded with its current settings: new variants, and changed settings.
+    recorded with its current settings: new variants and changed settings on
+    :data:`PRIMARY_GPU` (the pages read its recordings), and changed settings of the
+    variants another GPU recorded (it need not record every variant).
 
     This executes the examples' definitions, so it needs torch; without it, it says
     so and checks nothing (the hash check above still runs)."""
@@ -468,14 +553,20 @@ def _unrecorded(examples: Path) -> list[str]:
         return []
     from .recorder import stale_variants  # executes the examples: only here
 
+    root = root or recordings_root()
     out = []
-    for source in find_examples(examples):
-        for name in stale_variants(source):
-            out.append(
-                f"recording {source.stem}/{name} is stale or missing (VARIANTS gives it "
-                f"settings no full set of repeats was recorded with); record it with "
-                f"python scripts/record.py {source.stem} --variants {name}"
-            )
+    for gpu in sorted({PRIMARY_GPU, *gpus(root)}, key=lambda g: (g != PRIMARY_GPU, g)):
+        for source in find_examples(examples):
+            names = stale_variants(source, root, gpu=gpu)
+            if gpu != PRIMARY_GPU:
+                names = [n for n in names if (root / gpu / source.stem / n).is_dir()]
+            for name in names:
+                on = "" if gpu == PRIMARY_GPU else f" on {gpu}"
+                out.append(
+                    f"recording {gpu}/{source.stem}/{name} is stale or missing (VARIANTS gives "
+                    f"it settings no full set of repeats was recorded with); record it{on} "
+                    f"with python scripts/record.py {source.stem} --variants {name}"
+                )
     return out
 
 
