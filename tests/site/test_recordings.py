@@ -171,7 +171,7 @@ def test_recordings_stay_small():
 def test_editing_the_workload_makes_check_name_the_record_command(tmp_path):
     examples = tmp_path / "examples"
     shutil.copytree(ROOT / "examples", examples)
-    script = examples / "01_matmul_add" / "01a_table_and_timeline.py"
+    script = examples / "01_matmul_add" / "_01_common.py"  # where the stories' harnesses live
     text = script.read_text()
     assert "torch.add(torch.matmul(x, w), b)" in text
     script.write_text(text.replace("torch.add(torch.matmul(x, w), b)", "torch.matmul(x, w) + b"))
@@ -275,8 +275,10 @@ def test_check_command_names_stale_recordings_in_one_line_each(tmp_path):
     run = [sys.executable, "-m", "tracesite", "check", str(examples)]
     fresh = subprocess.run(run, capture_output=True, text=True, env=env)
     assert fresh.returncode == 0 and "are fresh" in fresh.stdout, fresh.stderr
-    script = examples / "01_matmul_add" / "01a_table_and_timeline.py"
-    script.write_text(script.read_text().replace("torch.add(torch.matmul(x, w), b)", "x @ w + b"))
+    script = examples / "01_matmul_add" / "_01_common.py"  # where the stories' harnesses live
+    text = script.read_text()
+    assert "torch.add(torch.matmul(x, w), b)" in text
+    script.write_text(text.replace("torch.add(torch.matmul(x, w), b)", "x @ w + b"))
     stale = subprocess.run(run, capture_output=True, text=True, env=env)
     lines = stale.stderr.strip().splitlines()
     assert stale.returncode == 1 and lines
