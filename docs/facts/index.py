@@ -21,7 +21,16 @@ def facts(f: Facts) -> None:
     dates = sorted(str(r.env.get("recorded_at", ""))[:10] for r in recs)
     when = dates[0] if dates[0] == dates[-1] else f"{dates[0]} to {dates[-1]}"
     examples = sorted({r.example for r in recs})
-    for key in ("gpu", "driver", "torch", "cuda", "python"):
+    by_gpu = Counter(str(r.env.get("gpu", "unknown")) for r in recs)
+    f.md(
+        "rec_gpu",
+        ", ".join(
+            f"{gpu} ({n} recordings of {len({r.example for r in recs if r.env.get('gpu') == gpu})}"
+            " examples)"
+            for gpu, n in by_gpu.most_common()
+        ),
+    )
+    for key in ("driver", "torch", "cuda", "python"):
         f.md(f"rec_{key}", values(key))
     f.md("rec_when", when)
     f.md(

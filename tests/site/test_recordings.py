@@ -149,7 +149,7 @@ def test_cold_variants_ran_alone_in_their_process():
             assert rec.meta["process"]["variants_in_it"] == [name]
 
 
-#: Bytes of gzipped traces each example may keep (R5). An eager training step of the
+#: Bytes of gzipped traces each example may keep on each GPU (R5). An eager training step of the
 #: 1.24 B model is about 26,000 events (0.5 MB gzipped), so 06 trims most of its
 #: variants to the regions its page reads (the plan's ``keep_regions``) and still needs the most.
 TRACE_BUDGET = {"05_llm_decode": 3_800_000, "06_train_step": 7_800_000}
@@ -157,12 +157,14 @@ TRACE_BUDGET_OTHER = 600_000
 
 
 def test_recordings_stay_small():
-    by_example: dict[str, int] = {}
+    """Each example's traces on each GPU stay within its budget."""
+    by_example: dict[tuple[str, str], int] = {}
     for r in record.iter_recordings(sessions=True):  # earlier sessions count too
-        by_example[r.example] = by_example.get(r.example, 0) + r.trace_bytes
+        key = (r.gpu, r.example)
+        by_example[key] = by_example.get(key, 0) + r.trace_bytes
     over = {
-        name: size
-        for name, size in by_example.items()
+        f"{gpu}/{name}": size
+        for (gpu, name), size in by_example.items()
         if size > TRACE_BUDGET.get(name, TRACE_BUDGET_OTHER)
     }
     assert not over, f"trim these examples' traces (plan.json's keep_steps, keep_regions): {over}"
