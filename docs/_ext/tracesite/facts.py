@@ -59,13 +59,22 @@ class ClaimError(AssertionError):
     """A sentence of a page that its recordings do not support."""
 
 
+#: While a survey runs (:func:`survey`), failed claims are listed here instead of raised.
+_failed: list[str] | None = None
+_current: Facts | None = None
+
+
 def claim(ok: object, sentence: str) -> None:
     """Check the claim ``sentence`` (the words the page says); fail the run if ``ok`` is false.
 
     The runner adds the page, and the repeat where it failed, to the message.
     """
-    if not ok:
+    if ok:
+        return
+    if _failed is None:
         raise ClaimError(sentence)
+    where = "" if _current is None else f"{_current.gpu} r{_current.repeat}: "
+    _failed.append(where + sentence)
 
 
 class Fmt:
@@ -402,10 +411,40 @@ def glue_facts(page: str) -> dict[str, Any]:
     return {key: value for key, (_, value) in found.items()}
 
 
+def survey(page: str, gpu: str) -> tuple[list[str], str | None]:
+    """Run ``page``'s facts on ``gpu``'s recordings, listing every failed :func:`claim`
+    instead of stopping at the first (a plain ``assert`` still stops it: its message is the
+    second value). Writes nothing: for rewording a page for another GPU."""
+    global _failed, _current
+    module = _module(page)
+    f = Facts(page, module.EXAMPLE, gpu)
+    _failed, _current = [], f
+    stopped = None
+    try:
+        module.facts(f)
+    except Exception as exc:  # an assert in a measures module, or a missing recording
+        stopped = f"r{f.repeat}: {type(exc).__name__} {exc}".rstrip()
+    finally:
+        failed, _failed, _current = _failed, None, None
+    return list(dict.fromkeys(failed)), stopped
+
+
 def main(argv: list[str]) -> int:
-    """``python -m tracesite facts [PAGE ...] [--refresh]``: compute pages' facts."""
+    """``python -m tracesite facts [PAGE ...] [--refresh] [--survey=GPU]``: compute pages'
+    facts; ``--survey=h100`` lists every claim that fails on that GPU's recordings."""
     refresh = "--refresh" in argv
+    gpu = next((a.split("=", 1)[1] for a in argv if a.startswith("--survey=")), None)
     names = [a for a in argv if not a.startswith("--")] or pages()
+    if gpu is not None:  # every failed claim of each page on that GPU, nothing written
+        for name in names:
+            failed, stopped = survey(name, gpu)
+            print(
+                f"{name} on {gpu}: {len(failed)} failed claims"
+                + (f"; stopped at {stopped}" if stopped else "")
+            )
+            for line in failed:
+                print(f"  {line}")
+        return 0
     unknown = sorted(set(names) - set(pages()))
     if unknown:
         print(f"facts: no facts module for {', '.join(unknown)} in {FACTS_DIR}", file=sys.stderr)
