@@ -18,6 +18,7 @@ from tracesite.facts import Facts, claim
 from tracereader import kernel_table, link, step_times, summary
 
 EXAMPLE = "01_matmul_add"
+GPUS = ("h200", "h100")
 
 
 def after_call_us(t: Any, L: Any, k: int) -> float:
@@ -88,37 +89,25 @@ def facts(f: Facts) -> None:
         )
         md("gemm_pct", f"{kt[0]['pct']:.0f} %")
         st4k = step_times(t4k)
+        # The CPU launches a step in less than the GEMM's time, so the queue fills: by the
+        # last step the GPU runs past the CPU's step. (How soon depends on the host: on one
+        # H100 repeat the slower CPU left the second step balanced.)
         claim(
-            all(s.verdict == "GPU-bound" for s in st4k[1:]),
-            "the large run is GPU-bound: its GPU busy at least 95 % of each step after the first",
+            st4k[-1].verdict == "GPU-bound" and st4k[-1].gpu_busy_us > st4k[-1].cpu_us,
+            "by the last step the GPU runs past the CPU's step, almost never idle: GPU-bound",
         )
-        gemm4k = next(
-            int(i)
-            for i in L4k.gpu_ops
-            if L4k.step_of(int(i)) == s4k and t4k.name(i).startswith("nvjet")
-        )
+        # A full queue behind the GEMM: each step's add is launched while its GEMM runs, so
+        # it starts long after its call returns, as the GPU finishes the GEMM before it.
+        adds = [int(k) for k in L4k.gpu_ops if "add" in t4k.name(k)]
         claim(
-            st4k[1].gpu_busy_us > st4k[1].cpu_us,
-            "the GPU runs past the CPU's step",  # the GPU work outlasts the CPU's step
+            len(adds) == len(st4k)
+            and all(after_call_us(t4k, L4k, k) > 100 for k in adds)
+            and all(0 <= idle_before_us(t4k, L4k, k) < 5 for k in adds),
+            "in the large run every add starts long after its call returns, as the GPU "
+            "finishes the GEMM before it",
         )
-        # A full queue: every op launched after the first GEMM started waits long after its
-        # call returns, and starts as the GPU finishes the op before it.
-        first_gemm = int(t4k.ts_ns[t4k.where(prefix="nvjet")].min())
-        queued = [int(k) for k in L4k.gpu_ops if t4k.ts_ns[L4k.launch[k]] > first_gemm]
-        claim(
-            queued and all(after_call_us(t4k, L4k, k) > 20 for k in queued),
-            "in the large run every op queued behind the first GEMM starts long after its "
-            "call returns",
-        )
-        claim(
-            all(0 <= idle_before_us(t4k, L4k, k) < 5 for k in queued),
-            "each queued op starts as the GPU finishes the op before it",
-        )
-        claim(
-            gemm4k in queued,
-            "The large step's GEMM started as the GPU finished the work before it: a full queue",
-        )
-        md("q_gemm", f"{after_call_us(t4k, L4k, gemm4k):.0f} µs")
+        add4k = next(int(k) for k in adds if L4k.step_of(k) == s4k)
+        md("q_add4k", f"{after_call_us(t4k, L4k, add4k):.0f} µs")
         tflops = 2 * 4096**3 / (kt[0]["median_us"] * 1e-6) / 1e12
         claim(
             tflops / p1.SPEC_TFLOPS > 0.7,
