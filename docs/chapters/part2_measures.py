@@ -26,6 +26,9 @@ Values = dict[str, Any]
 
 #: H200 SXM datasheet: dense bf16 TFLOP/s and HBM3e TB/s.
 SPEC_TFLOPS, SPEC_TBS = 989, 4.8
+#: Each recorded GPU's datasheet memory bandwidth, TB/s (H200 SXM HBM3e, H100 SXM HBM3); both
+#: have the same dense bf16 peak, :data:`SPEC_TFLOPS`.
+HBM_TBS = {"h200": 4.8, "h100": 3.35}
 #: What the Hugging Face series reports for its A100-SXM4-80GB (times), and that GPU's datasheet.
 A100 = {"gate_us": 190.0, "down_us": 170.0, "fused_us": 89.4, "liger_us": 92.8,
         "bf16_tflops": 312.0, "hbm_tbs": 2.039}  # fmt: skip
@@ -115,11 +118,15 @@ def linear(small: Trace, big: Trace, part1: Trace) -> Values:
     ks, kb = kernels(small), kernels(big)
     claim(len(ks) == 1 and len(kb) == 1, "one kernel at each size")
     name_s, name_b = next(iter(ks)), next(iter(kb))
+    fs, fb = NVJET.fullmatch(name_s), NVJET.fullmatch(name_b)
     claim(
-        name_s.endswith("_bias_TNT") and "_bz_" in name_s and name_b.endswith("_bias_TNT"), name_s
-    )
+        fs is not None and fb is not None and fs["bias"] == fb["bias"] == "bias"
+        and fs["beta"] == "bz" and fs["layout"][:2] == fb["layout"][:2] == "TN",
+        f"the Linear's GEMM: bias in the name, layouts starting TN: {name_s}, {name_b}",
+    )  # fmt: skip
     p1 = {n for n in kernels(part1) if n.startswith("nvjet")}
-    claim(len(p1) == 1 and next(iter(p1)).endswith("_NNT"), f"Part 1's x @ w: {p1}")
+    m1 = NVJET.fullmatch(next(iter(p1))) if len(p1) == 1 else None
+    claim(m1 is not None and m1["layout"][:2] == "NN", f"Part 1's x @ w, layouts NN: {p1}")
     claim(not len(small.where(kind=Kind.MEMCPY)), "no copy of the bias")
     for op in ("aten::t", "aten::transpose", "aten::as_strided"):
         claim(
@@ -161,7 +168,7 @@ def gemm_roles(tr: Trace) -> tuple[str, str]:
     return twice, once
 
 
-def mlp_eager(te: Trace, tb: Trace) -> Values:
+def mlp_eager(te: Trace, tb: Trace, spec_tbs: float = SPEC_TBS) -> Values:
     """The eager MLP: 5 kernels and 2 memsets, two GEMM kernels, memory-bound pointwise ops."""
     k = kernels(te)
     gelu = pick(k, lambda n: "Gelu" in n)
@@ -218,7 +225,7 @@ def mlp_eager(te: Trace, tb: Trace) -> Values:
           "the final synchronize comes after the step")  # fmt: skip
     flop = 2 * 8192 * 768 * 3072
     t_bytes = 8192 * 3072 * 2
-    claim(0.5 < tbs(3 * t_bytes, k[mul]) / SPEC_TBS < 1.0, "mul is memory-bound, near the limit")
+    claim(0.5 < tbs(3 * t_bytes, k[mul]) / spec_tbs < 1.0, "mul is memory-bound, near the limit")
     return {"mlp_kernels": gpu_ops_per_step(te) - n_memset, "mlp_memsets": n_memset,
             "mlp_gpu_ops": gpu_ops_per_step(te), "memset_bytes": mem_bytes.pop(),
             "big_memsets": step_ops(tb).count("cudaMemsetAsync"),
@@ -228,6 +235,7 @@ def mlp_eager(te: Trace, tb: Trace) -> Values:
             "down_tflops": tflops(flop, k[down]), "gelu_us": k[gelu], "mul_us": k[mul],
             "pair_us": k[gelu] + k[mul], "t_mib": t_bytes / 2**20,
             "gelu_tbs": tbs(2 * t_bytes, k[gelu]), "mul_tbs": tbs(3 * t_bytes, k[mul]),
+            "mul_pct": 100 * tbs(3 * t_bytes, k[mul]) / spec_tbs,
             "same_name_small_us": k[gate], "same_name_big_us": kb[down_big],
             "same_name_small_grid": g_small[0], "same_name_big_grid": g_big[0],
             "same_name_block": g_small[1], "views": ", ".join(code(v) for v in VIEWS)}  # fmt: skip
@@ -407,7 +415,6 @@ def big_shape(eb: Trace, cb: Trace, lb: Trace, liger_params: dict[str, Any]) -> 
     claim(fb["us"] < 0.95 * pair, "fused beats the pair at the big shape")
     lg = pick(kernels(lb), lambda n: "geglu" in n)
     lus = kernels(lb)[lg]
-    claim(0.9 < lus / pair < 1.1, "Liger's big kernel about the pair's time")
     grid, block = launch_config(lb, lg)
     hidden = int(liger_params["hidden"])
     claim(hidden == BIG["hidden"], "the larger shape's hidden size")
@@ -600,29 +607,23 @@ def fusion_outcomes(
     numel = SMALL["rows"] * SMALL["hidden"]
     groups = group_outcomes(config_outcomes(runs, numel))
     warm, cold = only_outcome(groups, "compile"), only_outcome(groups, "compile_cold")
-    claim((warm["block"], warm["per_thread"], cold["block"], cold["per_thread"]) == (128, 8, 256, 2),
-          f"warm and cold configurations: {warm}, {cold}")  # fmt: skip
-    claim(
-        only_outcome(groups, "reduce_overhead")["block"] == 128, "reduce-overhead kept the warm one"
-    )
-    claim(cold["us"] > 1.3 * warm["us"], "the cold configuration ran slower")
     fused = {
         v: [fused_launch(t, numel)["us"] for t in runs[v]] for v in ("compile", "compile_cold")
     }
-    claim(min(fused["compile_cold"]) > 1.3 * max(fused["compile"]), "slower in every repeat")
-    claim(len([g for g in groups if g["variant"] == "autotune_cold"]) > 1, "max-autotune varied")
     pair = [sum(us for n, us in kernels(t).items() if not n.startswith("nvjet")) for t in eager]
     lig = [pick(kernels(t), lambda n: "geglu" in n) for t in liger]
     lig_us = [kernels(t)[n] for t, n in zip(liger, lig, strict=True)]
     claim(all(lg < 0.95 * p for lg, p in zip(lig_us, pair, strict=True)), "Liger beats the pair")
     out: Values = {"outcome_table": outcome_table(groups), "a100_fused_us": A100["fused_us"],
-                   "bw_x": SPEC_TBS / A100["hbm_tbs"], "cold_vs_warm_x": cold["us"] / warm["us"]}  # fmt: skip
+                   "bw_x": SPEC_TBS / A100["hbm_tbs"], "cold_vs_warm_x": cold["us"] / warm["us"],
+                   "groups": groups, "fused": fused}  # fmt: skip
     for key, g, variant in (("warm", warm, "compile"), ("cold", cold, "compile_cold")):
         claim(
             all(f < 0.95 * p for f, p in zip(fused[variant], pair, strict=True)),
             "fusion saves, every repeat",
         )
         out |= {f"{key}_n": g["n"], f"{key}_of": g["of"], f"{key}_us": g["us"], f"{key}_block": g["block"],
+                f"{key}_per_thread": g["per_thread"],
                 f"{key}_saving": median(saving(p, f) for p, f in zip(pair, fused[variant], strict=True)),
                 f"{key}_a100_x": A100["fused_us"] / g["us"], f"{key}_bw_word": bw_word(g["us"]),
                 f"liger_vs_{key}": verdict_ratio([lg / f for lg, f in zip(lig_us, fused[variant], strict=True)],

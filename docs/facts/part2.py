@@ -8,9 +8,11 @@ claim) and checked on every repeat. Numbers are medians over the repeats.
 from __future__ import annotations
 
 import part2_measures as m
-from tracesite.facts import Facts
+from tracesite.facts import Facts, claim
+from tracesite.words import about, beyond_spread, no_outlier
 
 EXAMPLE = "02_linear"
+GPUS = ("h200", "h100")
 
 
 def facts(f: Facts) -> None:
@@ -44,7 +46,7 @@ def facts(f: Facts) -> None:
 
     # What does an MLP run, and what does a kernel name tell you?
     def mlp_eager() -> None:
-        e = m.mlp_eager(trace("eager"), trace("eager_big"))
+        e = m.mlp_eager(trace("eager"), trace("eager_big"), m.HBM_TBS[f.gpu])
         md("k_gate", e["k_gate"])
         md("k_down", e["k_down"])
         md("k_down_big", e["k_down_big"])
@@ -58,6 +60,9 @@ def facts(f: Facts) -> None:
         num("same_name_big_us", e["same_name_big_us"])
         num("same_name_small_grid", e["same_name_small_grid"])
         num("same_name_block", e["same_name_block"])
+        num("mul_us", e["mul_us"])
+        num("mul_tbs", e["mul_tbs"])
+        num("mul_pct", e["mul_pct"])
 
     f.repeats(mlp_eager)
 
@@ -85,23 +90,40 @@ def facts(f: Facts) -> None:
     out = m.fusion_outcomes(
         runs, [r.trace() for r in recs("eager")], [r.trace() for r in recs("liger")]
     )
-    num("a100_fused_us", out["a100_fused_us"])
-    num("bw_x", out["bw_x"])
-    num("cold_vs_warm_x", out["cold_vs_warm_x"])
-    num("warm_of", out["warm_of"])
-    num("warm_us", out["warm_us"])
-    num("warm_block", out["warm_block"])
-    num("warm_saving", out["warm_saving"])
-    num("warm_a100_x", out["warm_a100_x"])
-    md("warm_bw_word", out["warm_bw_word"])
-    md("liger_vs_warm", out["liger_vs_warm"])
-    num("cold_of", out["cold_of"])
-    num("cold_us", out["cold_us"])
-    num("cold_block", out["cold_block"])
-    num("cold_saving", out["cold_saving"])
-    num("cold_a100_x", out["cold_a100_x"])
-    md("cold_bw_word", out["cold_bw_word"])
-    md("liger_vs_cold", out["liger_vs_cold"])
+    for key in ("warm", "cold"):
+        num(f"{key}_of", out[f"{key}_of"])
+        num(f"{key}_n", out[f"{key}_n"])
+        num(f"{key}_us", out[f"{key}_us"])
+        num(f"{key}_block", out[f"{key}_block"])
+        num(f"{key}_per_thread", out[f"{key}_per_thread"])
+        num(f"{key}_saving", out[f"{key}_saving"])
+        md(f"liger_vs_{key}", out[f"liger_vs_{key}"])
+    groups, fused = out["groups"], out["fused"]
+    claim(
+        sum(g["variant"] == "autotune_cold" for g in groups) > 1,
+        "under max-autotune the configurations varied from process to process",
+    )
+    cfg = {(g["variant"], g["block"], g["per_thread"]) for g in groups}
+    if f.gpu == "h200":
+        claim(
+            {("compile", 128, 8), ("compile_cold", 256, 2), ("reduce_overhead", 128, 8)} <= cfg,
+            "on the H200 the warm compiles kept 128-thread blocks, the cold ones 256",
+        )
+        claim(
+            beyond_spread(fused["compile_cold"], fused["compile"]),
+            "on the H200 the 256-thread configuration ran slower in every repeat",
+        )
+        num("cold_vs_warm_x", out["cold_vs_warm_x"])
+    if f.gpu == "h100":
+        default = {(b, p) for v, b, p in cfg if v in ("compile", "compile_cold", "reduce_overhead")}
+        claim(
+            default == {(256, 2)},
+            "on the H100 every default-mode compile kept 256-thread blocks of 2 elements",
+        )
+        claim(
+            no_outlier(fused["compile"] + fused["compile_cold"]),
+            "on the H100 warm and cold compiles ran the fused kernel at the same speed",
+        )
 
     # Is a hand-written kernel better?
     def liger() -> None:
@@ -117,5 +139,47 @@ def facts(f: Facts) -> None:
         num("pair_big_us", big["pair_big_us"])
         num("fused_big_us", big["fused_big_us"])
         num("liger_big_vs_pair", big["liger_big_vs_pair"])
+        if f.gpu == "h200":
+            claim(
+                about(big["liger_big_us"], big["pair_big_us"]),
+                "on the H200 Liger's big kernel took about the pair's time",
+            )
+        if f.gpu == "h100":
+            claim(
+                big["liger_big_us"] < 0.9 * big["pair_big_us"],
+                "on the H100 Liger's big kernel saved more than a tenth of the pair's time",
+            )
 
     f.repeats(liger)
+
+    # The two GPUs side by side (checked once, in the H200's run, on every repeat of both)
+    if f.gpu == "h200":
+        per_gpu = {}
+        for gpu in m.HBM_TBS:
+            g = Facts(f.page, "03_mlp", gpu)
+            per_gpu[gpu] = [
+                m.mlp_eager(
+                    r.trace(), g.variant("eager_big").repeats[r.repeat].trace(), m.HBM_TBS[gpu]
+                )
+                for r in g.variant("eager").repeats
+            ]
+        claim(
+            len({(e["k_gate"], e["k_down"]) for es in per_gpu.values() for e in es}) == 1,
+            "both GPUs ran the MLP's GEMMs with the same kernels",
+        )
+        gate = [e["gate_us"] for es in per_gpu.values() for e in es]
+        claim(no_outlier(gate), "the gate GEMM took the same time on both GPUs, in every repeat")
+        mul200 = [e["mul_us"] for e in per_gpu["h200"]]
+        mul100 = [e["mul_us"] for e in per_gpu["h100"]]
+        claim(beyond_spread(mul100, mul200), "the multiply was slower on the H100 in every repeat")
+        bw_ratio = m.HBM_TBS["h200"] / m.HBM_TBS["h100"]
+        mul_ratio = m.median(mul100) / m.median(mul200)
+        claim(about(mul_ratio, bw_ratio), "by about the ratio of the datasheet bandwidths")
+        claim(
+            all(e["mul_pct"] > 80 for es in per_gpu.values() for e in es),
+            "on both GPUs the multiply's effective rate was above 80 % of the datasheet's",
+        )
+        num("mul_ratio", mul_ratio)
+        num("bw_ratio", bw_ratio)
+        num("hbm_h200", m.HBM_TBS["h200"])
+        num("hbm_h100", m.HBM_TBS["h100"])
