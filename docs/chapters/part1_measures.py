@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import numpy as np
+from tracesite.facts import claim
 
 from tracereader import (
     Kind,
@@ -108,7 +109,12 @@ def table_facts(
     assert 0.4 < steps4k / steps64 < 2.5  # the CPU's work per step barely changed
     assert gpu4k / gpu64 > 20 * (steps4k / steps64)
     # GPU time can pass the steps' CPU time: work launched in a step runs after it ends
-    assert gpu4k > steps4k
+    # (on every repeat some GPU op of a step ends after its step; the total passes the
+    # steps' CPU time on most repeats: on one H100 repeat a slow host CPU made them even)
+    claim(
+        gpu4k > 0.95 * steps4k,
+        "At 4096x4096 the GPU time is about the steps' CPU time or more",
+    )
     lk = link(t4k)
     late = [
         g
@@ -120,7 +126,10 @@ def table_facts(
     assert ops["aten::matmul"]["self_cpu_us"] < 0.2 * ops["aten::matmul"]["total_cpu_us"]
     assert ops["aten::mm"]["calls"] == ops["aten::add"]["calls"] == len(t64.steps)
     assert all(s.verdict == "CPU-bound" for s in step_times(t64))
-    assert all(s.verdict == "GPU-bound" for s in step_times(t4k)[1:])
+    claim(
+        step_times(t4k)[-1].verdict == "GPU-bound",
+        "The second (4096x4096) is GPU-bound: its last step, on every repeat",
+    )
     return {
         "cpu64": totals64["self_cpu_us"],
         "gpu64": gpu64,
@@ -678,13 +687,16 @@ def fused_facts(eager4k: Trace, comp4k: Trace, triton: Trace, autotune: Trace) -
     cublas_us = median_us(comp4k, kind=Kind.KERNEL, prefix="nvjet")
     copy_us = median_us(comp4k, kind=Kind.MEMCPY)
     fused_us = median_us(triton, kind=Kind.KERNEL)
-    assert 0.97 < fused_us / (cublas_us + copy_us) < 1.1  # about the GEMM plus the copy
-    assert fused_us > 1.03 * cublas_us  # slower than cuBLAS's GEMM alone
+    claim(
+        fused_us / (cublas_us + copy_us) > 0.97,
+        "the fused kernel was no faster than cuBLAS's GEMM and the copy together",
+    )
+    claim(fused_us > 1.03 * cublas_us, "the fused kernel was slower than cuBLAS's GEMM alone")
     per_step = {
         k: _gpu_us_per_step(t)
         for k, t in (("eager", eager4k), ("cublas", comp4k), ("fused", triton))
     }
-    assert max(per_step.values()) < 1.10 * min(per_step.values())  # no version wins by much
+    # How close the per-step GPU times are differs by GPU: the caller claims it per GPU.
     picked_triton(autotune)
     return {
         "fused_name": f"`{next(iter(fused))}`",
@@ -694,6 +706,7 @@ def fused_facts(eager4k: Trace, comp4k: Trace, triton: Trace, autotune: Trace) -
         "fused_vs_pair": fused_us / (cublas_us + copy_us),
         "fused_vs_gemm": fused_us / cublas_us,
         "tie_pct": 100 * (max(per_step.values()) / min(per_step.values()) - 1),
+        "fused_step_pct": 100 * (per_step["fused"] / per_step["cublas"] - 1),
         **{f"step_gpu_{k}": v for k, v in per_step.items()},
     }
 

@@ -13,9 +13,10 @@ from typing import Any
 
 import part1_measures as m
 from part1_measures import medians
-from tracesite.facts import Facts
+from tracesite.facts import Facts, claim
 
 EXAMPLE = "01_matmul_add"
+GPUS = ("h200", "h100")
 
 
 def autotune_text(picks: Sequence[bool]) -> str:
@@ -213,7 +214,21 @@ def facts(f: Facts) -> None:
         md("fused_name", fused["fused_name"])
         num("fused_vs_pair", fused["fused_vs_pair"])
         num("fused_vs_gemm", fused["fused_vs_gemm"])
-        num("tie_pct", fused["tie_pct"])
+        # Per step, GPU time of eager, compiled (cuBLAS + copy) and fused: a tie on the H200;
+        # on the H100 the fused Triton GEMM is slower, so the fused step loses.
+        if f.gpu == "h200":
+            claim(
+                fused["fused_vs_pair"] < 1.1 and fused["tie_pct"] < 10,
+                "on the H200 the fused kernel took about as long as the GEMM plus the copy, and "
+                "eager, compiled and fused kept the GPU busy within 10 % of each other",
+            )
+            num("tie_pct", fused["tie_pct"])
+        else:
+            claim(
+                fused["fused_step_pct"] > 5,
+                "on the H100 the fused step kept the GPU busy longer than the compiled cuBLAS one",
+            )
+            num("fused_step_pct", fused["fused_step_pct"])
         timings: Any = rec("interleaved_64").timings()  # what the harness timed, unprofiled
         inter = m.interleaved_facts(trace("interleaved_64"), bare=timings["calls"])
         num("rounds", inter["rounds"])
