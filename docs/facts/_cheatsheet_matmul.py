@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import _cheatsheet_common as common
 import numpy as np
 from _cheatsheet_common import (
     HF,
@@ -26,15 +27,16 @@ from _cheatsheet_common import (
     pct,
     put,
     ratio_range,
+    recs,
     table_rows,
     table_totals,
     times,
     us,
 )
-from tracesite.facts import Fmt
+from tracesite.facts import Fmt, claim
 from tracesite.notebook import verdict
 
-from tracereader import Kind, gaps, gpu_busy_us, kernel_table, op_table, step_times
+from tracereader import Kind, gaps, gpu_busy_us, kernel_table, link, op_table, step_times
 
 
 def overhead() -> None:
@@ -54,7 +56,12 @@ def compute() -> None:
     """Entry: CPU and CUDA totals of the same order."""
     cpu, cuda = table_totals("4096_bf16")
     assert 0.1 < cpu / cuda < 10, "the 4096x4096 run should be balanced"
-    assert all(s.verdict == "GPU-bound" for s in step_times(T["4096_bf16"])[1:])
+    # The last step is GPU-bound on every repeat of both GPUs; the middle one was not on one
+    # of the H100's (the CPU fell behind and the queue drained for 41 µs).
+    claim(
+        step_times(T["4096_bf16"])[-1].verdict == "GPU-bound",
+        "GPU-bound: the GPU sets the pace (the 4096×4096 run's last step)",
+    )
     put("cmp_cpu", us(cpu))
     put("cmp_cuda", us(cuda))
     t = T["4096_bf16"]
@@ -306,6 +313,21 @@ def empty() -> None:
     put("em_pct", pct(100 * st.gpu_fraction, 1))
 
 
+def _queue_full(t4: Any) -> bool:
+    """Whether every GPU op launched after the first GEMM started waits > 20 µs after its
+    call and starts within 5 µs of the op before it (a full queue)."""
+    l4 = link(t4)
+    first_gemm = int(t4.ts_ns[t4.where(kind=Kind.KERNEL, prefix="nvjet")].min())
+    queued = [int(k) for k in l4.gpu_ops if t4.ts_ns[l4.launch[k]] > first_gemm]
+    waits = [after_call_us(t4, l4, k) for k in queued]
+    idles = [idle_before_us(t4, l4, k) for k in queued]
+    return len(queued) >= 6 and min(waits) > 20 and min(idles) >= 0 and max(idles) < 5
+
+
+def _facts_gpu() -> str:
+    return str(getattr(common._facts, "gpu", "h200"))
+
+
 def latency() -> None:
     """Entry: Kernels start long after their launch call."""
     # The full queue: at 4096x4096, every op launched after the first GEMM started waits
@@ -315,8 +337,16 @@ def latency() -> None:
     queued = [int(k) for k in l4.gpu_ops if t4.ts_ns[l4.launch[k]] > first_gemm]
     waits = [after_call_us(t4, l4, k) for k in queued]
     idles = [idle_before_us(t4, l4, k) for k in queued]
-    assert len(queued) >= 6 and min(waits) > 20 and min(idles) >= 0 and max(idles) < 5
-    assert all(s.verdict == "GPU-bound" for s in step_times(t4)[1:])
+    full = len(queued) >= 6 and min(waits) > 20 and min(idles) >= 0 and max(idles) < 5
+    # On the H200 the queue stays full on every repeat; on the H100 it drained in one.
+    full_reps = sum(_queue_full(r.trace()) for r in recs("4096_bf16"))
+    if _facts_gpu() == "h100":  # the page quotes the H100's count only
+        put("lt_full_reps", full_reps)
+        put("lt_reps", len(recs("4096_bf16")))
+    claim(full_reps >= 2, "the queue stays full in most repeats, on both GPUs")
+    if _facts_gpu() == "h200":
+        claim(full, "on the H200, every op launched after the first GEMM has started waits")
+    claim(step_times(t4)[-1].verdict == "GPU-bound", "the full queue: GPU-bound (the last step)")
     # The empty queue: at 64x64 every kernel starts within a few µs of its call's end, on
     # an idle GPU.
     t, ln = T["64_bf16"], LN["64_bf16"]
@@ -331,8 +361,9 @@ def latency() -> None:
     before = (t.ts_ns[call] - t.steps[0].start_ns) / 1e3
     assert before > 0.5 * offset, "most of the lane offset is CPU work before the first launch"
     assert not len(t.where(kind=Kind.OVERHEAD))
-    put("lt_q4k", us(np.median(waits)))
-    put("lt_idle", us(max(idles)))
+    if full:  # the waits of the repeats whose queue stayed full
+        put("lt_q4k", us(np.median(waits)))
+        put("lt_idle", us(max(idles)))
     put("lt_q64", us(np.median(waits64)))
     put("lt_call64", us(np.median(calls64)))
     put("lt_offset", us(offset))

@@ -16,7 +16,11 @@ import _cheatsheet_parts as p
 from _cheatsheet_common import EXAMPLE, HF, NAMES, REC, code, param, put, recs, their
 from tracesite.facts import Facts
 
-__all__ = ["EXAMPLE", "facts", "intro"]
+__all__ = ["EXAMPLE", "GPUS", "facts", "intro"]
+
+#: Every claim is checked on both GPUs' recordings; Parts 4 and 5 (05_llm_decode,
+#: 06_train_step) are recorded on the H200 only, so their entries run on the H200 only.
+GPUS = ("h200", "h100")
 
 #: The entries, in the page's order, up to the one that reads every repeat itself
 #: (:func:`_cheatsheet_parts.llm_tuning`), and after it. Each ran in a ``%%repeats`` cell.
@@ -31,9 +35,9 @@ ENTRIES = [
     p.bias, p.views, p.fused, p.graph,  # Part 2
     p.att_copy, p.att_cudnn, p.att_occupancy, p.att_cudnn_self,  # Part 3
     m.schedule, m.abr, m.lazy,  # the profiler's own artifacts
-    p.llm_eager, p.llm_graph,  # Part 4
 ]  # fmt: skip
-ENTRIES_AFTER = [p.train_backward_thread, p.train_data_gap]  # Part 5
+ENTRIES_H200 = [p.llm_eager, p.llm_graph]  # Part 4: recorded on the H200 only
+ENTRIES_AFTER = [p.train_backward_thread, p.train_data_gap]  # Part 5: the H200 only
 
 
 def intro() -> None:
@@ -62,8 +66,11 @@ def facts(f: Facts) -> None:
         intro()
         for entry in ENTRIES:
             f.repeats(entry)
-        p.llm_tuning()  # across the repeats itself (one process each): read once
-        for entry in ENTRIES_AFTER:
-            f.repeats(entry)
+        if f.gpu == "h200":  # 05_llm_decode and 06_train_step: recorded on the H200 only
+            for entry in ENTRIES_H200:
+                f.repeats(entry)
+            p.llm_tuning()  # across the repeats itself (one process each): read once
+            for entry in ENTRIES_AFTER:
+                f.repeats(entry)
     finally:
         common.bind(None)
