@@ -12,15 +12,17 @@ from typing import Any
 
 import part3_measures as m
 from tracesite.facts import Facts, claim
+from tracesite.notebook import stamp
 
 EXAMPLE = "04_attention"
+GPUS = ("h200", "h100")
 
 
 def facts(f: Facts) -> None:
     rec, recs, trace, num, md = f.rec, f.recs, f.trace, f.num, f.md
 
     num("n_repeats", len(recs("naive")))
-    md("stamp", f.stamp())
+    md("stamp", stamp(EXAMPLE, gpu=f.gpu))  # this GPU's recordings, one setup (asserted)
     SHAPE = B, H, S, D = 8, 16, 1024, 64
     claim(
         [rec("naive").params[k] for k in ("batch", "heads", "seq", "head_dim")] == list(SHAPE),
@@ -108,6 +110,11 @@ def facts(f: Facts) -> None:
         num("math_rest_us", mf["math_rest_us"])
         num("math_rest_naive_us", mf["math_rest_naive_us"])
         num("math_rest_diff_us", mf["math_rest_diff_us"])
+        gemm, safe = float(mf["math_gemm_diff_us"]), float(mf["math_safe_diff_us"])
+        if f.gpu == "h200":
+            claim(gemm > safe, "on the H200 the fp32 GEMMs' share of the gap was the larger")
+        if f.gpu == "h100":
+            claim(safe > gemm, "on the H100 the safe softmax's share was the larger")
 
     f.repeats(math)
 

@@ -16,6 +16,7 @@ from tracesite.facts import Facts, claim
 from tracereader import Kind
 
 EXAMPLE = "04_attention"
+GPUS = ("h200", "h100")
 
 
 def facts(f: Facts) -> None:
@@ -306,7 +307,7 @@ def facts(f: Facts) -> None:
         }
         claim(
             "sm90" in names["cudnn"] and "wgmma" in names["cudnn"],
-            "on the H200 cuDNN runs a kernel generated for Hopper (sm90, wgmma)",
+            "on the H200 (and the H100) cuDNN runs a kernel generated for Hopper (sm90, wgmma)",
         )
         claim(
             "Sm80" in names["eff"] and "pytorch_flash::flash_fwd_kernel" in names["flash"],
