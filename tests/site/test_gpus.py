@@ -41,8 +41,11 @@ def test_a_gpus_name_becomes_a_short_folder_name():
 
 def test_the_recordings_are_filed_by_gpu():
     top = record.recordings_root()
-    assert record.gpus() == ["h200"]
-    assert sorted(p.name for p in top.iterdir()) == ["h200", "plan.json"]
+    assert record.gpus()[0] == "h200"  # the pages' GPU first
+    assert sorted(p.name for p in top.iterdir()) == sorted([*record.gpus(), "plan.json"])
+    for rec in record.iter_recordings():
+        assert rec.trace_path.relative_to(top).parts[:3] == (rec.gpu, rec.example, rec.variant)
+        assert record.gpu_slug(rec.env["gpu"]) == rec.gpu
     rec = record.load("01_matmul_add", "64_bf16").rep
     assert (
         rec.gpu == "h200" and rec.trace_path == top / "h200/01_matmul_add/64_bf16/r0/trace.json.gz"
