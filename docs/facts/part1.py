@@ -14,7 +14,7 @@ from typing import Any
 import part1_measures as m
 from tracesite.facts import Facts, claim
 
-from tracereader import Kind, Trace, op_table
+from tracereader import Kind, Trace, op_table, step_times
 
 EXAMPLE = "01_matmul_add"
 GPUS = ("h200", "h100")
@@ -87,6 +87,26 @@ def facts(f: Facts) -> None:
         num("l2s", m.lane_facts(recorded("64_bf16"))["l2s"])
 
     f.repeats(table_and_lanes)
+
+    # Your GPU, not ours: the last 64x64 step on each GPU (pasted per GPU, h100_ for the
+    # H100): the GPU's few µs against the step's CPU time.
+    def small_step_by_gpu() -> None:
+        st = step_times(recorded("64_bf16"))
+        claim(
+            all(s.verdict == "CPU-bound" for s in st),
+            "the 64x64 run is CPU-bound: every step of every repeat, on both GPUs",
+        )
+        last = st[-1]
+        claim(last.gpu_busy_us < 5, "the GPU's kernels take a few µs of the small step")
+        claim(
+            last.gpu_idle_us > 0.9 * last.span_us,
+            "the rest of the small step is the host CPU: the GPU idle over 90 % of it",
+        )
+        num("gpustep_cpu64", last.cpu_us)
+        num("gpustep_busy64", last.gpu_busy_us)
+        num("gpustep_idle64", 100 * last.gpu_idle_us / last.span_us)
+
+    f.repeats(small_step_by_gpu)
 
     lanes = m.lane_facts(recorded("64_bf16"))  # the first recording: what the cells print
     num("step_cpu_first", lanes["step_cpu"])
