@@ -97,6 +97,8 @@ def facts(f: Facts) -> None:
         num(f"{key}_block", out[f"{key}_block"])
         num(f"{key}_per_thread", out[f"{key}_per_thread"])
         num(f"{key}_saving", out[f"{key}_saving"])
+        fused_tbs = m.tbs(3 * 8192 * 3072 * 2, out[f"{key}_us"])  # reads gate, up; writes h
+        num(f"{key}_pct", 100 * fused_tbs / m.HBM_TBS[f.gpu])
         md(f"liger_vs_{key}", out[f"liger_vs_{key}"])
     groups, fused = out["groups"], out["fused"]
     claim(
