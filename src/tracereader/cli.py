@@ -13,6 +13,7 @@
     tracereader compare eager.json.gz compiled.json.gz
     tracereader validate trace.json.gz           # what could mislead an analysis
     tracereader render trace.json.gz --out step.png --step 2
+    tracereader report trace.json.gz -o report.html   # one self-contained HTML file
 
 Every subcommand takes ``--format text|json|markdown``; ``tracereader
 --version`` prints the version. Bad input prints one line, ``tracereader:
@@ -314,6 +315,24 @@ def _render(args: argparse.Namespace) -> int:
     return int(render.run(parser.parse_args(args.rest)))
 
 
+def _report(args: argparse.Namespace) -> int:
+    from ._report import Peaks, report
+
+    for name in ("peak_tflops", "peak_tbs", "bytes_per_step"):
+        value = getattr(args, name)
+        if value is not None and value <= 0:
+            raise UserError(f"--{name.replace('_', '-')} must be a positive number")
+    peaks = Peaks(args.peak_tflops, args.peak_tbs, args.bytes_per_step)
+    text = report(args.file, peaks, draw=not args.no_picture)
+    try:
+        with open(args.output, "w", encoding="utf-8") as f:
+            f.write(text)
+    except OSError as exc:
+        raise UserError(f"cannot write {args.output}: {exc.strerror or exc}") from None
+    print(f"wrote {args.output}")
+    return 0
+
+
 # ---------------------------------------------------------------- parser
 def _summary_epilog() -> str:
     from ._measure import CPU_BOUND_BUSY, GPU_BOUND_BUSY
@@ -421,6 +440,19 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--labels", default="eager,compiled", help="two names, comma-separated")
     add("validate", _validate, "Check what could mislead an analysis (exit 1 on errors)",
         step=False, top=False)  # fmt: skip
+    p = sub.add_parser("report", help="One self-contained HTML report of a trace or a folder",
+                       description="Write one self-contained HTML report (overview, kernels and "
+                       "ops, the slowest step, what to look at next; ranks of a folder)")  # fmt: skip
+    p.add_argument("file", help="trace file, or a folder of traces (ranks or repeats)")
+    p.add_argument("-o", "--output", default="report.html", help="where to write the HTML")
+    p.add_argument("--peak-tflops", type=float, default=None, metavar="TFLOPS",
+                   help="the GPU's peak arithmetic rate, for achieved against peak")  # fmt: skip
+    p.add_argument("--peak-tbs", type=float, default=None, metavar="TBS",
+                   help="the GPU's memory bandwidth (TB/s)")  # fmt: skip
+    p.add_argument("--bytes-per-step", type=float, default=None, metavar="BYTES",
+                   help="bytes each step must read: adds the read rate per step (TB/s)")  # fmt: skip
+    p.add_argument("--no-picture", action="store_true", help="leave out the timeline picture")
+    p.set_defaults(func=_report)
     r = sub.add_parser("render", help="Draw a trace window to PNG/SVG (needs matplotlib)",
                        add_help=False)  # fmt: skip
     r.add_argument("rest", nargs=argparse.REMAINDER)

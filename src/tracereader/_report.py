@@ -1,0 +1,207 @@
+"""``tracereader report``: one self-contained HTML file from a trace or a folder of traces.
+
+This module only formats: the numbers come from :mod:`tracereader._overview`,
+:mod:`tracereader._classify`, :mod:`tracereader._symptoms`, the tables, gaps
+and ranks modules, and the picture from :func:`tracereader.timeline`.
+"""
+
+from __future__ import annotations
+
+import io
+import warnings
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from ._classify import class_table
+from ._events import Trace
+from ._gaps import gaps
+from ._link import link
+from ._load import load
+from ._measure import NO_GPU_ACTIVITY
+from ._overview import SPLIT_KINDS, GpuSplit, gpu_split, kernel_detail, ranks_or_repeats
+from ._ranks import _expand, rank_summary
+from ._regions import region_table
+from ._report_html import bar, esc, page, picture, table
+from ._symptoms import symptoms
+from ._tables import Table, op_table
+
+__all__ = ["Peaks", "report"]
+
+TOP = 20
+
+
+@dataclass(frozen=True)
+class Peaks:
+    """The GPU's peaks the user gave, and the bytes each step must read (or ``None``)."""
+
+    tflops: float | None = None
+    tbs: float | None = None
+    bytes_per_step: float | None = None
+
+
+def _overview(trace: Trace, split: list[GpuSplit], peaks: Peaks) -> str:
+    cols = ["step", "cpu_us", "span_us", *(f"{k}_us" for k in SPLIT_KINDS), "idle_us",
+            "busy_pct", "verdict"]  # fmt: skip
+    rows: list[list[Any]] = [[s.name, s.cpu_us, s.span_us, *(s.by_kind[k] for k in SPLIT_KINDS), s.idle_us,
+             100 * s.busy_share, s.step.verdict if s.step else ""] for s in split]  # fmt: skip
+    extra = ""
+    if peaks.bytes_per_step and split and split[0].step is not None:
+        cols.append("busy_tb_per_s")
+        for r, s in zip(rows, split, strict=True):
+            busy = s.step.gpu_busy_us if s.step else 0.0
+            r.append(peaks.bytes_per_step / busy / 1e6 if busy and s.step else None)
+        if peaks.tbs:
+            cols.append("pct_of_peak_tbs")
+            for r in rows:
+                tb = r[-1]
+                r.append(100 * tb / peaks.tbs if tb else None)
+    given = [f"{peaks.tflops:g} TFLOP/s" if peaks.tflops else "",
+             f"{peaks.tbs:g} TB/s" if peaks.tbs else ""]  # fmt: skip
+    given = [g for g in given if g]
+    if given:
+        can = " (TB/s from --bytes-per-step: see the table)" if peaks.bytes_per_step else ""
+        extra = (f"<p>Peaks given: {esc(', '.join(given))}{esc(can)}. The trace records no "
+                 "FLOP count, so achieved TFLOP/s cannot be computed from it, and the trace "
+                 "cannot tell whether arithmetic or memory limits a GPU-bound step.</p>")  # fmt: skip
+    t = Table(cols, rows, "GPU time per step by kind of work (µs; the verdict reads idle_us)", ())
+    total = split[-1]
+    parts = {**total.by_kind, "idle": total.idle_us}
+    legend = ", ".join(f"{k} {v:,.0f} µs" for k, v in parts.items())
+    return (f"<h2 id=\"overview\">Overview</h2>{table(t)}<p>Total: {bar(parts)}{esc(legend)}"
+            "</p><p class=\"note\">Kinds are unions of GPU intervals; two kinds at once both "
+            "count. GPU-bound: busy ≥ 95 % of the step's span; CPU-bound: under 50 %; "
+            f"balanced in between.</p>{extra}")  # fmt: skip
+
+
+def _kernels(trace: Trace) -> str:
+    ops_cpu = op_table(trace, top=TOP, sort="total_cpu_us")
+    ops_gpu = op_table(trace, top=TOP, sort="total_gpu_us")
+    return ("<h2 id=\"kernels\">Kernels and operators</h2>" + table(class_table(trace))
+            + table(kernel_detail(trace, top=TOP))
+            + table(replace(ops_cpu, title="Top ops by CPU time"))
+            + table(replace(ops_gpu, title="Top ops by GPU time")))  # fmt: skip
+
+
+def _slowest(trace: Trace, split: list[GpuSplit], draw: bool) -> str:
+    steps = [s.step for s in split if s.step is not None]
+    worst = max(steps, key=lambda s: s.span_us) if steps else None
+    window: tuple[int, int] | None = None
+    head = '<h2 id="slowest">The slowest step</h2><p>No ProfilerStep#N: the whole trace.</p>'
+    if worst is not None:
+        window = (worst.start_ns, max(worst.span_end_ns, worst.end_ns))
+        head = (f'<h2 id="slowest">The slowest step: {esc(worst.name)} '
+                f"({worst.span_us:,.0f} µs)</h2>")  # fmt: skip
+    img = ""
+    if draw:
+        try:
+            import matplotlib  # noqa: F401
+        except ImportError:
+            img = '<p class="note">(Install matplotlib for a timeline picture.)</p>'
+        else:
+            img = _picture(trace, worst.name if worst else None)
+    found = sorted(gaps(trace, window), key=lambda g: -g.gap_us)[:10]
+    rows = [[round(float(trace.rel_us(g.start_ns)), 3), g.gap_us, g.device, g.cause,
+             trace.name(g.cause_event) if g.cause_event >= 0 else "", trace.name(g.next_op)]
+            for g in found]  # fmt: skip
+    t = Table(["start_us", "gap_us", "device", "cause", "cpu_was_in", "next_gpu_op"], rows,
+              "Largest GPU idle gaps and what the launching CPU thread was doing",
+              ("next_gpu_op",), 40, 60)  # fmt: skip
+    return head + img + (table(t) if rows else "<p>No GPU idle gap of 1 µs or more.</p>")
+
+
+def _picture(trace: Trace, step: str | None) -> str:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from ._draw import alt_text, timeline
+
+    buf = io.BytesIO()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # glyphs missing from the font for odd names
+        fig = timeline(trace, step=step) if step else timeline(trace)
+        fig.savefig(buf, format="png", dpi=80)
+    alt = alt_text(fig)
+    plt.close(fig)
+    return picture(buf.getvalue(), alt)
+
+
+def _next(trace: Trace) -> str:
+    found = symptoms(trace)
+    if not found:
+        return '<h2 id="next">What to look at next</h2><p>No symptom found.</p>'
+    items = "".join(f"<li><b>{esc(s.what)}</b>. Do: {esc(s.todo)}. Read: {esc(s.page)}.</li>"
+                    for s in found)  # fmt: skip
+    return f'<h2 id="next">What to look at next</h2><ul>{items}</ul>'
+
+
+def _cpu_only(trace: Trace) -> str:
+    why = NO_GPU_ACTIVITY[0].upper() + NO_GPU_ACTIVITY[1:] + "."
+    regions = region_table(trace)
+    return (f"<h2 id=\"overview\">Overview</h2><p>{esc(why)}</p>"
+            "<h2 id=\"kernels\">Operators</h2>"
+            + table(op_table(trace, top=TOP, sort="total_cpu_us"))
+            + "<h2 id=\"regions\">CPU time per record_function region</h2>"
+            + (table(regions) if len(regions) else "<p>No record_function region.</p>"))  # fmt: skip
+
+
+def _one(trace: Trace, peaks: Peaks, draw: bool) -> str:
+    head = (f"<p>Trace <code>{esc(Path(trace.source).name)}</code>: {len(trace):,} events, "
+            f"{len(trace.steps)} step(s), repairs: {esc('; '.join(trace.repairs) or 'none')}.</p>")  # fmt: skip
+    if not len(link(trace).gpu_ops):
+        mtia = trace.mtia_device_ops
+        note = f"<p>{mtia:,} MTIA device ops are not read (MTIA is not supported yet).</p>"
+        return head + (note if mtia else "") + _cpu_only(trace)
+    split = gpu_split(trace)
+    body = _overview(trace, split, peaks) + _kernels(trace) + _slowest(trace, split, draw)
+    return head + body + _next(trace)
+
+
+def _ranks(traces: dict[str, Trace], why: str) -> str:
+    by_rank = {}
+    for i, t in enumerate(traces.values()):
+        info = t.meta.get("distributedInfo")
+        r = info.get("rank") if isinstance(info, dict) else None
+        by_rank[r if isinstance(r, int) else i] = t
+    rs = rank_summary(dict(sorted(by_rank.items())))
+    rows = []
+    for r, t in sorted(by_rank.items()):
+        total = gpu_split(t)
+        if total:
+            s = total[-1]
+            rows.append([r, s.span_us, *(s.by_kind[k] for k in SPLIT_KINDS), s.idle_us,
+                         100 * s.busy_share])  # fmt: skip
+    per = Table(["rank", "span_us", *(f"{k}_us" for k in SPLIT_KINDS), "idle_us", "busy_pct"],
+                rows, "Per-rank overview (all steps)", ())  # fmt: skip
+    parts = [table(per), table(rs.ranks), table(rs.steps)]
+    parts += [table(t) for t in (rs.by_rank, rs.streams) if len(t)]
+    notes = "".join(f"<li>{esc(n)}</li>" for n in rs.notes)
+    return (f"<h2 id=\"ranks\">Several ranks</h2><p>{esc(why)}.</p>" + "".join(parts)
+            + (f"<ul>{notes}</ul>" if notes else ""))  # fmt: skip
+
+
+def report(source: str | Path, peaks: Peaks = Peaks(), *, draw: bool = True) -> str:
+    """The HTML report of a trace file, or of a folder of traces (ranks or repeats).
+
+    Raises :class:`~tracereader.TraceError` for a file that is not a trace or
+    a folder without trace files.
+    """
+    path = Path(source)
+    if not path.is_dir():
+        return page(f"tracereader report: {path.name}", _one(load(path), peaks, draw))
+    traces = {p.name: load(p) for p in _expand(path)}
+    if len(traces) == 1:
+        ((name, t),) = traces.items()
+        return page(f"tracereader report: {name}", _one(t, peaks, draw))
+    are_ranks, why = ranks_or_repeats(traces)
+    if are_ranks:
+        body = _ranks(traces, why)
+        body += "".join(f"<h2>Rank trace {esc(n)}</h2>" + _one(t, peaks, False)
+                        for n, t in traces.items())  # fmt: skip
+    else:
+        body = f"<p>{esc(why)}: each trace is reported on its own.</p>" + "".join(
+            f"<h2>Trace {esc(n)}</h2>" + _one(t, peaks, draw) for n, t in traces.items()
+        )
+    return page(f"tracereader report: {path.name}/", body)

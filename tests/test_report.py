@@ -1,0 +1,203 @@
+"""``tracereader report``: one self-contained HTML file, and what it is built from."""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tracereader import load
+from tracereader._classify import class_table, kernel_class
+from tracereader._overview import gpu_split, ranks_or_repeats
+from tracereader._report import Peaks, report
+from tracereader._symptoms import symptoms
+from tracereader.cli import main
+
+ROOT = Path(__file__).resolve().parent.parent
+DATA = ROOT / "tests" / "data"
+RECORDINGS = ROOT / "docs" / "recordings" / "h200"
+TRACES = sorted(
+    p for p in DATA.rglob("*") if p.name.endswith((".json", ".json.gz")) and p.name != "env.json"
+)
+SECTIONS = ('id="overview"', 'id="kernels"', 'id="slowest"', 'id="next"')
+# A resource the page would fetch: src=, a stylesheet or script href, url(), @import.
+REMOTE = re.compile(
+    r"""(src\s*=\s*["']?\s*(https?:)?//)|(<link[^>]*href\s*=\s*["']?(https?:)?//)"""
+    r"""|(url\(\s*["']?(https?:)?//)|(@import)""",
+    re.I,
+)
+
+
+def _offline(text: str) -> None:
+    assert not REMOTE.search(text), REMOTE.search(text)
+    assert "http://" not in text and "https://" not in text
+
+
+def _recording(*parts: str) -> Path:
+    path = RECORDINGS.joinpath(*parts)
+    if not path.exists():
+        pytest.skip(f"{path} is not in this checkout")
+    return path
+
+
+@pytest.mark.parametrize("path", TRACES, ids=lambda p: str(p.relative_to(DATA)))
+def test_every_test_trace_builds(path):
+    text = report(path, draw=False)
+    _offline(text)
+    assert text.startswith("<!DOCTYPE html>") and text.rstrip().endswith("</html>")
+    if "no gpu activity" not in text.lower():
+        assert all(s in text for s in SECTIONS)
+
+
+@pytest.mark.parametrize(
+    "parts",
+    [
+        ("06_train_step", "eager", "r0", "trace.json.gz"),
+        ("06_train_step", "loader_inline", "r0", "trace.json.gz"),
+        ("05_llm_decode", "generate_static_compiled_1b", "r0", "trace.json.gz"),
+    ],
+)
+def test_recordings_build_with_picture(parts):
+    pytest.importorskip("matplotlib")
+    text = report(_recording(*parts))
+    _offline(text)
+    assert all(s in text for s in SECTIONS)
+    assert 'src="data:image/png;base64,' in text
+
+
+def test_dataloader_wait_is_a_symptom():
+    trace = load(_recording("06_train_step", "loader_inline", "r0", "trace.json.gz"))
+    assert "dataloader" in {s.key for s in symptoms(trace)}
+
+
+def test_symptoms_of_a_training_step():
+    keys = {s.key for s in symptoms(load(DATA / "h200" / "train_eager.json.gz"))}
+    assert {"gpu-idle", "host-sync", "tiny-kernels"} <= keys
+
+
+def test_cpu_only():
+    text = report(DATA / "synthetic" / "cpu_only.json")
+    assert "No GPU activity in this trace" in text
+    assert "Operators" in text and "record_function" in text
+    assert 'id="slowest"' not in text
+
+
+def test_several_ranks():
+    text = report(DATA / "hta_2rank")
+    _offline(text)
+    assert 'id="ranks"' in text and "distinct rank" in text
+    assert "Per-rank overview" in text and "overlap" in text
+
+
+def test_repeats_are_not_ranks(tmp_path):
+    run = _recording("06_train_step", "eager")
+    for r in ("r0", "r1", "r2"):
+        shutil.copy(run / r / "trace.json.gz", tmp_path / f"{r}.json.gz")
+    traces = {p.name: load(p) for p in sorted(tmp_path.iterdir())}
+    assert ranks_or_repeats(traces)[0] is False
+    text = report(tmp_path, draw=False)
+    assert 'id="ranks"' not in text and "not ranks" in text
+    assert text.count('id="overview"') == 3
+
+
+def test_peaks_without_flops_say_so():
+    path = DATA / "h200" / "train_eager.json.gz"
+    text = report(path, Peaks(tflops=989.0, tbs=4.8), draw=False)
+    assert "Peaks given: 989 TFLOP/s, 4.8 TB/s" in text and "cannot tell" in text
+    text = report(path, Peaks(tbs=4.8, bytes_per_step=1e9), draw=False)
+    assert "pct_of_peak_tbs" in text
+
+
+def test_gpu_split_adds_up():
+    split = gpu_split(load(DATA / "h200" / "train_eager.json.gz"))
+    assert split[-1].name == "total"
+    for s in split:
+        assert s.busy_us + s.idle_us == pytest.approx(s.span_us)
+        assert sum(s.by_kind.values()) >= s.busy_us - 1e-6
+
+
+@pytest.mark.parametrize(
+    ("name", "cls"),
+    [
+        ("sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64", "GEMM"),
+        ("nvjet_tst_128x256_64x4_1x2_h_bz_coopA_NNT", "GEMM"),
+        ("void pytorch_flash::flash_fwd_kernel<Flash_fwd_kernel_traits<64>>", "attention"),
+        ("ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevComm*)", "communication"),
+        (
+            "void at::native::vectorized_elementwise_kernel<4, at::native::AddFunctor<float>>",
+            "elementwise/Triton",
+        ),
+        ("triton_poi_fused_add_mul_0", "elementwise/Triton"),
+        ("triton_red_fused_sum_1", "reduction"),
+        ("void at::native::reduce_kernel<512, 1, at::native::ReduceOp<float>>", "reduction"),
+        ("void at::native::(anonymous namespace)::multi_tensor_apply_kernel<adam>", "optimizer"),
+        (
+            "void at::native::vectorized_elementwise_kernel<8, bfloat16_copy_kernel_cuda(lambda)>",
+            "elementwise/Triton",
+        ),
+        ("split_embedding_codegen_forward_kernel<fbgemm_gpu::Half>", "elementwise/Triton"),
+        ("Memcpy HtoD (Pageable -> Device)", "memcpy/memset"),
+        ("some_custom_kernel", "other"),
+    ],
+)
+def test_kernel_class(name, cls):
+    assert kernel_class(name) == cls
+
+
+def test_class_table_covers_every_gpu_op():
+    trace = load(DATA / "h200" / "train_eager.json.gz")
+    t = class_table(trace)
+    assert sum(r[1] for r in t.rows) == sum(r[1] for r in t.rows if r[0]) > 0
+    assert sum(r[4] for r in t.rows) == pytest.approx(100)
+
+
+# ------------------------------------------------------------------ the command
+def test_cli_writes_one_file(tmp_path, capsys):
+    out = tmp_path / "r.html"
+    rc = main(["report", str(DATA / "h200" / "compile.json.gz"), "-o", str(out), "--no-picture"])
+    assert rc == 0 and out.exists()
+    assert capsys.readouterr().out.strip() == f"wrote {out}"
+    _offline(out.read_text(encoding="utf-8"))
+
+
+@pytest.mark.parametrize("content", ['{"traceEvents": [', "hello", ""])
+def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys, content):
+    bad = tmp_path / "bad.json"
+    bad.write_text(content)
+    rc = main(["report", str(bad), "-o", str(tmp_path / "r.html")])
+    out, err = capsys.readouterr()
+    assert rc == 2 and err.startswith("tracereader: ") and err.count("\n") == 1
+    assert "Traceback" not in err and not (tmp_path / "r.html").exists()
+
+
+def test_empty_folder_is_exit_2(tmp_path, capsys):
+    (tmp_path / "empty").mkdir()
+    rc = main(["report", str(tmp_path / "empty"), "-o", str(tmp_path / "r.html")])
+    err = capsys.readouterr().err
+    assert rc == 2 and err.count("\n") == 1 and "no .json" in err
+
+
+# ------------------------------------------------------------------ in a browser
+CHROMIUM = Path("/usr/bin/chromium")
+
+
+def test_opens_offline_in_chromium(tmp_path):
+    sync_api = pytest.importorskip("playwright.sync_api")
+    if not CHROMIUM.exists():
+        pytest.skip(f"{CHROMIUM} is missing")
+    out = tmp_path / "r.html"
+    out.write_text(report(DATA / "h200" / "train_eager.json.gz"), encoding="utf-8")
+    requests, errors = [], []
+    with sync_api.sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=str(CHROMIUM), headless=True)
+        page = browser.new_page()
+        page.on("request", lambda r: requests.append(r.url))
+        page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.goto(out.as_uri())
+        page.click("table.sortable th >> nth=1")
+        browser.close()
+    assert [u for u in requests if not u.startswith(("file:", "data:"))] == []
+    assert errors == []
