@@ -39,30 +39,36 @@ def test_a_recording_without_timings_says_so(tmp_path):
         unprofiled_calls(_recording(tmp_path))
 
 
-def test_a_repeats_cell_glues_its_last_line_from_every_repeat(monkeypatch):
-    """A ``num(...)`` on a %%repeats cell's last line runs on every repeat (its median is
-    glued); any other last expression runs on every repeat as well, and is the cell's
-    output, shown once, from the drawn repeat."""
-    pytest.importorskip("IPython")
-    import tracesite.notebook as nb
-    from IPython.core.interactiveshell import InteractiveShell
+def test_facts_repeats_paste_medians_and_the_drawn_repeats_text():
+    """``f.repeats(fn)`` runs ``fn`` once per repeat, the drawn repeat (r0) last: a number
+    is pasted as the median with its range, text as the drawn repeat's, and a claim that
+    fails names the repeat."""
+    from tracesite.facts import ClaimError, Facts, Fmt, claim
 
-    glued = {}
-    monkeypatch.setattr(nb, "_n_repeats", lambda: 3)
-    monkeypatch.setattr(nb, "_glue", lambda key, value: glued.__setitem__(key, value))
-    shell = InteractiveShell.instance()
-    shell.user_ns.update(num=nb.num, nb=nb)
-    nb._repeats("", "x = [10, 20, 30][nb._state['repeat']]\nnum('last', x)")
-    assert (glued["last"], glued["last_lo"], glued["last_hi"]) == (20, 10, 30)
-    shown = nb._repeats("", "y = nb._state['repeat']\ny * 2")
-    assert shown == 0  # the drawn repeat's value is the output
-    # A helper on the last line (here one that glues and checks) runs on every repeat too.
-    shell.user_ns["seen"] = []
-    shell.user_ns["glue_all"] = lambda d: [
-        shell.user_ns["seen"].append(v) or nb.num(k, v) for k, v in d.items()
-    ]
-    nb._repeats("", "glue_all({'z': [1, 5, 9][nb._state['repeat']]})")
-    assert sorted(shell.user_ns["seen"]) == [1, 5, 9] and glued["z"] == 5
+    f = Facts("page", "ex")
+    seen = []
+
+    def each():
+        k = f.repeat
+        seen.append(k)
+        f.num("x", [10, 20, 30][k])
+        f.md("text", f"repeat {k}")
+        f.put("fmt", Fmt([1.0, 5.0, 9.0][k], lambda v: f"{v:.1f} µs"))
+        return k
+
+    assert f.repeats(each, n=3) == 0
+    assert seen == [1, 2, 0]
+    assert {k: v[1] for k, v in f.glue.items()} == {
+        "x": 20,
+        "x_lo": 10,
+        "x_hi": 30,
+        "text": "repeat 0",
+        "fmt": "5.0 µs",
+    }
+    with pytest.raises(ClaimError, match="on repeat 3 of 3: no repeat is 2"):
+        f.repeats(lambda: claim(f.repeat != 2, "no repeat is 2"), n=3)
+    with pytest.raises(ValueError, match="produced twice"):
+        f.num("x", 1)
 
 
 def test_reader_files_lays_out_every_repeat_under_its_download_name(monkeypatch):

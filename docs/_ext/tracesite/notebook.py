@@ -1,21 +1,13 @@
-"""Helpers for the executed chapters: one recording per repeat, medians into the prose.
+"""Helpers for the executed pages: the drawn recording, pictures, links, reader files.
 
-A chapter's hidden cells compute each number from a recording and assert each
-claim about it. To make both hold across repeats, such a cell starts with the
-``%%repeats`` cell magic: the cell then runs once per repeat, with
-:func:`rec` and :func:`trace` returning that repeat's recording, so every
-``assert`` in it is checked on every repeat. Each :func:`num` value is glued
-into the prose as the median over the repeats, with its spread beside it as
-``<key>_lo`` and ``<key>_hi``. The first repeat runs last, so the names a cell
-leaves behind (for pictures and visible cells) belong to the repeat the page
-draws.
-
-Outside ``%%repeats`` every helper reads the first repeat.
+A page's numbers and claims come from its facts module (:mod:`tracesite.facts`); its cells
+here only draw the drawn repeat (r0) of a recording, show the reader's own code and
+outputs, and link the traces. :func:`num` and :func:`md` glue a value a page computes in a
+cell of its own (a live run, a download the build made), outside the facts.
 """
 
 from __future__ import annotations
 
-import ast
 import statistics
 from pathlib import Path
 from typing import Any
@@ -23,8 +15,6 @@ from typing import Any
 from .recordings import PRIMARY_GPU, Recording, Session, Variant, load
 
 __all__ = [
-    "Fmt",
-    "ByRepeat",
     "interleaved_calls",
     "links",
     "log_us_axis",
@@ -32,7 +22,6 @@ __all__ = [
     "medians",
     "num",
     "op_per_call",
-    "put",
     "reader_files",
     "rec",
     "recs",
@@ -46,60 +35,16 @@ __all__ = [
     "verdict",
 ]
 
-_state: dict[str, Any] = {
-    "example": None,
-    "repeat": 0,
-    "collect": None,
-    "collect_md": None,
-    "cache": {},
-}
-
-
-class Fmt:
-    """A number with the function that writes it for the prose (``us(3.2)`` -> "3.20 µs").
-
-    Inside ``%%repeats``, :func:`put` glues the median of the repeats' values,
-    written by that function.
-    """
-
-    def __init__(self, value: float, write: Any) -> None:
-        self.value, self.write = float(value), write
-
-    def __str__(self) -> str:
-        return str(self.write(self.value))
-
-    def __format__(self, spec: str) -> str:
-        return format(str(self), spec)
-
-
-class ByRepeat:
-    """``mapping[name]``: ``make(name)`` for the current repeat, made once per repeat."""
-
-    def __init__(self, make: Any) -> None:
-        self.make = make
-        self.cache: dict[Any, Any] = {}
-
-    def __getitem__(self, name: str) -> Any:
-        key = (name, _state["repeat"])
-        if key not in self.cache:
-            self.cache[key] = self.make(name)
-        return self.cache[key]
+_state: dict[str, Any] = {"example": None, "repeat": 0, "cache": {}}
 
 
 def setup(example: str, site_root: str = "../") -> None:
-    """Choose the example whose recordings this page reads; register ``%%repeats``.
+    """Choose the example whose recordings this page reads.
 
     ``site_root`` is the way from the page up to the top of the built site, for the
     trace links under its figures (``"../"`` for a page in ``chapters/``).
     """
     _state["example"], _state["site_root"] = example, site_root
-    try:
-        from IPython import get_ipython
-    except ImportError:  # plain Python (tests): no magic to register
-        return
-    ip = get_ipython()
-    if ip is not None:
-        ip.register_magic_function(_repeats, magic_kind="cell", magic_name="repeats")
 
 
 def variant(name: str, example: str | None = None) -> Variant:
@@ -113,8 +58,7 @@ def variant(name: str, example: str | None = None) -> Variant:
 
 
 def rec(name: str, example: str | None = None) -> Recording:
-    """The current repeat of ``name`` (the first, outside ``%%repeats``), of the page's
-    example or of ``example``."""
+    """The drawn repeat (the first) of ``name``, of the page's example or of ``example``."""
     repeat: int = _state["repeat"]
     return variant(name, example).repeats[repeat]
 
@@ -223,38 +167,17 @@ def _glue(key: str, value: Any) -> None:
 
 
 def num(key: str, value: Any) -> Any:
-    """Glue a number under ``key`` and return it (as a plain Python number).
-
-    Inside ``%%repeats`` the values of all repeats are collected and the
-    median is glued once the cell has run on each, with ``key_lo``/``key_hi``.
-    """
+    """Glue a number a cell of the page computed under ``key``; return it."""
     value = value.item() if hasattr(value, "item") else value
-    collect = _state["collect"]
-    if collect is None:
-        _glue(key, value)
-    else:
-        collect.setdefault(key, []).append(value)
+    _glue(key, value)
     return value
 
 
-def put(key: str, value: Any) -> None:
-    """Glue ``value`` as Markdown. Inside ``%%repeats``: a :class:`Fmt` or a number is
-    glued as the median over the repeats; text, as the drawn repeat's."""
-    from IPython.display import Markdown
-
-    collect = _state["collect_md"]
-    if collect is None:
-        _glue(key, Markdown(str(value)))
-    else:
-        collect.setdefault(key, []).append(value)
-
-
 def md(key: str, text: str) -> str:
-    """Glue Markdown under ``key`` (inside ``%%repeats``: the drawn repeat's text)."""
+    """Glue Markdown a cell of the page computed under ``key``; return it."""
     from IPython.display import Markdown
 
-    if _state["collect"] is None or _state["repeat"] == 0:
-        _glue(key, Markdown(text))
+    _glue(key, Markdown(text))
     return text
 
 
@@ -366,71 +289,3 @@ def reader_files(*examples: str, gpu: str | None = PRIMARY_GPU) -> Path:
             link.symlink_to(r.trace_path.resolve())
     os.chdir(folder)
     return folder
-
-
-def _n_repeats() -> int:
-    from .recordings import recordings_root
-
-    folder = recordings_root() / PRIMARY_GPU / _state["example"]
-    counts = [len(list(v.glob("r*/meta.json"))) for v in folder.iterdir() if v.is_dir()]
-    return min(c for c in counts if c)
-
-
-def _glues(expr: ast.expr) -> bool:
-    """Whether a cell's last expression is a call of num, put or md: a statement whose value
-    is not the cell's output. Any other last expression is the cell's output, shown once,
-    from the drawn repeat, but it too runs on every repeat."""
-    return (
-        isinstance(expr, ast.Call)
-        and isinstance(expr.func, ast.Name)
-        and expr.func.id in {"num", "put", "md"}
-    )
-
-
-def _repeats(line: str, cell: str) -> Any:
-    """``%%repeats``: run the cell once per repeat; glue medians of what it :func:`num`-s."""
-    from IPython import get_ipython
-
-    ns = get_ipython().user_ns
-    n = _n_repeats()
-    tree = ast.parse(cell)
-    last = None
-    tail = tree.body[-1] if tree.body else None
-    if isinstance(tail, ast.Expr) and not _glues(tail.value):
-        tree.body.pop()
-        last = compile(ast.Expression(tail.value), "<%%repeats cell>", "eval")
-    code = compile(tree, "<%%repeats cell>", "exec")
-    collected: dict[str, list[Any]] = {}
-    collected_md: dict[str, list[Any]] = {}
-    _state["collect"], _state["collect_md"] = collected, collected_md
-    shown = None
-    try:
-        for k in [*range(1, n), 0]:
-            _state["repeat"] = k
-            try:
-                exec(code, ns)
-                if last is not None:  # runs on every repeat like any statement (it may
-                    value = eval(last, ns)  # glue or check); shown: the drawn repeat's
-                    shown = value if k == 0 else shown
-            except AssertionError as exc:
-                raise AssertionError(f"a claim fails on repeat {k + 1} of {n}: {exc}") from exc
-    finally:
-        _state["repeat"], _state["collect"], _state["collect_md"] = 0, None, None
-    for key, values in collected.items():
-        # Repeat order is 1..n-1, 0: the median and spread do not depend on it.
-        _glue(key, statistics.median(values))
-        _glue(f"{key}_lo", min(values))
-        _glue(f"{key}_hi", max(values))
-    from IPython.display import Markdown
-
-    for key, values in collected_md.items():
-        drawn = values[-1]
-        if isinstance(drawn, Fmt):
-            text = drawn.write(statistics.median(v.value for v in values))
-        elif isinstance(drawn, (int, float)) and not isinstance(drawn, bool):
-            text = str(statistics.median(values))
-            text = text[:-2] if text.endswith(".0") else text
-        else:
-            text = str(drawn)
-        _glue(key, Markdown(text))
-    return shown
