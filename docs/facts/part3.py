@@ -11,6 +11,7 @@ import statistics
 from typing import Any
 
 import part3_measures as m
+from tracesite import words
 from tracesite.facts import Facts, claim
 from tracesite.notebook import stamp
 
@@ -197,3 +198,42 @@ def facts(f: Facts) -> None:
         md("small_shape", f"batch {sb['batch']}, {sb['heads']} heads, sequence {sb['seq']}")
 
     f.repeats(streams)
+
+    # The two GPUs side by side: same Tensor Core peak and SMs, different memory bandwidth.
+    tflops, tbs = m.PEAKS[f.gpu]
+    num("peak_tflops", tflops)
+    num("peak_tbs", tbs)
+
+    def bandwidth() -> None:
+        mul_tbs = m.naive_facts(
+            trace("naive"),
+            trace("naive_inplace"),
+            peak_mib("naive"),
+            peak_mib("naive_inplace"),
+            SHAPE,
+        )["mul_tbs"]
+        share = num("mul_bw_pct", 100 * float(mul_tbs) / tbs)
+        claim(
+            words.about(share, 90),
+            "the scaling kernel moved the scores at about nine tenths of each GPU's "
+            "datasheet bandwidth",
+        )
+
+    f.repeats(bandwidth)
+    if f.gpu == "h100":  # every repeat of the H100 against every repeat of the H200
+        h200 = Facts(f.page, EXAMPLE, "h200")
+
+        def each(fx: Facts, v: str) -> list[float]:
+            return [m.gpu_us(r.trace()) for r in fx.recs(v)]
+
+        for v in ("sdpa_cudnn", "sdpa_flash", "sdpa_efficient"):
+            claim(
+                all(words.about(a, b) for a in each(f, v) for b in each(h200, v)),
+                "each fused kernel took about the same time on both GPUs",
+            )
+        for v in ("naive", "naive_compile", "sdpa_math"):
+            claim(
+                words.beyond_spread(each(f, v), each(h200, v)),
+                "the versions that write the scores to memory took longer on the H100, "
+                "beyond the spread",
+            )
