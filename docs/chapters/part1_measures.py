@@ -221,11 +221,21 @@ def lane_facts(t64: Trace) -> Facts:
     launch = int(link(t64).launch[gemm])
     assert t64.name(launch) == "cuLaunchKernelEx"
     assert st.gpu_busy_us < 0.1 * st.cpu_us  # the GPU is busy a few per cent of the step
+    # From the call's start, the latency is mostly the call's own CPU time: read it from the
+    # call's end (P1-3).
+    call_us = float(t64.dur_ns[launch]) / 1e3
+    end_us = float(t64.ts_ns[gemm] - t64.ts_ns[launch] - t64.dur_ns[launch]) / 1e3
+    claim(
+        0 <= end_us < 5 and call_us > end_us,
+        "this GEMM started a few µs after its launch call returned, the call itself longer",
+    )
     return {
         "step_cpu": st.cpu_us,
         "step_gpu": st.gpu_busy_us,
         "step_pct": 100 * st.gpu_busy_us / st.cpu_us,
         "l2s": float(t64.ts_ns[gemm] - t64.ts_ns[launch]) / 1e3,
+        "l2s_call": call_us,
+        "l2s_end": end_us,
     }
 
 
@@ -667,9 +677,13 @@ def same_process(metas: Sequence[dict[str, Any]], *variants: str) -> None:
         assert set(variants) <= set(meta["process"]["variants_in_it"]), variants
 
 
-def _gpu_us_per_step(tr: Trace) -> float:
+def gpu_us_per_step(tr: Trace) -> float:
+    """Summed kernel and copy durations per step, in µs: the GPU time a version costs."""
     ops = np.concatenate([tr.where(kind=Kind.KERNEL), tr.where(kind=Kind.MEMCPY)])
     return float(tr.dur_ns[ops].sum()) / 1e3 / len(tr.steps)
+
+
+_gpu_us_per_step = gpu_us_per_step
 
 
 def picked_triton(tr: Trace) -> bool:

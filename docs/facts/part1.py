@@ -14,7 +14,7 @@ from typing import Any
 import part1_measures as m
 from tracesite.facts import Facts, claim
 
-from tracereader import Kind, Trace, op_table, step_times
+from tracereader import Kind, Trace, link, op_table, step_times
 
 EXAMPLE = "01_matmul_add"
 GPUS = ("h200", "h100")
@@ -84,7 +84,8 @@ def facts(f: Facts) -> None:
         check_op_table(
             recorded("64_bf16"), rec("64_bf16").table_rows(), rec("64_bf16").table_totals_us()
         )
-        num("l2s", m.lane_facts(recorded("64_bf16"))["l2s"])
+        lane = m.lane_facts(recorded("64_bf16"))
+        num("l2s_end", lane["l2s_end"])
 
     f.repeats(table_and_lanes)
 
@@ -111,7 +112,8 @@ def facts(f: Facts) -> None:
     lanes = m.lane_facts(recorded("64_bf16"))  # the first recording: what the cells print
     num("step_cpu_first", lanes["step_cpu"])
     num("step_gpu_first", lanes["step_gpu"])
-    num("l2s_first", lanes["l2s"])
+    num("l2s_call_first", lanes["l2s_call"])
+    num("l2s_end_first", lanes["l2s_end"])
     ops0 = {r["name"]: r for r in op_table(recorded("64_bf16")).to_records()}
     num("matmul_self_first", ops0["aten::matmul"]["self_cpu_us"])
     num("matmul_total_first", ops0["aten::matmul"]["total_cpu_us"])
@@ -249,5 +251,24 @@ def facts(f: Facts) -> None:
         m.same_process(
             [rec("64_bf16").meta, rec("64_bf16_compile").meta], "64_bf16", "64_bf16_compile"
         )
+        # What to do: compare GPU time per step, not the op count. At 4096 the fused Triton
+        # GEMM runs fewer GPU ops per step than eager, yet no less GPU time (more, on the H100).
+        eager, fused = recorded("4096_bf16"), recorded("4096_bf16_triton_gemm")
+        n_eager = len(link(eager).gpu_ops) / len(eager.steps)
+        n_fused = len(link(fused).gpu_ops) / len(fused.steps)
+        claim(
+            n_fused < n_eager and m.gpu_us_per_step(fused) > 0.97 * m.gpu_us_per_step(eager),
+            "fewer GPU operations per step did not mean less GPU time per step: the count "
+            "only tells whether anything was fused",
+        )
 
     f.repeats(compile_)
+
+    # Cold against warm Self CPU totals (P1-7): the totals include the closing synchronize
+    # and move between processes; over the repeats the two ranges overlap on both GPUs.
+    cold_tot = [r.table_totals_us()["self_cpu_us"] for r in recs("64_bf16_cold")]
+    warm_tot = [r.table_totals_us()["self_cpu_us"] for r in recs("64_bf16")]
+    claim(
+        min(cold_tot) <= max(warm_tot) and min(warm_tot) <= max(cold_tot),
+        "the cold and warm Self CPU totals' ranges over the repeats overlap",
+    )
