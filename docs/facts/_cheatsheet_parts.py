@@ -167,8 +167,9 @@ def att_cudnn_self() -> None:
     assert bare[0][0] == "cudnn" and all(bare[k][0] == "cudnn" for k in range(0, len(bare), cycle))
     per = medians([c for k, c in enumerate(bare) if k % cycle])  # off the cycle's seam (Part 3)
     assert per["cudnn"] > per["flash"]  # unprofiled, the call costs more
-    put("cs_cudnn_self", f"{self_us(cud):.0f} µs")
-    put("cs_flash_self", f"{self_us(fl):.0f} µs")
+    # Medians over the repeats (the per-call self time varies with the op before it).
+    put("cs_cudnn_self", us(self_us(cud)))
+    put("cs_flash_self", us(self_us(fl)))
 
 
 def llm_eager() -> None:
