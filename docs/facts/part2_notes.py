@@ -121,6 +121,24 @@ def facts(f: Facts) -> None:
         runs, [r.trace() for r in recs("eager")], [r.trace() for r in recs("liger")]
     )
     md("outcome_table", out["outcome_table"])
+    # Process or cache: max-autotune's first warm repeat raced from an empty cache
+    walls = [float(r.env["wall_s"]) for r in recs("autotune")]
+    claim(
+        all(walls[0] > 10 * w for w in walls[1:]),
+        "max-autotune's first warm repeat took more than ten times as long as the later ones",
+    )
+    num("at_first_wall_s", walls[0])
+    num("at_later_wall_s", max(walls[1:]))
+    claim(
+        sum(g["variant"] == "autotune" for g in out["groups"]) == 1,
+        "the warm max-autotune repeats kept one configuration",
+    )
+    n_cold = len(recs("autotune_cold"))
+    claim(
+        sum(g["variant"] == "autotune_cold" for g in out["groups"]) == n_cold,
+        "each fresh max-autotune process drew a configuration of its own",
+    )
+    num("at_cold_n", n_cold)
 
     def big_shape() -> None:
         big = m.big_shape(
