@@ -107,9 +107,9 @@ def gpu_split(trace: Trace) -> list[GpuSplit]:
     return out
 
 
-def _most_common(values: npt.NDArray[np.int64]) -> int:
+def _most_common(values: npt.NDArray[np.int64]) -> int | None:
     values = values[values >= 0]
-    return int(Counter(values.tolist()).most_common(1)[0][0]) if len(values) else -1
+    return int(Counter(values.tolist()).most_common(1)[0][0]) if len(values) else None
 
 
 def kernel_detail(trace: Trace, window: Window | None = None, top: int | None = 20) -> Table:
@@ -117,7 +117,7 @@ def kernel_detail(trace: Trace, window: Window | None = None, top: int | None = 
 
     ``grid`` and ``block`` are the most common blocks per grid and threads per
     block (``x*y*z``) of the name's launches, where the trace records them
-    (-1: it does not). ``launched_by`` is the CPU op that most often launched
+    (blank: it does not). ``launched_by`` is the CPU op that most often launched
     the name (the linker's issuing op).
     """
     kt = kernel_table(trace, window, top=top)
@@ -135,9 +135,9 @@ def kernel_detail(trace: Trace, window: Window | None = None, top: int | None = 
         who = issuer[trace.name_id[rows] == index[r[0]]]
         op = _most_common(trace.name_id[who[who >= 0]].astype(np.int64))
         out.append([r[0], kernel_class(r[0], int(trace.kind[mine[0]])), r[1], r[2], r[3],
-                    _most_common(grid[mine]) if grid is not None else -1,
-                    _most_common(block[mine]) if block is not None else -1,
-                    trace.names[op] if op >= 0 else "", r[7]])  # fmt: skip
+                    _most_common(grid[mine]) if grid is not None else None,
+                    _most_common(block[mine]) if block is not None else None,
+                    trace.names[op] if op is not None else "", r[7]])  # fmt: skip
     cols = ["name", "class", "calls", "total_us", "mean_us", "grid", "block", "launched_by", "pct"]
     return Table(cols, out, "Top GPU ops by total time", name_columns=("name",))
 

@@ -111,21 +111,14 @@ def _slowest(trace: Trace, split: list[GpuSplit], draw: bool) -> str:
 
 
 def _picture(trace: Trace, step: str | None) -> str:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     from ._draw import alt_text, timeline
 
     buf = io.BytesIO()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # glyphs missing from the font for odd names
         fig = timeline(trace, step=step) if step else timeline(trace)
-        fig.savefig(buf, format="png", dpi=80)
-    alt = alt_text(fig)
-    plt.close(fig)
-    return picture(buf.getvalue(), alt)
+        fig.savefig(buf, format="png", dpi=80)  # a Figure of its own: nothing to close
+    return picture(buf.getvalue(), alt_text(fig))
 
 
 def _next(trace: Trace) -> str:

@@ -11,6 +11,7 @@ import statistics
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 
 from ._events import Kind, Trace
 from ._intervals import gpu_intervals, union
@@ -27,6 +28,7 @@ TINY_KERNEL_US = 10.0
 TINY_MIN_KERNELS = 20
 #: The first step is "much slower" at this many times the median of the others.
 SLOW_FIRST = 2.0
+_Rows = npt.NDArray[np.int64]
 _COMPILED = re.compile(r"^Torch-Compiled Region: (\d+)/(\d+)")
 
 
@@ -40,18 +42,19 @@ class Symptom:
     page: str
 
 
-def _in_steps(trace: Trace, rows: np.ndarray, steps: list[StepTime]) -> dict[str, int]:
-    out = {}
+def _in_steps(trace: Trace, rows: _Rows, steps: list[StepTime]) -> _Rows:
+    """The ``rows`` that start inside some step's CPU range."""
+    keep = np.zeros(len(rows), dtype=bool)
     for st in steps:
-        n = int(
-            np.count_nonzero((trace.ts_ns[rows] >= st.start_ns) & (trace.ts_ns[rows] < st.end_ns))
-        )
-        if n:
-            out[st.name] = n
-    return out
+        keep |= (trace.ts_ns[rows] >= st.start_ns) & (trace.ts_ns[rows] < st.end_ns)
+    return rows[keep]
 
 
-def _named(trace: Trace, names: tuple[str, ...]) -> np.ndarray:
+def _step_of(steps: list[StepTime], ts_ns: int) -> str:
+    return next(st.name for st in steps if st.start_ns <= ts_ns < st.end_ns)
+
+
+def _named(trace: Trace, names: tuple[str, ...]) -> _Rows:
     ids = [i for i, n in enumerate(trace.names) if n in names]
     return np.flatnonzero(np.isin(trace.name_id, ids))
 
@@ -69,16 +72,19 @@ def symptoms(trace: Trace) -> list[Symptom]:
     slow = [s for s in steps if s.verdict in (CPU_BOUND, BALANCED)]
     if slow:
         idle = sum(s.gpu_idle_us for s in slow)
+        n_cpu = sum(s.verdict == CPU_BOUND for s in slow)
         out.append(Symptom("gpu-idle", f"the GPU sat idle inside {len(slow)} of {len(steps)} "
-                           f"step(s) ({idle:,.0f} µs in all; verdicts CPU-bound or balanced)",
+                           f"step(s): {n_cpu} CPU-bound, {len(slow) - n_cpu} balanced, "
+                           f"{idle:,.0f} µs idle in all",
                            "find what the CPU did in the gaps (the gaps table); fewer, larger "
                            "kernels (torch.compile, CUDA graphs) cut launch overhead",
                            "the site's Part 1 and Part 4"))  # fmt: skip
-    syncs = _in_steps(trace, _named(trace, SYNC_NAMES), steps)
-    if syncs:
-        names = sorted({trace.names[int(trace.name_id[i])] for i in _named(trace, SYNC_NAMES)})
+    sync_rows = _in_steps(trace, _named(trace, SYNC_NAMES), steps)
+    if len(sync_rows):
+        names = sorted({trace.names[int(trace.name_id[i])] for i in sync_rows})
+        n_steps = len({_step_of(steps, int(trace.ts_ns[i])) for i in sync_rows})
         out.append(Symptom("host-sync", f"host syncs inside steps ({', '.join(names)}): "
-                           f"{sum(syncs.values())} in {len(syncs)} step(s)",
+                           f"{len(sync_rows)} in {n_steps} step(s)",
                            "keep values on the GPU (no .item(), .cpu(), print of a tensor) "
                            "until the step ends, or log them every N steps",
                            "the site's Part 5"))  # fmt: skip
