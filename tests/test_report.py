@@ -7,6 +7,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from _builders import call, ev, gpu, make, step
 
 from tracereader import load
 from tracereader._classify import class_table, kernel_class
@@ -75,6 +76,23 @@ def test_dataloader_wait_is_a_symptom():
 def test_symptoms_of_a_training_step():
     keys = {s.key for s in symptoms(load(DATA / "h200" / "train_eager.json.gz"))}
     assert {"gpu-idle", "host-sync", "tiny-kernels"} <= keys
+
+
+def _compiled_steps():
+    """Three steps: the first one slow; the last runs two compiled graphs, one recompiled."""
+    events = []
+    for n, (ts, dur) in enumerate([(0, 3000), (3000, 500), (3500, 500)], start=1):
+        events += [step(n, ts, dur), call("cudaLaunchKernel", ts + 10, 5, corr=n),
+                   gpu("triton_poi_fused_0", ts + 20, 100, corr=n)]  # fmt: skip
+    events += [ev("Torch-Compiled Region: 0/0", 3510, 50, "user_annotation"),
+               ev("Torch-Compiled Region: 1/1", 3600, 50, "user_annotation")]  # fmt: skip
+    return make(events)
+
+
+def test_slow_first_step_and_graph_breaks():
+    found = {s.key: s for s in symptoms(_compiled_steps())}
+    assert "slow-first" in found and "6.0x" in found["slow-first"].what
+    assert "graph breaks" in found["compile"].what and "1/1" in found["compile"].what
 
 
 def test_cpu_only():
@@ -191,13 +209,19 @@ def test_opens_offline_in_chromium(tmp_path):
     out.write_text(report(DATA / "h200" / "train_eager.json.gz"), encoding="utf-8")
     requests, errors = [], []
     with sync_api.sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=str(CHROMIUM), headless=True)
+        browser = pw.chromium.launch(
+            executable_path=str(CHROMIUM), headless=True, args=["--no-sandbox", "--disable-gpu"]
+        )
         page = browser.new_page()
         page.on("request", lambda r: requests.append(r.url))
         page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
         page.on("pageerror", lambda e: errors.append(str(e)))
         page.goto(out.as_uri())
-        page.click("table.sortable th >> nth=1")
+        th = page.locator("table.sortable th").nth(1)
+        th.click()
+        assert th.get_attribute("class") == "asc"
+        if 'src="data:image/png' in out.read_text(encoding="utf-8"):
+            assert page.eval_on_selector("img", "i => i.complete && i.naturalWidth > 0")
         browser.close()
     assert [u for u in requests if not u.startswith(("file:", "data:"))] == []
     assert errors == []
