@@ -146,6 +146,7 @@ def facts(f: Facts) -> None:
         num("s32_us", sync["s32_us"])
         num("s32_busy", sync["s32_busy"])
         num("s32_pct", sync["s32_pct"])
+        num("s32_unrec", sync["s32_unrec"])
         num("s64c_us", sync["s64c_us"])
         num("s64c_busy", sync["s64c_busy"])
         num("a100_sync_pct", sync["a100_sync_pct"])
