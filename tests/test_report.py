@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 from pathlib import Path
 
 import pytest
-from _builders import call, ev, gpu, make, step
+from _builders import call, doc, ev, gpu, make, op, step
 
 from tracereader import load
 from tracereader._classify import class_table, kernel_class
@@ -99,7 +100,18 @@ def test_cpu_only():
     text = report(DATA / "synthetic" / "cpu_only.json")
     assert "No GPU activity in this trace" in text
     assert "Operators" in text and "record_function" in text
-    assert 'id="slowest"' not in text
+    assert 'id="slowest"' not in text and "self_gpu_us" not in text
+
+
+def test_cpu_only_regions(tmp_path):
+    events = [step(1, 0, 100), ev("forward", 10, 40, "user_annotation"),
+              op("aten::mm", 12, 30), ev("backward", 60, 30, "user_annotation")]  # fmt: skip
+    path = tmp_path / "cpu.json"
+    path.write_text(json.dumps(doc(events)))
+    text = report(path)
+    assert "No GPU activity" in text and "CPU time per step" in text
+    regions = text[text.index('id="regions"') :]
+    assert ">forward<" in regions and ">backward<" in regions and "aten::mm" in text
 
 
 def test_several_ranks():

@@ -20,7 +20,7 @@ from ._link import link
 from ._load import load
 from ._measure import NO_GPU_ACTIVITY
 from ._overview import SPLIT_KINDS, GpuSplit, gpu_split, kernel_detail, ranks_or_repeats
-from ._ranks import _expand, rank_summary
+from ._ranks import _expand, _rank_of, rank_summary
 from ._regions import region_table
 from ._report_html import bar, esc, page, picture, table
 from ._symptoms import symptoms
@@ -132,11 +132,24 @@ def _next(trace: Trace) -> str:
 
 def _cpu_only(trace: Trace) -> str:
     why = NO_GPU_ACTIVITY[0].upper() + NO_GPU_ACTIVITY[1:] + "."
+    ops = op_table(trace, top=TOP, sort="total_cpu_us")
+    keep = [k for k, c in enumerate(ops.columns) if "gpu" not in c]
+    ops = replace(ops, columns=[ops.columns[k] for k in keep], title="Top ops by CPU time",
+                  rows=[[r[k] for k in keep] for r in ops.rows])  # fmt: skip
+    steps = Table(["step", "cpu_us"], [[s.name, s.dur_us] for s in trace.steps],
+                  "CPU time per step", ())  # fmt: skip
     regions = region_table(trace)
-    return (f"<h2 id=\"overview\">Overview</h2><p>{esc(why)}</p>"
-            "<h2 id=\"kernels\">Operators</h2>"
-            + table(op_table(trace, top=TOP, sort="total_cpu_us"))
-            + "<h2 id=\"regions\">CPU time per record_function region</h2>"
+    keep = [
+        k
+        for k, c in enumerate(regions.columns)
+        if c in ("step", "region", "thread", "start_us", "cpu_us")
+    ]
+    regions = replace(regions, columns=[regions.columns[k] for k in keep],
+                      rows=[[r[k] for k in keep] for r in regions.rows])  # fmt: skip
+    return (f'<h2 id="overview">Overview</h2><p>{esc(why)}</p>'
+            + (table(steps) if len(steps) else "")
+            + '<h2 id="kernels">Operators</h2>' + table(ops)
+            + '<h2 id="regions">CPU time per record_function region</h2>'
             + (table(regions) if len(regions) else "<p>No record_function region.</p>"))  # fmt: skip
 
 
@@ -154,10 +167,10 @@ def _one(trace: Trace, peaks: Peaks, draw: bool) -> str:
 
 def _ranks(traces: dict[str, Trace], why: str) -> str:
     by_rank = {}
-    for i, t in enumerate(traces.values()):
-        info = t.meta.get("distributedInfo")
-        r = info.get("rank") if isinstance(info, dict) else None
-        by_rank[r if isinstance(r, int) else i] = t
+    for i, (name, t) in enumerate(traces.items()):
+        rank, how = _rank_of(t, Path(name))
+        t.meta["rank_from"] = how if rank is not None else "order"
+        by_rank[i if rank is None or rank in by_rank else rank] = t
     rs = rank_summary(dict(sorted(by_rank.items())))
     rows = []
     for r, t in sorted(by_rank.items()):

@@ -28,7 +28,7 @@ th.asc::after{content:" \\25B2"}th.desc::after{content:" \\25BC"}
 .note{color:#555}img{max-width:100%;border:1px solid #ddd}
 .bar{display:flex;height:14px;width:320px;border:1px solid #aaa}
 .bar span{display:block;height:100%}
-li{margin:.3em 0}code{background:#f4f4f4;padding:0 3px}
+li{margin:.3em 0}.wide{overflow-x:auto}code{background:#f4f4f4;padding:0 3px}
 """
 
 # Sort a table by the clicked header; numbers by their data-v value.
@@ -77,7 +77,8 @@ def table(t: Table, *, sortable: bool = True, note: str = "") -> str:
         body.append("<tr>" + "".join(cells) + "</tr>")
     cls = ' class="sortable"' if sortable else ""
     cap = f"<caption>{esc(t.title)}</caption>" if t.title else ""
-    out = f"<table{cls}>{cap}<thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+    out = (f'<div class="wide"><table{cls}>{cap}<thead><tr>{head}</tr></thead>'
+           f"<tbody>{''.join(body)}</tbody></table></div>")  # fmt: skip
     return out + (f'<p class="note">{esc(note)}</p>' if note else "")
 
 
