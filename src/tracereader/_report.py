@@ -8,6 +8,7 @@ and ranks modules, and the picture from :func:`tracereader.timeline`.
 from __future__ import annotations
 
 import io
+import re
 import warnings
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -188,26 +189,67 @@ def _ranks(traces: dict[str, Trace], why: str) -> str:
             + (f"<ul>{notes}</ul>" if notes else ""))  # fmt: skip
 
 
+_SECTION_ID = re.compile(r'id="(overview|kernels|slowest|next|regions)"')
+_CONTENTS = (("overview", "Overview"), ("kernels", "Kernels and operators"),
+             ("slowest", "The slowest step"), ("next", "What to look at next"))  # fmt: skip
+
+
+def _numbered(body: str, n: int) -> str:
+    """``body`` with its section ids made unique to the ``n``-th trace of a folder."""
+    return _SECTION_ID.sub(lambda m: f'id="{m.group(1)}-{n}"', body)
+
+
+def _contents(body: str) -> str:
+    links = " · ".join(f'<a href="#{k}">{v}</a>' for k, v in _CONTENTS if f'id="{k}"' in body)
+    return f"<nav><p>{links}</p></nav>{body}" if links else body
+
+
+def _several(traces: dict[str, Trace], peaks: Peaks, draw: bool) -> str:
+    are_ranks, why = ranks_or_repeats(traces)
+    names = list(traces)
+    nav = "".join(f'<li><a href="#trace-{i}">{esc(n)}</a></li>' for i, n in enumerate(names))
+    what = "Rank trace" if are_ranks else "Trace"
+    each = "".join(
+        f'<h2 id="trace-{i}">{what} {esc(n)}</h2>'
+        + _numbered(_one(traces[n], peaks, draw and not are_ranks), i)
+        for i, n in enumerate(names)
+    )
+    if are_ranks:
+        return _ranks(traces, why) + f"<ul>{nav}</ul>" + each
+    return f"<p>{esc(why)}: each trace is reported on its own.</p><ul>{nav}</ul>" + each
+
+
 def report(source: str | Path, peaks: Peaks = Peaks(), *, draw: bool = True) -> str:
     """The HTML report of a trace file, or of a folder of traces (ranks or repeats).
 
-    Raises :class:`~tracereader.TraceError` for a file that is not a trace or
-    a folder without trace files.
+    Parameters
+    ----------
+    source
+        A trace file, or a folder of them: ranks of one job (a rank view, then
+        each rank) or repeats of one run (each trace on its own), told apart
+        by :func:`~tracereader._overview.ranks_or_repeats`.
+    peaks
+        The GPU's peaks and bytes per step the user gave, if any.
+    draw
+        Inline a timeline picture of the slowest step (needs matplotlib).
+
+    Returns
+    -------
+    str
+        One self-contained HTML document: inline CSS and JS, pictures as
+        ``data:`` URIs, no request outside the file.
+
+    Raises
+    ------
+    TraceError
+        A file is not a trace, or a folder holds no trace files.
     """
     path = Path(source)
     if not path.is_dir():
-        return page(f"tracereader report: {path.name}", _one(load(path), peaks, draw))
+        return page(f"tracereader report: {path.name}", _contents(_one(load(path), peaks, draw)))
     traces = {p.name: load(p) for p in _expand(path)}
     if len(traces) == 1:
         ((name, t),) = traces.items()
-        return page(f"tracereader report: {name}", _one(t, peaks, draw))
-    are_ranks, why = ranks_or_repeats(traces)
-    if are_ranks:
-        body = _ranks(traces, why)
-        body += "".join(f"<h2>Rank trace {esc(n)}</h2>" + _one(t, peaks, False)
-                        for n, t in traces.items())  # fmt: skip
-    else:
-        body = f"<p>{esc(why)}: each trace is reported on its own.</p>" + "".join(
-            f"<h2>Trace {esc(n)}</h2>" + _one(t, peaks, draw) for n, t in traces.items()
-        )
+        return page(f"tracereader report: {name}", _contents(_one(t, peaks, draw)))
+    body = _several(traces, peaks, draw)
     return page(f"tracereader report: {path.name}/", body)
