@@ -112,7 +112,6 @@ def facts(f: Facts) -> None:
     lanes = m.lane_facts(recorded("64_bf16"))  # the first recording: what the cells print
     num("step_cpu_first", lanes["step_cpu"])
     num("step_gpu_first", lanes["step_gpu"])
-    num("l2s_call_first", lanes["l2s_call"])
     num("l2s_end_first", lanes["l2s_end"])
     ops0 = {r["name"]: r for r in op_table(recorded("64_bf16")).to_records()}
     num("matmul_self_first", ops0["aten::matmul"]["self_cpu_us"])
