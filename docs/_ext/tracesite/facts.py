@@ -119,18 +119,12 @@ class Facts:
 
     # -- reading ------------------------------------------------------------------------
     def variant(self, name: str, example: str | None = None) -> Variant:
-        """Every repeat of one variant of the page's example (or of ``example``)."""
+        """Every repeat of one variant of the page's example (or of ``example``), on this
+        run's GPU."""
         key = (example or self.example, name)
         if key not in self._variants:
-            load_any: Any = load  # its gpu keyword comes with the GPU layout
-            self._variants[key] = load_any(key[0], name, **self._gpu_kw())
+            self._variants[key] = load(key[0], name, gpu=self.gpu)
         return self._variants[key]
-
-    def _gpu_kw(self) -> dict[str, str]:
-        # recordings.load learns its gpu keyword with the GPU layout; until then there is one.
-        import inspect
-
-        return {"gpu": self.gpu} if "gpu" in inspect.signature(load).parameters else {}
 
     def rec(self, name: str, example: str | None = None) -> Recording:
         """The current repeat of ``name`` (the drawn one, r0, outside :meth:`repeats`)."""
@@ -149,10 +143,11 @@ class Facts:
         return self.variant(name, example).sessions
 
     def stamp(self, example: str | None = None) -> str:
-        """Where and when every recording of the page's example was made (one setup, asserted)."""
+        """Where and when every recording of the page's example on this run's GPU was made
+        (one setup, asserted)."""
         from .notebook import stamp
 
-        return stamp(example or self.example)
+        return stamp(example or self.example, gpu=self.gpu)
 
     def every_recording(self) -> list[Recording]:
         """Every recording the site holds, of every example (counted as read)."""
@@ -423,7 +418,11 @@ def survey(page: str, gpu: str) -> tuple[list[str], str | None]:
     try:
         module.facts(f)
     except Exception as exc:  # an assert in a measures module, or a missing recording
-        stopped = f"r{f.repeat}: {type(exc).__name__} {exc}".rstrip()
+        import traceback
+
+        last = traceback.extract_tb(exc.__traceback__)[-1]
+        where = f"{Path(last.filename).name}:{last.lineno}"
+        stopped = f"r{f.repeat} at {where}: {type(exc).__name__} {exc}".rstrip()
     finally:
         failed, _failed, _current = _failed, None, None
     return list(dict.fromkeys(failed)), stopped
