@@ -13,7 +13,6 @@ from typing import Any
 import part3_measures as m
 from tracesite import words
 from tracesite.facts import Facts, claim
-from tracesite.notebook import stamp
 
 EXAMPLE = "04_attention"
 GPUS = ("h200", "h100")
@@ -23,7 +22,7 @@ def facts(f: Facts) -> None:
     rec, recs, trace, num, md = f.rec, f.recs, f.trace, f.num, f.md
 
     num("n_repeats", len(recs("naive")))
-    md("stamp", stamp(EXAMPLE, gpu=f.gpu))  # this GPU's recordings, one setup (asserted)
+    md("stamp", f.stamp())
     SHAPE = B, H, S, D = 8, 16, 1024, 64
     claim(
         [rec("naive").params[k] for k in ("batch", "heads", "seq", "head_dim")] == list(SHAPE),
