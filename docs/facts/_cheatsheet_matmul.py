@@ -67,7 +67,7 @@ def compute() -> None:
     t = T["4096_bf16"]
     sync = one(t.where(name="cudaDeviceSynchronize"))
     busy = gpu_busy_us(t, window=(int(t.ts_ns[sync]), int(t.ts_ns[sync] + t.dur_ns[sync])))
-    assert busy > 0.5 * t.dur_ns[sync] / 1e3
+    claim(busy > 0.9 * t.dur_ns[sync] / 1e3, "recorded GPU ops fill most of the final sync")
     g = LN["4096_bf16"].gpu_ops
     g0, g1 = int(t.ts_ns[g].min()), int((t.ts_ns[g] + t.dur_ns[g]).max())
     assert gpu_busy_us(t, window=(g0, g1)) > 0.7 * (g1 - g0) / 1e3, "the GPU row is mostly solid"
