@@ -264,7 +264,12 @@ def syncbig() -> Callable[[], SmallFigure]:
     sync = one(t.where(name="cudaDeviceSynchronize"))
     fig = timeline(t, callouts=[Callout("cudaDeviceSynchronize", event=sync)], width_in=WIDTH_IN,
                    title="4096_fp32: the whole recorded window")  # fmt: skip
-    return lambda: picture("syncbig", fig, "Recording 4096_fp32 (float32 without TF32).")
+    return lambda: picture(
+        "syncbig",
+        fig,
+        "Recording 4096_fp32 (float32 without TF32). Under the sync's start the GPU lane looks "
+        "idle: it runs the warm-up call's GEMM, launched before recording began.",
+    )
 
 
 def empty() -> Callable[[], SmallFigure]:
