@@ -33,6 +33,7 @@ from _cheatsheet_common import (
     times,
     us,
 )
+from tracesite import words
 from tracesite.facts import Fmt, claim
 from tracesite.notebook import verdict
 
@@ -652,13 +653,16 @@ def tax() -> None:
     """Entry: More CPU per step under compile."""
     tx = cpu_ratios("compiled")
     claim(  # the table's remedy for overhead: compile pays off only with many small kernels
-        min(tx) > 1.5,
+        min(tx) > 1.5 and words.beyond_spread(tx, [1.0] * len(tx)),
         "on our two-kernel step both [compile and CUDA graphs] cost more CPU per call",
     )
     put("tx_ratio", times(float(np.median(tx))))
     put("tx_range", ratio_range(tx))
     tro = cpu_ratios("reduce-overhead")
-    claim(min(tro) > 1.5, "on our two-kernel step CUDA graphs cost more CPU per call than eager")
+    claim(
+        min(tro) > 1.5 and words.beyond_spread(tro, [1.0] * len(tro)),
+        "on our two-kernel step CUDA graphs cost more CPU per call than eager",
+    )
     assert min(cpu_ratios("reduce-overhead", "compiled")) > 0.95  # nor than the default mode
     put("tx_ro_ratio", times(float(np.median(tro))))
 
