@@ -262,9 +262,7 @@ def _all_repeats(v: Variant) -> Iterable[Recording]:
 
 
 def _example_folder(example: str, gpu: str) -> Path:
-    root = recordings_root()
-    with_gpu = root / gpu / example
-    return with_gpu if with_gpu.is_dir() else root / example
+    return recordings_root() / gpu / example
 
 
 def _module(page: str) -> Any:
