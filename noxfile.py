@@ -14,14 +14,21 @@ install the CPU build that this machine's pip offers (``TORCH_SPEC``). With
 environment reuses an existing torch instead: the one that ``TORCH_PYTHON`` (default:
 the Python running nox) imports, wherever it lives (system, venv, conda), through a
 ``.pth`` file that appends that torch's site-packages to the session's.
+
+The sessions that need torch (tests, docs, docs-strict, downloads, browser, serve) share
+one virtual environment, ``.nox/torch`` (:class:`TorchVenv`): torch, the library and the
+test, docs and browser groups, installed by the first of them and then only checked.
 """
 
 from __future__ import annotations
 
+import fcntl
+import json
 import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import nox
@@ -41,14 +48,22 @@ SYSTEM_TORCH = TORCH_SPEC == "system"
 SPHINX_AUTOBUILD_SPEC = "sphinx-autobuild>=2024.10.3"
 # The lowest and the highest Python that tracereader supports (``requires-python``).
 SUPPORTED_PYTHONS = ["3.10", "3.13"]
+# What a docs build writes into the source folder. Each build starts without it, except
+# docs/_generated/facts: each page's facts (`python -m tracesite facts`), a cache that
+# checks itself (a hash of what the page read: its facts module, the library, the
+# recordings' meta.json), so a build recomputes only the pages whose inputs changed.
 GENERATED = ["docs/_build", "docs/auto_examples", "docs/gen_modules", "docs/_generated"]
+KEEP_GENERATED = ["docs/_generated/facts"]
+# pytest-xdist: one worker per core, for the suites whose tests are independent; a group
+# (tests/conftest.py: those that write the facts cache) stays on one worker.
+XDIST = ["-n", "auto", "--dist", "loadgroup"]
 
 
 def groups(*names: str) -> list[str]:
     return [req for name in names for req in nox.project.dependency_groups(PYPROJECT, name)]
 
 
-def use_existing_torch(session: nox.Session) -> None:
+def use_existing_torch(session: nox.Session, python: str = "python") -> None:
     """Let the session's venv import the torch that ``TORCH_PYTHON`` imports.
 
     ``--system-site-packages`` is not enough: it exposes the *base* interpreter's
@@ -56,28 +71,29 @@ def use_existing_torch(session: nox.Session) -> None:
     A ``.pth`` file appends that torch's site-packages after the venv's own, so the
     session's own installs still win.
     """
-    python = os.environ.get("TORCH_PYTHON", sys.executable)
+    torch_python = os.environ.get("TORCH_PYTHON", sys.executable)
     probe = (
         "import os, sys, torch; "
         "print(os.path.dirname(os.path.dirname(torch.__file__))); print(sys.version_info[:2])"
     )
-    found = subprocess.run([python, "-c", probe], capture_output=True, text=True)
+    found = subprocess.run([torch_python, "-c", probe], capture_output=True, text=True)
     if found.returncode != 0:
-        session.error(f"{python} cannot import torch; set TORCH_PYTHON to a Python that can")
+        session.error(f"{torch_python} cannot import torch; set TORCH_PYTHON to a Python that can")
     site, version = found.stdout.strip().splitlines()[-2:]
     here = session.run(
-        "python", "-c",
+        python, "-c",
         "import sys, sysconfig; print(sysconfig.get_paths()['purelib']); print(sys.version_info[:2])",
-        silent=True,
+        silent=True, external=True,
     ).strip().splitlines()  # fmt: skip
     if here[-1] != version:
         session.error(f"torch's Python is {version}, this session's {here[-1]}: run nox with it")
     Path(here[0], "_existing_torch.pth").write_text(site + "\n", encoding="utf-8")
     session.run(
-        "python",
+        python,
         "-c",
         "import torch; print('torch', torch.__version__, 'from', "
         "torch.__file__, '; CUDA available:', torch.cuda.is_available())",
+        external=True,
     )
 
 
@@ -116,11 +132,75 @@ def find_python(version: str) -> str | None:
     return next((c for c in candidates if c and _runs_as(c, version)), None)
 
 
-def install_torch(session: nox.Session) -> None:
-    if SYSTEM_TORCH:
-        use_existing_torch(session)
-    else:
-        session.install(TORCH_SPEC)
+class TorchVenv:
+    """The virtual environment shared by every session that needs torch (``.nox/torch``).
+
+    torch is the bulk of every environment that holds it (about a gigabyte, a minute or
+    more to install); one environment holds it, the library (editable) and the test, docs
+    and browser groups, for tests, docs, docs-strict, downloads (its runner), browser and
+    serve. nox has no shared environments of its own: these sessions run without one
+    (``venv_backend="none"``) and call the programs of this one by path.
+
+    Each session names the dependency groups it needs; the first session creates the
+    environment, and each installs the groups it needs that are not there yet (so that
+    ``nox -s docs`` installs no test or browser tools), and otherwise only compares a
+    stamp. A new Python or torch (``TORCH_SPEC``, ``TORCH_PYTHON``) makes it anew; a
+    changed ``pyproject.toml`` installs again on top. ``nox --reuse-venv=never`` (or
+    ``-N``) makes it anew, once a run.
+    """
+
+    made_anew = False  # in this run of nox
+
+    def __init__(self, session: nox.Session, *needs: str) -> None:
+        self.session = session
+        self.needs = needs
+        self.path = Path(session.cache_dir).parent / "torch"
+        self.bin = self.path / "bin"
+        self.env = {
+            "VIRTUAL_ENV": str(self.path),
+            "PATH": os.pathsep.join([str(self.bin), os.environ.get("PATH", "")]),
+        }
+        self._ensure()
+
+    def _ensure(self) -> None:
+        torch_key = [sys.version, TORCH_SPEC, os.environ.get("TORCH_PYTHON", "")]
+        pyproject = (ROOT / "pyproject.toml").read_text()
+        stamp = self.path / "nox-torch-venv.json"
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        # One session at a time creates or installs (nox --parallel, two nox runs).
+        with open(self.path.parent / "torch.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            try:
+                was = json.loads(stamp.read_text()) if stamp.exists() else None
+            except ValueError:
+                was = None
+            config = getattr(getattr(self.session, "_runner", None), "global_config", None)
+            fresh = getattr(config, "reuse_venv", None) == "never" and not TorchVenv.made_anew
+            if not isinstance(was, dict) or was.get("torch") != torch_key or fresh:
+                TorchVenv.made_anew = True
+                shutil.rmtree(self.path, ignore_errors=True)
+                self.session.run(sys.executable, "-m", "virtualenv", "-q", str(self.path))
+                if SYSTEM_TORCH:
+                    use_existing_torch(self.session, str(self.bin / "python"))
+                else:
+                    self.pip("install", TORCH_SPEC)
+                was = {"torch": torch_key, "groups": [], "pyproject": None}
+            has = set(was["groups"]) if was["pyproject"] == pyproject else set()
+            if not set(self.needs) <= has:
+                wanted = sorted(set(self.needs) | set(was["groups"]))
+                self.pip("install", "-e", ".", *groups(*wanted))
+                was = {"torch": torch_key, "groups": wanted, "pyproject": pyproject}
+                stamp.write_text(json.dumps(was), encoding="utf-8")
+
+    def pip(self, *args: str) -> None:
+        # silent, as session.install is: pip's output shows only if it fails
+        self.session.run(str(self.bin / "python"), "-m", "pip", *args, external=True, silent=True)
+
+    def run(self, program: str, *args: str, env: dict[str, str] | None = None) -> None:
+        """Run ``program`` from this environment, as ``session.run`` would from the session's."""
+        self.session.run(
+            str(self.bin / program), *args, env={**self.env, **(env or {})}, external=True
+        )
 
 
 @nox.session
@@ -183,13 +263,13 @@ def lint(session: nox.Session) -> None:
     session.run("zizmor", "--offline", "--min-severity", "low", *workflows)
 
 
-@nox.session
+@nox.session(venv_backend="none")
 def tests(session: nox.Session) -> None:
-    """Unit tests, plus every example run as a plain script on the CPU."""
-    install_torch(session)
+    """Unit tests, plus every example run as a plain script on the CPU (in parallel:
+    pytest-xdist, a worker per core; ``-- -n 0`` runs them in one process)."""
     # docs: the site glue's tests import Sphinx, MyST-NB and IPython as the build does
-    session.install("-e", ".", *groups("test", "docs"))
-    session.run("pytest", "-q", "-m", "not browser and not downloads", *session.posargs)
+    venv = TorchVenv(session, "test", "docs")
+    venv.run("pytest", "-q", *XDIST, "-m", "not browser and not downloads", *session.posargs)
 
 
 # Each supported Python, found here (nox's own discovery does not look in pyenv's folder,
@@ -212,16 +292,27 @@ def tests_pythons(session: nox.Session, version: str) -> None:
         )
     session.install("-e", ".[draw]", *[r for r in groups("test") if r.startswith("pytest")])
     tests = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "tests").glob("test_*.py"))
-    session.run("pytest", "-q", "-p", "no:cacheprovider", *tests, *session.posargs)
+    session.run("pytest", "-q", *XDIST, "-p", "no:cacheprovider", *tests, *session.posargs)
+
+
+def _clean_generated() -> None:
+    """Remove what an earlier build wrote, except the facts cache (``KEEP_GENERATED``)."""
+    keep = [ROOT / path for path in KEEP_GENERATED]
+    for path in map(ROOT.joinpath, GENERATED):
+        inside = [k for k in keep if path in k.parents]
+        if not inside:
+            shutil.rmtree(path, ignore_errors=True)
+            continue
+        for child in path.iterdir() if path.is_dir() else []:
+            if child not in keep and not any(child in k.parents for k in keep):
+                shutil.rmtree(child) if child.is_dir() else child.unlink()
+    (ROOT / "docs" / "sg_execution_times.rst").unlink(missing_ok=True)
 
 
 def _build_docs(session: nox.Session, strict: bool) -> None:
-    install_torch(session)
-    session.install("-e", ".", *groups("docs"))
-    for path in GENERATED:
-        shutil.rmtree(ROOT / path, ignore_errors=True)
-    (ROOT / "docs" / "sg_execution_times.rst").unlink(missing_ok=True)
-    _sphinx(session, strict)
+    venv = TorchVenv(session, "docs")
+    _clean_generated()
+    _sphinx(venv.run, strict)
 
 
 def _sphinx_env(strict: bool) -> dict[str, str]:
@@ -236,36 +327,41 @@ def _sphinx_env(strict: bool) -> dict[str, str]:
 SPHINX_ARGS = ["-W", "--keep-going", "-j", "auto", "-b", "html", "docs", "docs/_build/html"]
 
 
-def _sphinx(session: nox.Session, strict: bool) -> None:
+def _sphinx(run: Callable[..., object], strict: bool) -> None:
+    """``run``: the shared environment's :meth:`TorchVenv.run`, or a session's ``run``."""
     env = _sphinx_env(strict)
     if strict:  # one line per stale recording, before Sphinx starts
-        session.run("python", "-m", "tracesite", "check", "examples", env=env)
-    session.run("sphinx-build", *SPHINX_ARGS, env=env)
+        run("python", "-m", "tracesite", "check", "examples", env=env)
+    run("sphinx-build", *SPHINX_ARGS, env=env)
 
 
-@nox.session
+@nox.session(venv_backend="none")
 def docs(session: nox.Session) -> None:
     """Build the site into docs/_build/html; a stale recording is marked on its page."""
     _build_docs(session, strict=False)
 
 
-@nox.session(name="docs-strict")
+@nox.session(name="docs-strict", venv_backend="none")
 def docs_strict(session: nox.Session) -> None:
     """The CI build: warnings are errors and a stale recording fails the build."""
     _build_docs(session, strict=True)
 
 
-@nox.session
+@nox.session(venv_backend="none")
 def downloads(session: nox.Session) -> None:
     """Every example as a reader downloads it from the built site (``_downloads``), run in
     a fresh virtual environment holding only torch: the ``.py`` with no flags and with
-    each flag its docstring names, the ``.ipynb`` through a Jupyter kernel (R9)."""
+    each flag its docstring names, the ``.ipynb`` through a Jupyter kernel (R9).
+
+    pytest runs from the shared environment; the examples run in the environments the
+    tests make, one of torch alone (and one of torch and transformers) per run."""
     if not (ROOT / "docs/_build/html/_downloads").is_dir():
         session.error("no built site: run `nox -s docs-strict` (or `nox -s docs`) first")
-    session.install("pytest>=8")
-    session.run(
+    venv = TorchVenv(session, "test")
+    venv.run(
         "pytest",
         "-q",
+        *XDIST,
         "-m",
         "downloads",
         "tests/downloads",
@@ -299,10 +395,10 @@ def gpu_build(session: nox.Session) -> None:
     session.run("python", "scripts/record.py", *session.posargs)
     for path in GENERATED:
         shutil.rmtree(ROOT / path, ignore_errors=True)
-    _sphinx(session, strict=True)
+    _sphinx(session.run, strict=True)
 
 
-@nox.session
+@nox.session(venv_backend="none")
 def browser(session: nox.Session) -> None:
     """Check the built site in headless Chromium: every page loads offline and clean, its
     images, links, anchors and downloads resolve, it fits a phone, reads in dark mode and
@@ -312,8 +408,11 @@ def browser(session: nox.Session) -> None:
     links and anchors, axe-core (the copy the axe-playwright-python wheel ships, run in
     the page) for accessibility; the rest is this site's own (tests/browser/sitecheck.py).
 
-    Installs what a fresh machine lacks: Debian's chromium and a font (apt), Playwright
-    (pip; it drives /usr/bin/chromium and never downloads a browser of its own).
+    Installs what a fresh machine lacks: Debian's chromium and its fonts (apt), Playwright
+    (pip, in the shared environment; it drives /usr/bin/chromium and never downloads a
+    browser of its own). apt leaves out chromium's other recommended packages (udev,
+    upower, a notification daemon, printer setup: none of them draws a headless page);
+    the one that does, the Liberation fonts (Arial's and Times' metrics), is named.
     """
     if not (ROOT / "docs/_build/html/index.html").exists():
         session.error("no built site: run `nox -s docs-strict` (or `nox -s docs`) first")
@@ -322,6 +421,7 @@ def browser(session: nox.Session) -> None:
         for name, path in (
             ("chromium", "/usr/bin/chromium"),
             ("fonts-dejavu-core", "/usr/share/fonts/truetype/dejavu"),
+            ("fonts-liberation", "/usr/share/fonts/truetype/liberation"),
         )
         if not os.path.exists(path)
     ]
@@ -330,12 +430,14 @@ def browser(session: nox.Session) -> None:
             session.error(f"install {' '.join(apt)} (Debian packages; /usr/bin/chromium is used)")
         sudo = [] if os.geteuid() == 0 else ["sudo"]
         env = {"DEBIAN_FRONTEND": "noninteractive"}
+        install = ["install", "-y", "-qq", "--no-install-recommends", *apt]
         session.run(*sudo, "apt-get", "update", "-qq", external=True, env=env)
-        session.run(*sudo, "apt-get", "install", "-y", "-qq", *apt, external=True, env=env)
-    session.install("-e", ".", *groups("browser"))
-    session.run(
+        session.run(*sudo, "apt-get", *install, external=True, env=env)
+    venv = TorchVenv(session, "browser")
+    venv.run(
         "pytest",
         "-q",
+        *XDIST,
         "-m",
         "browser",
         "tests/browser",
@@ -363,15 +465,15 @@ def record(session: nox.Session) -> None:
     session.run("python", "scripts/record.py", *session.posargs)
 
 
-@nox.session
+@nox.session(venv_backend="none")
 def serve(session: nox.Session) -> None:
     """Build the site as ``nox -s docs`` does (same options, not strict), serve it on
     http://127.0.0.1:8000 and rebuild it on every change, reloading the open pages
     (sphinx-autobuild); Ctrl-C stops it. Arguments after ``--`` go to sphinx-autobuild
     (``-- --port 8001``, ``-- --open-browser``)."""
-    install_torch(session)
-    session.install("-e", ".", *groups("docs"), SPHINX_AUTOBUILD_SPEC)
-    session.run(
+    venv = TorchVenv(session, "docs")
+    venv.pip("install", SPHINX_AUTOBUILD_SPEC)
+    venv.run(
         "sphinx-autobuild",
         *SPHINX_ARGS,
         "--host",

@@ -130,6 +130,24 @@ def weights(pytestconfig) -> dict:
     return pytestconfig.stash[WEIGHTS]
 
 
+def pytest_sessionfinish(session):
+    """In a pytest-xdist worker: hand this worker's page weights to the controller."""
+    output = getattr(session.config, "workeroutput", None)
+    if output is not None:
+        weights = session.config.stash.get(WEIGHTS, {})
+        output["page_weights"] = [[w.page, [list(i) for i in w.items]] for w in weights.values()]
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error):
+    """In pytest-xdist's controller: gather each worker's page weights for the table."""
+    weights = node.config.stash.get(WEIGHTS, None)
+    if weights is None:
+        return
+    for page, items in getattr(node, "workeroutput", {}).get("page_weights", []):
+        weights[page] = sitecheck.Weight(page, [tuple(i) for i in items])
+
+
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
     weights: dict = config.stash.get(WEIGHTS, {})
     if not weights:

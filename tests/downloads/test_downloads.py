@@ -4,8 +4,13 @@ The scripts and notebooks come from ``docs/_build/html/_downloads``, not from
 ``examples/``: what the site serves is what must run. They run in a fresh
 virtual environment that holds torch and nothing of this project (no
 tracereader, no matplotlib, no numpy); the notebooks run through a Jupyter
-kernel there. On a machine without CUDA each run profiles on the CPU and says
-why its trace has no GPU lane.
+kernel in one that adds only Jupyter's kernel and client to it. On a machine
+without CUDA each run profiles on the CPU and says why its trace has no GPU lane.
+
+The environments are made once per run and shared by pytest-xdist's workers
+(``nox -s downloads`` runs ``-n auto``): torch is installed once, into the torch-only
+one; the others see that torch through a ``.pth`` line and install only what they
+add (transformers; Jupyter).
 """
 
 from __future__ import annotations
@@ -37,41 +42,92 @@ def site(pytestconfig) -> Path:
     return Path(pytestconfig.getoption("--site")).resolve()
 
 
-def _torch_venv(folder: Path) -> Path:
-    """A fresh venv with torch alone (``TORCH_SPEC``), or reusing an existing torch
-    (``TORCH_SPEC=system``: the one ``TORCH_PYTHON`` imports); its python."""
+JUPYTER = ["nbclient", "ipykernel", "nbformat"]
+
+
+def _purelib(python: Path) -> str:
+    return subprocess.run(
+        [python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        check=True, capture_output=True, text=True,
+    ).stdout.strip()  # fmt: skip
+
+
+def _venv(folder: Path, links: list[str], packages: list[str]) -> Path:
+    """A fresh venv at ``folder/venv`` that sees the site-packages ``links`` (a ``.pth``
+    file, after its own) and holds ``packages``; its python."""
     venv = folder / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     py = venv / "bin" / "python"
+    if links:
+        Path(_purelib(py), "_linked.pth").write_text("".join(f"{p}\n" for p in links))
+    if packages:
+        subprocess.run([py, "-m", "pip", "install", "-q", *packages], check=True)
+    return py
+
+
+@pytest.fixture(scope="session")
+def shared_tmp(tmp_path_factory) -> Path:
+    """This run's folder for the environments, one for all of pytest-xdist's workers."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+
+
+def _once(root: Path, name: str, make) -> Path:
+    """``make(root / name)``'s python, made by the first worker that asks for it."""
+    from filelock import FileLock
+
+    made = root / name / "python.txt"
+    with FileLock(str(root / f"{name}.lock")):
+        if not made.exists():
+            made.parent.mkdir(parents=True, exist_ok=True)
+            made.write_text(str(make(made.parent)))
+    return Path(made.read_text())
+
+
+def _system_torch_site() -> str:
+    torch_py = os.environ.get("TORCH_PYTHON", sys.executable)
+    return subprocess.run(
+        [torch_py, "-c", "import os, torch; print(os.path.dirname(os.path.dirname(torch.__file__)))"],
+        check=True, capture_output=True, text=True,
+    ).stdout.strip()  # fmt: skip
+
+
+@pytest.fixture(scope="session")
+def torch_only(shared_tmp) -> Path:
+    """A fresh venv with torch alone (``TORCH_SPEC``), or reusing an existing torch
+    (``TORCH_SPEC=system``: the one ``TORCH_PYTHON`` imports); its python."""
     spec = os.environ.get("TORCH_SPEC", "torch==2.13.0")
     if spec == "system":
-        torch_py = os.environ.get("TORCH_PYTHON", sys.executable)
-        where = subprocess.run(
-            [torch_py, "-c", "import os, torch; print(os.path.dirname(os.path.dirname(torch.__file__)))"],
-            check=True, capture_output=True, text=True,
-        ).stdout.strip()  # fmt: skip
-        purelib = subprocess.run(
-            [py, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-            check=True, capture_output=True, text=True,
-        ).stdout.strip()  # fmt: skip
-        Path(purelib, "_existing_torch.pth").write_text(where + "\n")
-    else:
-        subprocess.run([py, "-m", "pip", "install", "-q", spec], check=True)
-    return py
+        return _once(shared_tmp, "torch-only", lambda d: _venv(d, [_system_torch_site()], []))
+    return _once(shared_tmp, "torch-only", lambda d: _venv(d, [], [spec]))
 
 
 @pytest.fixture(scope="session")
-def torch_only(tmp_path_factory) -> Path:
-    return _torch_venv(tmp_path_factory.mktemp("torch-only"))
+def torch_site(torch_only) -> str:
+    """Where the torch-only venv's torch lives, for the venvs that add to it."""
+    if os.environ.get("TORCH_SPEC") == "system":
+        return _system_torch_site()
+    return _purelib(torch_only)
 
 
 @pytest.fixture(scope="session")
-def torch_and_transformers(tmp_path_factory) -> Path:
+def torch_and_transformers(shared_tmp, torch_site) -> Path:
     """torch and Hugging Face transformers (``TRANSFORMERS_SPEC``), for 05_llm_decode."""
-    py = _torch_venv(tmp_path_factory.mktemp("torch-transformers"))
     spec = os.environ.get("TRANSFORMERS_SPEC", "transformers>=5.17,<6")
-    subprocess.run([py, "-m", "pip", "install", "-q", spec], check=True)
-    return py
+    return _once(shared_tmp, "torch-transformers", lambda d: _venv(d, [torch_site], [spec]))
+
+
+@pytest.fixture(scope="session")
+def jupyter_torch_only(shared_tmp, torch_site) -> Path:
+    """The torch-only venv's torch, and Jupyter's kernel and client: for the notebooks."""
+    return _once(shared_tmp, "jupyter-torch", lambda d: _venv(d, [torch_site], JUPYTER))
+
+
+@pytest.fixture(scope="session")
+def jupyter_torch_and_transformers(shared_tmp, torch_site, torch_and_transformers) -> Path:
+    """As :func:`jupyter_torch_only`, with the transformers venv's packages too."""
+    links = [torch_site, _purelib(torch_and_transformers)]
+    return _once(shared_tmp, "jupyter-transformers", lambda d: _venv(d, links, JUPYTER))
 
 
 def _needs_transformers(script: Path) -> bool:
@@ -129,6 +185,15 @@ def pytest_generate_tests(metafunc):
             "download_run", runs,
             ids=[f"{s.stem}[{' '.join(a) or 'no flags'}]" for s, a in runs],
         )  # fmt: skip
+    if "notebook" in metafunc.fixturenames:
+        site = Path(metafunc.config.getoption("--site")).resolve()
+        try:
+            notebooks = _downloads(site, ".ipynb")
+        except AssertionError:
+            notebooks = [None]  # the test then fails, saying so
+        metafunc.parametrize(
+            "notebook", notebooks, ids=[p.stem if p else "none" for p in notebooks]
+        )
 
 
 def test_downloaded_script_runs_with_only_torch(download_run, request, tmp_path):
@@ -214,14 +279,11 @@ def test_trace_names_follow_every_variant(torch_only, site, tmp_path):
     assert len(written) == 2, written
 
 
-def test_downloaded_notebook_runs_in_jupyter_with_only_torch(
-    torch_only, torch_and_transformers, site, tmp_path
-):
-    for python in (torch_only, torch_and_transformers):
-        subprocess.run(
-            [python, "-m", "pip", "install", "-q", "nbclient", "ipykernel", "nbformat"],
-            check=True, env=_env(),
-        )  # fmt: skip
+def test_downloaded_notebook_runs_in_jupyter_with_only_torch(notebook, request, tmp_path):
+    """Each notebook (``notebook``: one per downloadable ``.ipynb``) through a Jupyter
+    kernel: torch alone (and transformers for those that import it) and Jupyter's own
+    packages."""
+    assert notebook is not None, "no .ipynb example under _downloads: build the site first"
     runner = (
         "import sys, nbformat, nbclient\n"
         "nb = nbformat.read(sys.argv[1], as_version=4)\n"
@@ -231,13 +293,14 @@ def test_downloaded_notebook_runs_in_jupyter_with_only_torch(
         " for o in c.get('outputs', [])]\n"
         "print('\\n'.join(outs))\n"
     )
-    for notebook in _downloads(site, ".ipynb"):
-        text = notebook.read_text(encoding="utf-8")
-        assert "tracesite" not in text, f"{notebook.name} carries the site's replay glue"
-        python = torch_and_transformers if "import transformers" in text else torch_only
-        done = subprocess.run(
-            [python, "-c", runner, str(notebook), str(tmp_path)], cwd=tmp_path,
-            env=_env(), capture_output=True, text=True, timeout=600,
-        )  # fmt: skip
-        assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
-        assert re.search(r"trace written to traces/", done.stdout), done.stdout[-2000:]
+    text = notebook.read_text(encoding="utf-8")
+    assert "tracesite" not in text, f"{notebook.name} carries the site's replay glue"
+    python = request.getfixturevalue(
+        "jupyter_torch_and_transformers" if "import transformers" in text else "jupyter_torch_only"
+    )
+    done = subprocess.run(
+        [python, "-c", runner, str(notebook), str(tmp_path)], cwd=tmp_path,
+        env=_env(), capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
+    assert re.search(r"trace written to traces/", done.stdout), done.stdout[-2000:]
