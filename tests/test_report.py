@@ -96,6 +96,16 @@ def test_slow_first_step_and_graph_breaks():
     assert "graph breaks" in found["compile"].what and "1/1" in found["compile"].what
 
 
+def test_one_compiled_forward_and_backward_is_no_symptom():
+    events = [step(1, 0, 1000), call("cudaLaunchKernel", 10, 5, corr=1),
+              gpu("triton_poi_fused_0", 20, 100, corr=1),
+              op("Torch-Compiled Region: 0/0", 100, 300),
+              op("## Call CompiledFxGraph fabc ##", 110, 100),
+              op("CompiledFunctionBackward", 500, 300),
+              op("## Call CompiledFxGraph fdef ##", 510, 100)]  # fmt: skip
+    assert "compile" not in {s.key for s in symptoms(make(events))}
+
+
 def test_cpu_only():
     text = report(DATA / "synthetic" / "cpu_only.json")
     assert "No GPU activity in this trace" in text

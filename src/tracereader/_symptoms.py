@@ -117,30 +117,37 @@ def symptoms(trace: Trace) -> list[Symptom]:
 
 
 def _compile(trace: Trace, steps: list[StepTime]) -> list[Symptom]:
-    regions: dict[str, set[str]] = {}
-    graphs: dict[str, int] = {}
-    recompiled = set()
-    ua = np.flatnonzero(trace.kind == Kind.USER_ANNOTATION)
+    """Several compiled regions (Dynamo frames) in one step, and recompiled regions.
+
+    A region is ``Torch-Compiled Region: F/R`` (frame ``F``, recompile
+    ``R``). Without region events (older torch), several distinct
+    ``CompiledFxGraph`` calls in a step count, beyond one forward and one
+    backward graph.
+    """
+    cpu = np.flatnonzero(np.isin(trace.kind, (Kind.CPU_OP, Kind.USER_ANNOTATION)))
+    several, recompiled = [], set()
     for st in steps:
-        inside = ua[(trace.ts_ns[ua] >= st.start_ns) & (trace.ts_ns[ua] < st.end_ns)]
-        for i in inside:
-            name = trace.names[int(trace.name_id[i])]
+        inside = cpu[(trace.ts_ns[cpu] >= st.start_ns) & (trace.ts_ns[cpu] < st.end_ns)]
+        names = {trace.names[int(k)] for k in np.unique(trace.name_id[inside])}
+        frames = set()
+        for name in names:
             m = _COMPILED.match(name)
             if m:
-                regions.setdefault(st.name, set()).add(name)
+                frames.add(m.group(1))
                 if int(m.group(2)) > 0:
                     recompiled.add(name)
-            elif "CompiledFxGraph" in name:
-                graphs[st.name] = graphs.get(st.name, 0) + 1
-    broken = [s for s in {*regions, *graphs}
-              if len(regions.get(s, ())) > 1 or graphs.get(s, 0) > 1]  # fmt: skip
-    if not broken and not recompiled:
-        return []
+        graphs = {n for n in names if "CompiledFxGraph" in n}
+        allowed = 2 if "CompiledFunctionBackward" in names else 1
+        if len(frames) > 1 or (not frames and len(graphs) > allowed):
+            several.append(st.name)
     what = []
-    if broken:
-        what.append(f"{len(broken)} step(s) ran several compiled graphs (graph breaks)")
+    if several:
+        what.append(f"{len(several)} step(s) ran several compiled regions: graph breaks, or "
+                    "functions compiled separately")  # fmt: skip
     if recompiled:
         what.append(f"recompiled region(s): {', '.join(sorted(recompiled))}")
+    if not what:
+        return []
     return [Symptom("compile", "; ".join(what),
                     "find the breaks with TORCH_LOGS=graph_breaks (or torch._dynamo.explain) "
                     "and the recompiles with TORCH_LOGS=recompiles", "the site's Part 2")]  # fmt: skip
