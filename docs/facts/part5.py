@@ -6,7 +6,7 @@ Every number the page quotes and every claim it makes about the recordings of
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import part5_measures as m
 from tracesite.facts import Facts, claim
@@ -15,7 +15,10 @@ EXAMPLE = "06_train_step"
 
 
 def facts(f: Facts) -> None:
-    rec, recs, num, md, nums = f.rec, f.recs, f.num, f.md, f.nums
+    # Any: a recording's results and timings are optional in general, present in 06's.
+    rec: Any = f.rec
+    recs: Any = f.recs
+    num, md, nums = f.num, f.md, f.nums
 
     md("stamp", f.stamp())
     num("n_repeats", len(recs("eager")))
@@ -50,8 +53,8 @@ def facts(f: Facts) -> None:
     num("first_hi", max(first))
     claim(max(first) > 5 * min(first), "the first compiled step takes many times the others")
     params = recs("eager")[0].timings()["params"]
-    num("credit_2048", m.credit_pct(rows["causal"]["seq"], params))
-    num("credit_8192", m.credit_pct(rows["final"]["seq"], params))
+    num("credit_2048", m.credit_pct(cast(int, rows["causal"]["seq"]), params))
+    num("credit_8192", m.credit_pct(cast(int, rows["final"]["seq"]), params))
 
     eager_steps: list[dict[str, Any]] = []  # each repeat's m.step_facts
 
@@ -247,8 +250,12 @@ def facts(f: Facts) -> None:
         flex = m.attention_facts(f.trace("causal_flex"))
         num("flex_attn_ms", flex["attn_ms"])
         claim(flex["attn_ms"] > fc["attn_ms"], "flex attention is slower than cuDNN's causal")
-        a = m.account(f.trace("causal"), str(rec("causal").trace_path), rows["causal"]["seq"])
-        fin = m.account(f.trace("final"), str(rec("final").trace_path), rows["final"]["seq"])
+        a = m.account(
+            f.trace("causal"), str(rec("causal").trace_path), cast(int, rows["causal"]["seq"])
+        )
+        fin = m.account(
+            f.trace("final"), str(rec("final").trace_path), cast(int, rows["final"]["seq"])
+        )
         nums(
             {
                 "acc_pct_GEMM": a["pct_GEMM"],
@@ -306,8 +313,12 @@ def facts(f: Facts) -> None:
                 m.repeat_row(
                     e.trace(),
                     {
-                        "causal": m.account(c.trace(), str(c.trace_path), rows["causal"]["seq"]),
-                        "final": m.account(fin.trace(), str(fin.trace_path), rows["final"]["seq"]),
+                        "causal": m.account(
+                            c.trace(), str(c.trace_path), cast(int, rows["causal"]["seq"])
+                        ),
+                        "final": m.account(
+                            fin.trace(), str(fin.trace_path), cast(int, rows["final"]["seq"])
+                        ),
                     },
                 )
                 for e, c, fin in zip(recs("eager"), recs("causal"), recs("final"), strict=True)
