@@ -30,7 +30,7 @@ def facts(f: Facts) -> None:
         timings: Any = f.rec("interleaved_64").timings()  # what the harness timed, unprofiled
         inter = p1.interleaved_facts(f.trace("interleaved_64"), timings["calls"])
         claim(
-            times(inter["ie_us"], inter["uie_us"], AT_LEAST),
+            times(float(inter["ie_us"]), float(inter["uie_us"]), AT_LEAST),
             "under the profiler an eager call took at least 1.5 times the CPU time it took "
             "without it",
         )
