@@ -702,48 +702,6 @@ def gpu_us_per_step(tr: Trace) -> float:
     return float(tr.dur_ns[ops].sum()) / 1e3 / len(tr.steps)
 
 
-_gpu_us_per_step = gpu_us_per_step
-
-
-def picked_triton(tr: Trace) -> bool:
-    """Whether max-autotune kept Inductor's fused Triton GEMM (else cuBLAS and the copy)."""
-    triton = any(tr.name(int(i)).startswith("triton_tem") for i in tr.where(kind=Kind.KERNEL))
-    assert triton != bool(len(tr.where(kind=Kind.MEMCPY)))  # Triton: no copy; cuBLAS: copy
-    return triton
-
-
-def fused_facts(eager4k: Trace, comp4k: Trace, triton: Trace, autotune: Trace) -> Facts:
-    """A fused Triton GEMM drops the bias copy but is no faster than cuBLAS plus the copy."""
-    fused = {triton.name(int(i)) for i in triton.where(kind=Kind.KERNEL)}
-    assert len(fused) == 1 and next(iter(fused)).startswith("triton_tem_fused_addmm")
-    assert not len(triton.where(kind=Kind.MEMCPY))  # the fused kernel needs no copy
-    cublas_us = median_us(comp4k, kind=Kind.KERNEL, prefix="nvjet")
-    copy_us = median_us(comp4k, kind=Kind.MEMCPY)
-    fused_us = median_us(triton, kind=Kind.KERNEL)
-    claim(
-        fused_us / (cublas_us + copy_us) > 0.97,
-        "the fused kernel was no faster than cuBLAS's GEMM and the copy together",
-    )
-    claim(fused_us > 1.03 * cublas_us, "the fused kernel was slower than cuBLAS's GEMM alone")
-    per_step = {
-        k: _gpu_us_per_step(t)
-        for k, t in (("eager", eager4k), ("cublas", comp4k), ("fused", triton))
-    }
-    # How close the per-step GPU times are differs by GPU: the caller claims it per GPU.
-    picked_triton(autotune)
-    return {
-        "fused_name": f"`{next(iter(fused))}`",
-        "fused_us": fused_us,
-        "cublas_us": cublas_us,
-        "copy_us4k": copy_us,
-        "fused_vs_pair": fused_us / (cublas_us + copy_us),
-        "fused_vs_gemm": fused_us / cublas_us,
-        "tie_pct": 100 * (max(per_step.values()) / min(per_step.values()) - 1),
-        "fused_step_pct": 100 * (per_step["fused"] / per_step["cublas"] - 1),
-        **{f"step_gpu_{k}": v for k, v in per_step.items()},
-    }
-
-
 VERSIONS = ("eager", "addmm", "compiled", "reduce-overhead")
 
 
