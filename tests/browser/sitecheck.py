@@ -96,8 +96,10 @@ CHROMIUM_ARGS = [
 ]
 # DOWNLOAD_SUFFIXES, BUDGET_BYTES (a page's weight) and APART (what it leaves out): see
 # scripts/pagestats.py.
-#: The site's source archives together (test_site.py checks it): the recordings are most of it.
-ARCHIVE_BUDGET_BYTES = 15_000_000
+#: The site's source archives together (test_site.py checks it): the recordings are most of
+#: it, of two GPUs now (H200 and H100: about 15.3 MB with 01-04 on the H100; 05 and 06 on
+#: the H100 will add about 5 MB more).
+ARCHIVE_BUDGET_BYTES = 21_000_000
 PHONE_WIDTH = 390
 DESKTOP = {"width": 1366, "height": 900}
 LAPTOP = {"width": 1280, "height": 900}  # figures, contents and search are checked here
