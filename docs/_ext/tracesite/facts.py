@@ -394,13 +394,14 @@ def glue_facts(page: str) -> dict[str, Any]:
     Numbers are glued as numbers, Markdown as Markdown, as ``myst_nb.glue`` would have
     glued them in the notebook. Returns the plain values by key.
     """
-    from IPython.display import Markdown
+    from IPython import display
     from myst_nb import glue
 
+    markdown: Any = display.Markdown  # untyped where IPython is installed, Any where not
     _module(page)  # its folders on sys.path, for the page's picture cells too
     found = page_facts(page)
     for key, (kind, value) in found.items():
-        glue(key, Markdown(value) if kind == "md" else value, display=False)  # type: ignore[no-untyped-call]
+        glue(key, markdown(value) if kind == "md" else value, display=False)
     return {key: value for key, (_, value) in found.items()}
 
 
