@@ -154,7 +154,7 @@ def run_variant(variants, name):
     table = harness(out_dir, device=device, **params)
     where = "live on the GPU" if device == "cuda" else "on the CPU, so there is no GPU lane"
     written = ", ".join(sorted(p.name for p in out_dir.iterdir()))
-    print(f"{name}: profiled {where}; written to {out_dir}: {written}")
+    print(f"{name}: profiled {where}; trace written to {out_dir / 'trace.json'} ({written})")
     return types.SimpleNamespace(name=name, table=table, trace_path=out_dir / "trace.json")
 
 
