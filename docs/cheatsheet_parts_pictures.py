@@ -6,7 +6,6 @@ repeat, picking the events the entry's facts pick (``docs/facts/_cheatsheet_part
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 from _cheatsheet_common import in_step, one, rec
 from cheatsheet_pictures import TRAIN_COLORS, TRAIN_WIDTH_IN, WIDTH_IN, SmallFigure, picture, win
@@ -219,36 +218,10 @@ def llm_graph() -> Callable[[], SmallFigure]:
 
 def llm_tuning() -> SmallFigure:
     """Entry: The same kernel, at different speeds in different runs."""
-    # Across the repeats (one process each), so not a %%repeats cell: every repeat is read here.
+    from _cheatsheet_parts import tuning_runs
     from matplotlib.figure import Figure
-    from tracesite.notebook import variant as recorded
 
-    def kernel_runs(name: str) -> list[dict[str, tuple[float, Any]]]:
-        """Per repeat: {kernel name: (µs per token, (grid, block) of its first launch)} for the
-        kernels of profiler step 2."""
-        out = []
-        for r in recorded(name, "05_llm_decode").repeats:
-            tv = r.trace()
-            by: dict[str, tuple[float, Any]] = {}
-            for g in link(tv).gpu_ops_of(tv.step("ProfilerStep#2").event):
-                if tv.kind[g] == Kind.KERNEL:
-                    launch = (int(tv.extra["grid"][g]), int(tv.extra["block"][g]))
-                    us_, launch = by.get(tv.name(g), (0.0, launch))
-                    by[tv.name(g)] = (us_ + tv.dur_ns[g] / 1e3, launch)
-            out.append(by)
-        return out
-
-    tuned = kernel_runs("loop_packed_8b")
-    common = {
-        n
-        for n in set.intersection(*(set(k) for k in tuned))  # Inductor's GEMVs: reductions
-        if n.startswith("triton_red") and "_t_" in n and "argmax" not in n
-    }  # over a transposed weight
-    # Of those launched with different settings in different processes, the most uneven.
-    relaunched = [n for n in common if len({t[n][1] for t in tuned}) > 1]
-    name = max(relaunched, key=lambda n: max(t[n][0] for t in tuned) / min(t[n][0] for t in tuned))
-    per_run = [t[name] for t in tuned]
-    fixed = [t["gemv_kernel"][0] for t in kernel_runs("loop_kernels_8b")]
+    _, per_run, fixed = tuning_runs()  # the facts' own selection, read across the repeats
     fig = Figure(figsize=(WIDTH_IN, 1.8))
     ax = fig.subplots()
     slow_tuned = [u / min(v for v, _ in per_run) for u, _ in per_run]

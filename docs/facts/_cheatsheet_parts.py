@@ -216,42 +216,48 @@ def llm_graph() -> None:
     put("cs_graph_busy", f"{100 * min(busy_frac, 1):.0f} %")
 
 
-def llm_tuning() -> None:
-    """Entry: The same kernel, at different speeds in different runs."""
+def kernel_runs(name: str) -> list[dict[str, tuple[float, Any]]]:
+    """Per repeat of 05_llm_decode's ``name`` (one process each): {kernel name: (µs per
+    token, (grid, block) of its first launch)} for the kernels of profiler step 2."""
+    out = []
+    for r in recorded(name, "05_llm_decode").repeats:
+        tv = r.trace()
+        by: dict[str, tuple[float, Any]] = {}
+        for g in link(tv).gpu_ops_of(tv.step("ProfilerStep#2").event):
+            if tv.kind[g] == Kind.KERNEL:
+                launch = (int(tv.extra["grid"][g]), int(tv.extra["block"][g]))
+                us_, launch = by.get(tv.name(g), (0.0, launch))
+                by[tv.name(g)] = (us_ + tv.dur_ns[g] / 1e3, launch)
+        out.append(by)
+    return out
 
-    # Across the repeats (one process each), so not a %%repeats cell: every repeat is read here.
-    def kernel_runs(name: str) -> list[dict[str, tuple[float, Any]]]:
-        """Per repeat: {kernel name: (µs per token, (grid, block) of its first launch)} for the
-        kernels of profiler step 2."""
-        out = []
-        for r in recorded(name, "05_llm_decode").repeats:
-            tv = r.trace()
-            by: dict[str, tuple[float, Any]] = {}
-            for g in link(tv).gpu_ops_of(tv.step("ProfilerStep#2").event):
-                if tv.kind[g] == Kind.KERNEL:
-                    launch = (int(tv.extra["grid"][g]), int(tv.extra["block"][g]))
-                    us_, launch = by.get(tv.name(g), (0.0, launch))
-                    by[tv.name(g)] = (us_ + tv.dur_ns[g] / 1e3, launch)
-            out.append(by)
-        return out
 
+def tuning_runs() -> tuple[str, list[tuple[float, Any]], list[float]]:
+    """The llm_tuning entry's data, read across the repeats: of Inductor's GEMVs
+    (reductions over a transposed weight) launched with different settings in different
+    processes of ``loop_packed_8b``, the most uneven one's name and (µs, launch) per process,
+    and the fixed-setting ``gemv_kernel``'s µs per process of ``loop_kernels_8b``."""
     tuned = kernel_runs("loop_packed_8b")
     common = {
         n
-        for n in set.intersection(*(set(k) for k in tuned))  # Inductor's GEMVs: reductions
+        for n in set.intersection(*(set(k) for k in tuned))
         if n.startswith("triton_red") and "_t_" in n and "argmax" not in n
-    }  # over a transposed weight
-    # Of those launched with different settings in different processes, the most uneven.
+    }
     relaunched = [n for n in common if len({t[n][1] for t in tuned}) > 1]
     name = max(relaunched, key=lambda n: max(t[n][0] for t in tuned) / min(t[n][0] for t in tuned))
-    per_run = [t[name] for t in tuned]
+    fixed = [t["gemv_kernel"][0] for t in kernel_runs("loop_kernels_8b")]
+    return name, [t[name] for t in tuned], fixed
+
+
+def llm_tuning() -> None:
+    """Entry: The same kernel, at different speeds in different runs."""
+    name, per_run, fixed = tuning_runs()
     assert max(u for u, _ in per_run) > 1.2 * min(u for u, _ in per_run)
     put("cs_tune_kernel", f"`{name[:48]}…`")
     put(
         "cs_tune_runs",
         ", ".join(f"{us(u)} ({g:,} blocks of {b} threads)" for u, (g, b) in per_run),
     )
-    fixed = [t["gemv_kernel"][0] for t in kernel_runs("loop_kernels_8b")]
     assert max(fixed) < 1.03 * min(fixed)
     put("cs_fixed_runs", ", ".join(f"{us(u)}" for u in fixed))
 
