@@ -34,11 +34,6 @@ CELL_GLUE = re.compile(r"""\b(?:glue|md|num|put)\(\s*["']([A-Za-z0-9_]+)["']""")
 FACTS_DICT = re.compile(r"^(\w+) = glue_facts\(", re.M)
 
 
-#: Pages whose facts still paste whole dicts under a prefix (``f.glue_all``), so they produce
-#: keys the page never uses; each goes once its keys are spelled whole in its facts module.
-WHOLE_DICTS: set[str] = set()
-
-
 def page_of(name: str) -> Path:
     """``part1_notes`` -> ``docs/chapters/part1-notes.md``."""
     found = [
@@ -95,8 +90,6 @@ def test_every_produced_key_is_pasted(page: tuple[str, dict[str, list[object]]])
     unused = sorted(
         k for k in glue if family(k) not in used and not k.startswith(others or ("\0",))
     )
-    if unused and name in WHOLE_DICTS:
-        pytest.xfail(f"{name}: {len(unused)} keys produced by whole-dict glue, not pasted")
     assert not unused, f"docs/facts/{name}.py produces keys its page never pastes: {unused}"
 
 

@@ -38,7 +38,6 @@ __all__ = [
     "Facts",
     "Fmt",
     "claim",
-    "facts_dir",
     "glue_facts",
     "main",
     "page_facts",
@@ -92,10 +91,6 @@ class Fmt:
 
     def __format__(self, spec: str) -> str:
         return format(str(self), spec)
-
-
-def facts_dir() -> Path:
-    return FACTS_DIR
 
 
 def pages() -> list[str]:
@@ -190,13 +185,6 @@ class Facts:
             self._paste(key, "md", str(value))
         else:
             self._collect_md.setdefault(key, []).append(value)
-
-    def glue_all(self, prefix: str, found: dict[str, Any]) -> dict[str, Any]:
-        """Paste every number of ``found`` under ``prefix + key``; return ``found``."""
-        for key, value in found.items():
-            if isinstance(value, (int, float)) and not isinstance(value, bool):
-                self.num(prefix + key, float(value))
-        return found
 
     def nums(self, values: dict[str, Any]) -> None:
         """:meth:`num` for each key and value: ``f.nums({"s_step_ms": s["step_ms"], ...})``,

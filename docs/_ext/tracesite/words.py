@@ -15,14 +15,14 @@ barely changed     the ratio of after to before within 10 % of 1 (as "about" 1)
 no outlier         every value within 10 % of the values' median
 beyond the spread  every value of one set above (or below) every value of the other
 N times            x at least N times ref, and under 2N times (the perturbation test)
-in every repeat    the claim holds for each repeat's value (``all``)
+in every repeat    the claim holds on each repeat (``f.repeats`` runs it once per repeat)
 =================  =====================================================================
 """
 
 from __future__ import annotations
 
 import statistics
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 __all__ = [
@@ -30,7 +30,6 @@ __all__ = [
     "about",
     "barely_changed",
     "beyond_spread",
-    "in_every_repeat",
     "no_outlier",
     "perturbed",
     "recording",
@@ -94,11 +93,6 @@ def times(x: float, ref: float, n: float) -> bool:
     """``x`` is at least ``n`` times ``ref`` ("N times", "N-fold")."""
     _remember("times", float(x), float(ref), float(n))
     return float(x) >= n * float(ref)
-
-
-def in_every_repeat(values: Sequence[Any], holds: Callable[[Any], bool]) -> bool:
-    """``holds(v)`` for each repeat's value ``v``."""
-    return all(holds(v) for v in values)
 
 
 def perturbed(word: str, args: tuple[Any, ...]) -> list[tuple[Any, ...]]:
