@@ -1,7 +1,7 @@
 """The cheatsheet's pictures (``cheatsheet.md``), one function per entry.
 
 Each entry function draws its entry's picture from the drawn repeat (the recordings
-:mod:`tracesite.notebook` reads outside ``%%repeats``) and returns a thunk that shows it as
+:mod:`tracesite.notebook` reads) and returns a thunk that shows it as
 a small PNG, with alt text. It picks the events it draws the way the entry's facts do
 (``docs/facts/_cheatsheet_matmul.py``): the numbers and claims are computed and checked on
 every repeat there, not here. The entries of the other parts' recordings are drawn in

@@ -5,7 +5,7 @@ them, the profiler's own table totals or timings), asserts every claim the pages
 about them, and returns the numbers (floats) and Markdown snippets (str) the pages glue,
 keyed by the names the prose uses. The pages' facts modules (``docs/facts/``) call them once
 per repeat (``f.repeats``), so every assertion holds on every repeat;
-``tests/site/test_part1_measures.py`` runs them on every recorded repeat too. What only one
+``tests/site/test_facts.py`` runs those modules on the committed recordings. What only one
 page's facts use lives in that facts module.
 
 Only :mod:`tracereader` and numpy here: no drawing, no site glue.

@@ -315,7 +315,7 @@ def first_call_ratio(timings: dict[str, Any]) -> dict[str, float]:
 
 # ------------------------------------------------------------------ the lesson's claims
 # Each *_facts function computes what a section of the lesson quotes and asserts what it
-# claims; the page runs it on every repeat (``%%repeats``) and glues the result.
+# claims; the page's facts module runs it on every repeat (``f.repeats``) and pastes the result.
 Facts = dict[str, float | str]
 
 

@@ -3,9 +3,9 @@
 Each function takes one repeat (a :class:`tracereader.Trace`, or the trace file where a
 field tracereader does not keep is needed: the profiler's memory events and the input
 shapes of ``aten::mm``), asserts what the page says of it, and returns the numbers the
-page glues, keyed by the names the prose uses. The page calls them in ``%%repeats``
-cells, so every claim holds on every repeat. ``tests/site/test_part5_measures.py`` runs
-them against every recorded repeat.
+page glues, keyed by the names the prose uses. The page's facts module
+(``docs/facts/part5.py``) calls them in ``f.repeats``, so every claim holds on every repeat;
+``tests/site/test_facts.py`` runs it on the committed recordings.
 
 Only :mod:`tracereader`, numpy and the standard library here: no drawing, no site glue.
 """

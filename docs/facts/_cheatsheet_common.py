@@ -138,7 +138,7 @@ def pct(x: float, digits: int = 0) -> Fmt:
 
 
 def put(key: str, value: Any) -> None:
-    """Glue a value for {glue:md}`key` in the text (the median over repeats, in %%repeats)."""
+    """Glue a value for {glue:md}`key` in the text (the median over repeats, in ``f.repeats``)."""
     _reader().put(key, value)
 
 

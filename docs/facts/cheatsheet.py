@@ -23,7 +23,7 @@ __all__ = ["EXAMPLE", "GPUS", "facts", "intro"]
 GPUS = ("h200", "h100")
 
 #: The entries, in the page's order, up to the one that reads every repeat itself
-#: (:func:`_cheatsheet_parts.llm_tuning`), and after it. Each ran in a ``%%repeats`` cell.
+#: (:func:`_cheatsheet_parts.llm_tuning`), and after it. Each runs in ``f.repeats``.
 ENTRIES = [
     m.overhead, m.compute, m.hotspot, m.selftotal, m.calls, m.gpuannot,  # the profiler table
     m.firststep, m.firstgap, m.silentself, m.occupancy, m.launchapi, m.memset, m.sync64,

@@ -8,7 +8,8 @@ never shipped to readers. It holds:
   example's current code;
 * :mod:`.recorder`: recording an example on a GPU (``scripts/record.py``);
 * :mod:`.gallery`: what an example page shows when the site is built;
-* :mod:`.notebook`: helpers and the ``%%repeats`` magic for the chapters;
+* :mod:`.notebook`: the pages' helpers for the drawn repeat, pictures and links;
+* :mod:`.facts` and :mod:`.words`: each page's facts, its claims and the words they use;
 * :mod:`.html` and :mod:`.profiler_table`: trace links, figures, the profiler's table.
 
 Examples look for this package in ``sys.modules`` and never import it, so a
