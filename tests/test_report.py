@@ -145,9 +145,21 @@ def test_repeats_are_not_ranks(tmp_path):
 def test_peaks_without_flops_say_so():
     path = DATA / "h200" / "train_eager.json.gz"
     text = report(path, Peaks(tflops=989.0, tbs=4.8), draw=False)
-    assert "Peaks given: 989 TFLOP/s, 4.8 TB/s" in text and "cannot tell" in text
+    assert "Peaks: 989 TFLOP/s, 4.8 TB/s" in text and "given on the command line" in text
+    assert "cannot tell" in text
     text = report(path, Peaks(tbs=4.8, bytes_per_step=1e9), draw=False)
     assert "pct_of_peak_tbs" in text
+
+
+def test_peaks_not_given_come_from_the_datasheet_of_the_trace_gpu(tmp_path):
+    text = report(DATA / "h200" / "train_eager.json.gz", draw=False)
+    assert "datasheet&#x27;s for NVIDIA H200 (the H200 SXM row: 989 TFLOP/s" in text
+    data = doc([step(1, 0, 100), op("aten::mm", 5, 20, ext=1),
+                call("cudaLaunchKernel", 6, 4, corr=9, ext=1), gpu("k", 12, 50, 9)])  # fmt: skip
+    data["deviceProperties"] = [{"id": 0, "name": "NVIDIA GeForce RTX 4090"}]
+    (tmp_path / "t.json").write_text(json.dumps(data))
+    text = report(tmp_path / "t.json", draw=False)
+    assert "(NVIDIA GeForce RTX 4090) is not in tracereader&#x27;s datasheet table" in text
 
 
 def test_gpu_split_adds_up():

@@ -50,7 +50,8 @@ from torch.profiler import ProfilerActivity, profile, record_function, schedule
 # each a ``record_function`` region, compiled when asked), ``batches`` (the input:
 # random tokens on the GPU, or a ``DataLoader``), ``time_steps`` (steps timed without
 # the profiler), ``flops_per_token`` (the model's FLOPs for the MFU, against the
-# H200's peak ``H200_BF16_FLOPS``), ``write_memory_snapshot`` (the allocator's
+# H200's peak ``H200_BF16_FLOPS``; ``judge_flops`` redoes it against your GPU's),
+# ``write_memory_snapshot`` (the allocator's
 # history, slimmed), ``SEQ`` (2,048 tokens) and ``_sync`` (wait for the GPU).
 from _06_common import (
     H200_BF16_FLOPS,
@@ -60,6 +61,7 @@ from _06_common import (
     batches,
     build_model,
     flops_per_token,
+    judge_flops,
     make_step,
     time_steps,
     write_memory_snapshot,
@@ -300,7 +302,8 @@ VARIANTS = {
 # %%
 # ``run(name)`` is the plumbing: it profiles one variant with its harness, moves what
 # the run wrote (the trace, ``timings.json``, ``results.json``, the memory snapshot)
-# to ``traces/06_train_step/NAME.*``, and says where it ran.
+# to ``traces/06_train_step/NAME.*``, says where it ran, and on a GPU redoes the MFU
+# against that GPU's datasheet peak, saying which one.
 
 
 def run(name):
@@ -315,6 +318,9 @@ def run(name):
     where = f"live on {torch.cuda.get_device_name(0)}" if device == "cuda" else (
         "on the CPU with the tiny model: no CUDA device here, so no GPU lane")  # fmt: skip
     print(f"{name}: profiled {where}; trace written to {trace_path}")
+    if device == "cuda":  # the MFU against this GPU's datasheet peak, not the H200's
+        results, timings = (out / f"{name}.{f}.json" for f in ("results", "timings"))
+        print(f"{name}: {judge_flops(results, timings, torch.cuda.get_device_name(0))}")
     return types.SimpleNamespace(name=name, table=table, trace_path=trace_path)
 
 

@@ -10,6 +10,7 @@ import gc
 import json
 import pickle
 import random
+import re
 import statistics
 import sys
 import time
@@ -21,9 +22,48 @@ import torch.nn.functional as F
 from torch.profiler import ProfilerActivity, profile, record_function, schedule
 
 # The sequence length of every GPU variant, and the H200 SXM's dense bf16 peak from
-# its datasheet: the denominator of the MFU.
+# its datasheet: the denominator of the MFU in the site's recordings, which ran on an
+# H200. What you run goes through ``judge_flops``, which divides by your GPU's instead.
 SEQ = 2048
 H200_BF16_FLOPS = 989e12
+# Dense bf16 Tensor Core peaks in NVIDIA's datasheets, TFLOP/s, by the device name torch
+# reports (upper-cased; the first match wins). tracereader's datasheet table holds the
+# same rows.
+DATASHEET_TFLOPS = (
+    ("A100 SXM 80GB", r"A100.*SXM.*80GB", 312),
+    ("A100 SXM 40GB", r"A100.*SXM", 312),
+    ("A100 PCIe 80GB", r"A100.*(80GB.*PCIE|PCIE.*80GB)", 312),
+    ("A100 PCIe 40GB", r"A100.*PCIE", 312),
+    ("H100 SXM", r"H100.*(SXM|80GB HBM3)", 989),
+    ("H100 PCIe", r"H100.*PCIE", 756),
+    ("H200 SXM", r"H200(?!.*NVL)", 989),
+    ("L40S", r"\bL40S\b", 362),
+    ("L4", r"\bL4\b", 121),
+)
+
+
+def judge_flops(results_path, timings_path, device_name):
+    """Rewrite ``results.json`` so that ``mfu_spec`` divides by this GPU's datasheet peak
+    (``spec_gpu``, ``spec_tflops``; None for a GPU not in ``DATASHEET_TFLOPS``) and return
+    one line that says which denominator it used."""
+    results = json.loads(Path(results_path).read_text())
+    flops = json.loads(Path(timings_path).read_text())["flops_per_token"]
+    row = next((r for r in DATASHEET_TFLOPS if re.search(r[1], device_name.upper())), None)
+    achieved = results["tokens_per_s"] * flops / 1e12
+    results["spec_gpu"] = row[0] if row else None
+    results["spec_tflops"] = row[2] if row else None
+    results["mfu_spec"] = round(achieved / row[2], 4) if row else None
+    Path(results_path).write_text(json.dumps(results))
+    if row is None:
+        return (
+            f"{achieved:.0f} TFLOP/s by the MFU's count; no datasheet peak for {device_name} here"
+        )
+    return (
+        f"{achieved:.0f} TFLOP/s by the MFU's count: MFU {results['mfu_spec']:.3f} of the "
+        f"{row[2]} TFLOP/s dense bf16 in the {row[0]} datasheet"
+    )
+
+
 SHAPES = {
     "1b": {"hidden_size": 2048, "intermediate_size": 8192, "num_hidden_layers": 16, "num_attention_heads": 32,
            "num_key_value_heads": 8, "head_dim": 64, "vocab_size": 128256, "tie_word_embeddings": True},

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ._classify import class_table
+from ._datasheet import trace_datasheet
 from ._events import Trace
 from ._gaps import gaps
 from ._link import link
@@ -41,7 +42,26 @@ class Peaks:
     bytes_per_step: float | None = None
 
 
+def _peaks_of(trace: Trace, peaks: Peaks) -> tuple[Peaks, str]:
+    """The peaks to judge against, and a sentence saying where they came from.
+
+    Each peak the user gave, else the datasheet row of the trace's GPU.
+    """
+    name, row = trace_datasheet(trace.device_properties)
+    if peaks.tflops and peaks.tbs:
+        return peaks, "Peaks given on the command line."
+    if row is None:
+        gpu = f"This trace's GPU ({name})" if name else "This trace names no GPU; it"
+        return peaks, (f"{gpu} is not in tracereader's datasheet table: give "
+                       "--peak-tflops and --peak-tbs to judge rates against its peaks.")  # fmt: skip
+    filled = replace(peaks, tflops=peaks.tflops or row.bf16_tflops, tbs=peaks.tbs or row.hbm_tbs)
+    return filled, (f"Peaks not given are the datasheet's for {name} (the {row.gpu} row: "
+                    f"{row.bf16_tflops:g} TFLOP/s dense bf16, {row.hbm_tbs:g} TB/s); a "
+                    "clock or power limit below the datasheet's lowers what the GPU can reach.")  # fmt: skip
+
+
 def _overview(trace: Trace, split: list[GpuSplit], peaks: Peaks) -> str:
+    peaks, source = _peaks_of(trace, peaks)
     cols = ["step", "cpu_us", "span_us", *(f"{k}_us" for k in SPLIT_KINDS), "idle_us",
             "busy_pct", "verdict"]  # fmt: skip
     rows: list[list[Any]] = [[s.name, s.cpu_us, s.span_us, *(s.by_kind[k] for k in SPLIT_KINDS), s.idle_us,
@@ -62,9 +82,12 @@ def _overview(trace: Trace, split: list[GpuSplit], peaks: Peaks) -> str:
     given = [g for g in given if g]
     if given:
         can = " (TB/s from --bytes-per-step: see the table)" if peaks.bytes_per_step else ""
-        extra = (f"<p>Peaks given: {esc(', '.join(given))}{esc(can)}. The trace records no "
-                 "FLOP count, so achieved TFLOP/s cannot be computed from it, and the trace "
-                 "cannot tell whether arithmetic or memory limits a GPU-bound step.</p>")  # fmt: skip
+        extra = (f"<p>Peaks: {esc(', '.join(given))}{esc(can)}. {esc(source)} The trace "
+                 "records no FLOP count, so achieved TFLOP/s cannot be computed from it, and "
+                 "the trace cannot tell whether arithmetic or memory limits a GPU-bound "
+                 "step.</p>")  # fmt: skip
+    else:
+        extra = f"<p>{esc(source)}</p>"
     t = Table(cols, rows, "GPU time per step by kind of work (µs; the verdict reads idle_us)", ())
     total = split[-1]
     parts = {**total.by_kind, "idle": total.idle_us}
