@@ -118,6 +118,37 @@ def test_callouts_on_named_events(trace):
         timeline(trace, step=1, callouts=[Callout(event=add, text="x")])
 
 
+def test_callout_step_and_count_pick_the_steps_own_event():
+    # step 1's add kernel runs late, into step 2's window: a bare name matches it first
+    doc = make_doc(steps=2)
+    late = next(e for e in doc["traceEvents"] if e["name"] == ADD_KERNEL)
+    late["ts"] = 1005.0
+    tr = load(json.dumps(doc).encode())
+    first, second = (int(i) for i in tr.where(name=ADD_KERNEL))
+    pick = timeline(tr, step=2, callouts=[Callout("add", name=ADD_KERNEL)])
+    assert pick.tracereader_info["callouts"][0]["event"] == first  # the trap
+    own = Callout("add", name=ADD_KERNEL, step=2, count=1)
+    assert timeline(tr, step=2, callouts=[own]).tracereader_info["callouts"][0]["event"] == second
+    # over the whole trace, the step still decides; the count counts inside it
+    mm = Callout("GEMM", name="cutlass", step="ProfilerStep#2", count=1)
+    got = timeline(tr, callouts=[mm]).tracereader_info["callouts"][0]["event"]
+    assert got == int(tr.where(name=MM_KERNEL)[1])
+    with pytest.raises(ValueError, match="2 drawn events named .*, expected 1"):
+        timeline(tr, callouts=[Callout("GEMM", name="cutlass", count=1)])
+    with pytest.raises(ValueError, match="in ProfilerStep#1, expected 2"):
+        timeline(tr, callouts=[Callout("GEMM", name="cutlass", step=1, count=2)])
+
+
+def test_callout_event_checked_against_name_and_step(trace):
+    add = int(trace.where(name="aten::add")[1])
+    ok = Callout("the add", event=add, name="aten::add", step=2)
+    assert timeline(trace, step=2, callouts=[ok]).tracereader_info["callouts"][0]["event"] == add
+    with pytest.raises(ValueError, match="is 'aten::add', not 'aten::mul'"):
+        timeline(trace, step=2, callouts=[Callout("x", event=add, name="aten::mul")])
+    with pytest.raises(ValueError, match="is not in ProfilerStep#1"):
+        timeline(trace, callouts=[Callout("x", event=add, step=1)])
+
+
 def test_alt_text_mentions_lanes_and_counts(trace):
     fig = timeline(trace, step=1, callouts=[Callout(name="aten::mm", text="here")])
     text = alt_text(fig)

@@ -26,7 +26,7 @@ from ._events import (
     kind_mask,
     name_mask,
 )
-from ._link import LAUNCH_APIS, SYNC_APIS
+from ._link import LAUNCH_APIS, SYNC_APIS, link
 from ._names import cut, shorten_kernel_name
 
 __all__ = [
@@ -102,8 +102,18 @@ class Callout:
     event
         Row index of the event in the trace, or
     name
-        its exact name (else the first event whose name contains it), taking
-        the ``occurrence``-th match inside the window, in time order.
+        its exact name (else the events whose name contains it), taking the
+        ``occurrence``-th match inside the window, in time order. Given with
+        ``event``, it is a check instead: the event's name must be or contain it.
+    step
+        Only the events of this profiler step (number or ``"ProfilerStep#N"``):
+        CPU events that start inside it, GPU ops launched from inside it. A step's
+        window also draws the GPU work earlier steps left running, which a bare
+        ``name`` would match first. Given with ``event``, it is a check.
+    count
+        How many events ``name`` must match (inside the window and ``step``);
+        another number raises, so a picture whose window or recording holds an
+        unexpected match fails instead of pointing at the wrong one.
     at
         Where the arrow points: ``"start"``, ``"mid"`` or ``"end"`` of the bar.
     """
@@ -113,6 +123,8 @@ class Callout:
     name: str | None = None
     occurrence: int = 0
     at: str = "start"
+    step: int | str | None = None
+    count: int | None = None
 
 
 @dataclass(frozen=True)
@@ -379,20 +391,37 @@ def stack_levels(callouts: list[dict[str, Any]]) -> None:
 
 
 def _callout_target(trace: Trace, idx: _I64, c: Callout) -> int:
-    """Position in ``idx`` of the event a callout names."""
+    """Position in ``idx`` of the event a callout names; checks ``name``, ``step``, ``count``."""
+    in_step = np.ones(len(idx), dtype=bool)
+    where = ""
+    if c.step is not None:
+        k = trace.steps.index(trace.step(c.step))
+        in_step = link(trace).step[idx] == k
+        where = f" in {trace.steps[k].name}"
     if c.event is not None:
         hit = np.flatnonzero(idx == int(c.event))
         if not len(hit):
             raise ValueError(f"callout {c.text!r}: event {c.event} is not drawn in this window")
-        return int(hit[0])
+        j = int(hit[0])
+        name = trace.name(int(c.event))
+        if c.name is not None and c.name not in name:
+            raise ValueError(f"callout {c.text!r}: event {c.event} is {name!r}, not {c.name!r}")
+        if not in_step[j]:
+            raise ValueError(f"callout {c.text!r}: event {c.event} ({name!r}) is not{where}")
+        return j
     if c.name is None:
         raise ValueError(f"callout {c.text!r}: give event= or name=")
     names = [trace.names[i] for i in trace.name_id[idx]]
-    hits = [j for j, n in enumerate(names) if n == c.name]
-    hits = hits or [j for j, n in enumerate(names) if c.name in n]
+    hits = [j for j, n in enumerate(names) if n == c.name and in_step[j]]
+    hits = hits or [j for j, n in enumerate(names) if c.name in n and in_step[j]]
+    if c.count is not None and len(hits) != c.count:
+        raise ValueError(
+            f"callout {c.text!r}: {len(hits)} drawn events named {c.name!r}{where}, "
+            f"expected {c.count}"
+        )
     if not -len(hits) <= c.occurrence < len(hits):
         raise ValueError(
-            f"callout {c.text!r}: {len(hits)} drawn events named {c.name!r}, "
+            f"callout {c.text!r}: {len(hits)} drawn events named {c.name!r}{where}, "
             f"no occurrence {c.occurrence}"
         )
     return hits[c.occurrence]
