@@ -107,83 +107,11 @@ def _window(trace: Trace, step: int | None) -> tuple[int, int] | None:
 
 # ---------------------------------------------------------------- subcommands
 def _summary(args: argparse.Namespace) -> int:
-    from ._measure import summary
-    from ._tables import Table
-
     if len(args.file) > 1 or os.path.isdir(args.file[0]):
         return _summary_ranks(args)
-    if args.drop_last_step:
-        raise UserError("--drop-last-step applies to several ranks (a directory or several files)")
-    args.file = args.file[0]
-    per_step = args.bytes_per_step
-    if per_step is not None and per_step <= 0:
-        raise UserError("--bytes-per-step must be a positive number of bytes")
-    if args.peak_tbs is not None and (args.peak_tbs <= 0 or per_step is None):
-        raise UserError("--peak-tbs needs --bytes-per-step and must be positive")
-    s = summary(_load(args.file))
-    if per_step is not None:  # each step read `per_step` bytes while its GPU ops ran
-        for d in s["step_times"]:
-            busy_s = d["gpu_busy_us"] * 1e-6
-            d["busy_tb_per_s"] = round(per_step / busy_s / 1e12, 3) if busy_s > 0 else None
-            if args.peak_tbs is not None and d["busy_tb_per_s"] is not None:
-                d["peak_fraction"] = round(d["busy_tb_per_s"] / args.peak_tbs, 3)
-    if args.format == "json":
-        print(json.dumps(s, indent=2))
-        return 0
-    apis = [f"{k}: {v} GPU op(s)" for k, v in s["launch_apis"].items()] or ["none"]
-    how = ", ".join(f"{k} {v}" for k, v in s["issuer_methods"].items())
-    busy_pct = 100 * s["gpu_busy_us"] / s["duration_us"] if s["duration_us"] else 0.0
-    med = s["launch_to_start_us_median"]
-    facts = [
-        ("trace", [s["source"]]),
-        ("repairs", s["repairs"] or ["none"]),
-        ("events", [f"{s['events']:,} complete events over {s['duration_us']:,.2f} us"]),
-        ("lanes", [f"{s['cpu_threads']} CPU thread(s), {s['gpu_streams']} GPU stream(s) "
-                   f"on device(s) {', '.join(map(str, s['devices'])) or 'none'}"]),
-        ("GPU ops", [f"{s['gpu_ops']} ({s['kernels']} kernels, {s['memcpys']} memcpys, "
-                     f"{s['memsets']} memsets)", f"{s['linked_gpu_ops']} linked to a launch call"]
-                    + [f"{s['mtia_device_ops']} MTIA device ops not read (MTIA is not supported yet)"]
-                    * bool(s["mtia_device_ops"])),
-        ("launch APIs", apis),
-        ("graph launches", [f"{s['graph_launches']} graph-launch call(s)"]),
-        ("issuing op found by", [how]),
-        ("GPU busy", [f"{s['gpu_busy_us']:,.2f} us ({busy_pct:.1f}% of the trace)"]),
-        ("launch-to-start", [f"median {med:,.2f} us" if med is not None else "n/a"]),
-    ] + [("steps", ["none: no ProfilerStep#N range (prof.step() marks one per step), "
-                    "so no per-step verdict"])] * (not s["step_times"])  # fmt: skip
-    if args.format == "markdown":
-        facts_text = Table(["what", "value"], [[k, "; ".join(v)] for k, v in facts], "Summary",
-                           name_columns=()).to_markdown()  # fmt: skip
-    else:
-        width = max(len(k) for k, _ in facts) + 2
-        facts_text = "\n".join(
-            (k if n == 0 else "").ljust(width) + line
-            for k, lines in facts
-            for n, line in enumerate(lines)
-        )
-    cols = ["step", "cpu_us", "gpu_busy_us", "gpu_ops", "kernels", "launches", "span_us",
-            "gpu_idle_us", "busy_pct", "verdict"]  # fmt: skip
-    extra = [
-        c for c in ("busy_tb_per_s", "peak_fraction") if s["step_times"] and c in s["step_times"][0]
-    ]
-    steps = Table(
-        cols + extra,
-        [[d["name"], d["cpu_us"], d["gpu_busy_us"], d["gpu_ops"], d["kernels"], d["launches"],
-          d["span_us"], d["gpu_idle_us"], round(100 * d["busy_share"], 2), d["verdict"],
-          *(d[c] for c in extra)] for d in s["step_times"]],
-        "Steps (GPU ops belong to the step that launched them; verdict: GPU idle in the span)",
-        name_columns=(),
-    )  # fmt: skip
-    print(facts_text)
-    if len(steps):
-        print()
-        print(steps.to_markdown() if args.format == "markdown" else steps.to_text())
-    if not s["gpu_ops"]:
-        from ._measure import NO_GPU_ACTIVITY
+    from ._cli_summary import summary_one
 
-        print()
-        print(NO_GPU_ACTIVITY[0].upper() + NO_GPU_ACTIVITY[1:] + ".")
-    return 0
+    return summary_one(args)
 
 
 def _summary_ranks(args: argparse.Namespace) -> int:
@@ -334,44 +262,9 @@ def _report(args: argparse.Namespace) -> int:
 
 
 # ---------------------------------------------------------------- parser
-def _summary_epilog() -> str:
-    from ._measure import CPU_BOUND_BUSY, GPU_BOUND_BUSY
-
-    gpu, cpu = f"{100 * GPU_BOUND_BUSY:.0f} %", f"{100 * CPU_BOUND_BUSY:.0f} %"
-    return f"""\
-lines:
-  repairs              what the loader forgave to read a malformed file: invalid
-                       UTF-8 bytes replaced, raw control characters in strings,
-                       NaN/Infinity tokens, a lone surrogate in a name, GPU
-                       events whose pid is not a device skipped, ... ("none":
-                       valid JSON, read as written; a cut-off file is an error)
-  issuing op found by  how each launch call was tied to the CPU op that made it,
-                       with a count per way: external_id (the call's External id
-                       names an op on its thread that contains it), containment
-                       (the innermost op around the call, where External ids
-                       cannot be trusted), none (no op around the call)
-
-steps (one row per ProfilerStep#N):
-  cpu_us               the step's range on the CPU
-  gpu_busy_us          busy time of the GPU ops launched in the step, wherever
-                       they ran (what --bytes-per-step divides by)
-  span_us              from the step's CPU start to the later of its CPU end and
-                       the end of the last GPU op it launched
-  gpu_idle_us          time in the span when no GPU ran anything (any step's
-                       kernels, memcpys and memsets count as busy)
-  busy_pct             100 * (span_us - gpu_idle_us) / span_us
-  verdict              GPU-bound: busy >= {gpu} of the span; the GPU never waits,
-                         so speed up the GPU work (the trace cannot tell whether
-                         arithmetic or memory limits it)
-                       CPU-bound (also called overhead-bound): busy < {cpu}; the
-                         GPU waits for the CPU: launch overhead, host syncs,
-                         data loading
-                       balanced: in between; both matter, read gpu_idle_us
-                       no GPU work: the step ran no GPU op
-"""
-
-
 def _parser() -> argparse.ArgumentParser:
+    from ._cli_summary import summary_epilog
+
     parser = argparse.ArgumentParser(
         prog="tracereader", description="Read torch.profiler (Kineto) trace files."
     )
@@ -406,7 +299,7 @@ def _parser() -> argparse.ArgumentParser:
     p = add("summary", _summary, "What the trace holds: GPU ops, launch paths, busy time, steps",
             step=False, top=False)  # fmt: skip
     p.formatter_class = argparse.RawDescriptionHelpFormatter
-    p.epilog = _summary_epilog()
+    p.epilog = summary_epilog()
     p.add_argument("--bytes-per-step", type=float, default=None, metavar="BYTES",
                    help="bytes each step must read (an LLM decode token: its weights and KV cache);"
                         " adds the rate they were read at while the step's GPU ops ran (TB/s)")  # fmt: skip
