@@ -193,6 +193,21 @@ def test_compare():
     assert "| kernels per step | 3.00 | 2.00 | x0.67 |" in c.to_markdown()
 
 
+def test_compare_skip_first_leaves_out_the_warm_up_step():
+    cold = _stepped([["mm", "add", "gelu", "init"], ["mm", "add"], ["mm", "add"]])
+    warm = _stepped([["mm", "init"], ["mm"], ["mm"]])
+    every = {r[0]: r[1:] for r in compare(cold, warm).metrics.rows}
+    assert every["steps"] == [3, 3, "x1.00"]
+    assert every["kernels per step"] == [pytest.approx(8 / 3), pytest.approx(4 / 3), "x0.50"]
+    c = compare(cold, warm, skip_first=True)
+    m = {r[0]: r[1:] for r in c.metrics.rows}
+    assert m["steps"] == [2, 2, "x1.00"] and m["kernels per step"] == [2.0, 1.0, "x0.50"]
+    assert c.only_a == ["add"] and c.only_b == [] and "first step left out" in c.metrics.title
+    one = _stepped([["mm", "init"]])  # one step: nothing to leave out, for either trace
+    m = {r[0]: r[1:] for r in compare(cold, one, skip_first=True).metrics.rows}
+    assert m["steps"] == [3, 1, "x0.33"]
+
+
 def test_compare_without_steps_uses_whole_trace():
     a = make([call("cudaLaunchKernel", 0, 1, corr=1), gpu("k", 5, 5, 1)])
     c = compare(a, a, labels=("x", "y"))

@@ -320,12 +320,23 @@ class Comparison:
         return "".join(parts)
 
 
-def _per_step(trace: Trace) -> dict[str, Any]:
-    """Means over ProfilerSteps (the whole trace as one step when there are none)."""
+def warmup_steps(counts: list[int], skip_first: bool) -> int:
+    """How many leading steps to leave out of traces with ``counts`` steps.
+
+    One (the cold first step) when ``skip_first`` and every trace has more
+    than one step, else none: a trace's only step is all there is to compare,
+    and the traces' first steps are then compared alike.
+    """
+    return 1 if skip_first and min(counts, default=0) > 1 else 0
+
+
+def _per_step(trace: Trace, skip: int = 0) -> dict[str, Any]:
+    """Means over ProfilerSteps but the first ``skip`` (the whole trace when there are none)."""
     ln = link(trace)
-    steps = step_times(trace)
+    steps = step_times(trace)[skip:]
     if steps:
-        ops = ln.gpu_ops[ln.step[ln.gpu_ops] >= 0]
+        step = ln.step[ln.gpu_ops]
+        ops = ln.gpu_ops[step >= skip]
         n = len(steps)
         vals: dict[str, Any] = {k: float(np.mean([getattr(s, k) for s in steps]))
                                 for k in ("kernels", "gpu_ops", "launches", "cpu_us", "gpu_busy_us")}  # fmt: skip
@@ -343,14 +354,19 @@ def _per_step(trace: Trace) -> dict[str, Any]:
     return vals
 
 
-def compare(a: Trace, b: Trace, labels: tuple[str, str] = ("eager", "compiled")) -> Comparison:
+def compare(
+    a: Trace, b: Trace, labels: tuple[str, str] = ("eager", "compiled"), *, skip_first: bool = False
+) -> Comparison:
     """Compare two traces per step: kernels, launches, CPU and GPU time, kernel names.
 
     All metrics are means per ``ProfilerStep`` (a trace without steps counts as
     one step). GPU ops belong to the step that launched them. ``change`` is
-    ``b / a``.
+    ``b / a``. Every step counts unless ``skip_first``, which leaves out each
+    trace's first (warm-up) step when both traces have more than one (see
+    :func:`warmup_steps`); the ``steps`` row counts the steps compared.
     """
-    pa, pb = _per_step(a), _per_step(b)
+    skip = warmup_steps([len(a.steps), len(b.steps)], skip_first)
+    pa, pb = _per_step(a, skip), _per_step(b, skip)
     rows = []
     for key, label in [("steps", "steps"), ("kernels", "kernels per step"),
                        ("gpu_ops", "GPU ops per step"), ("launches", "launch calls per step"),
@@ -361,7 +377,8 @@ def compare(a: Trace, b: Trace, labels: tuple[str, str] = ("eager", "compiled"))
     for p in (pa, pb):
         p["busy"] = 100 * p["gpu_busy_us"] / p["cpu_us"] if p["cpu_us"] else 0.0
     rows.append(["GPU busy % of CPU step", pa["busy"], pb["busy"], ""])
-    metrics = Table(["metric", *labels, "change"], rows, f"{labels[0]} vs {labels[1]}", ())
+    title = f"{labels[0]} vs {labels[1]}" + " (first step left out)" * bool(skip)
+    metrics = Table(["metric", *labels, "change"], rows, title, ())
     na, nb = pa["names"], pb["names"]
     krows = [[k, *na.get(k, (0.0, 0.0)), *nb.get(k, (0.0, 0.0))] for k in set(na) | set(nb)]
     krows.sort(key=lambda r: (-max(r[2], r[4]), r[0]))

@@ -217,7 +217,8 @@ def _compare(args: argparse.Namespace) -> int:
     if "," not in args.labels:
         raise UserError("--labels takes two names separated by a comma, e.g. eager,compiled")
     first, second = args.labels.split(",", 1)
-    _emit(compare(_load(args.a), _load(args.b), (first, second)), args.format)
+    table = compare(_load(args.a), _load(args.b), (first, second), skip_first=args.skip_first)
+    _emit(table, args.format)
     return 0
 
 
@@ -331,6 +332,9 @@ def _parser() -> argparse.ArgumentParser:
                    "(default: every outermost region)")  # fmt: skip
     p = add("compare", _compare, "Compare two traces per step", step=False, top=False)
     p.add_argument("--labels", default="eager,compiled", help="two names, comma-separated")
+    p.add_argument("--skip-first", action="store_true", help="leave out each trace's first "
+                   "(warm-up) step, when both have more than one; by default every step counts, "
+                   "and a cold first step weighs on the means")  # fmt: skip
     add("validate", _validate, "Check what could mislead an analysis (exit 1 on errors)",
         step=False, top=False)  # fmt: skip
     p = sub.add_parser("report", help="One self-contained HTML report of a trace or a folder",
