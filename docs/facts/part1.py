@@ -197,6 +197,9 @@ def facts(f: Facts) -> None:
         num("off_warm", off["off_warm"])
         num("l2s_warm", off["l2s_warm"])
         num("n_abr", off["n_abr"])
+        share = m.request_share_facts(recorded("peaks"))
+        num("pk_off_ms", share["pk_off_ms"])
+        num("pk_share", share["pk_share"])
         sync = m.sync_facts(
             recorded("64_bf16"),
             recorded("4096_bf16"),
