@@ -14,6 +14,7 @@
     tracereader validate trace.json.gz           # what could mislead an analysis
     tracereader render trace.json.gz --out step.png --step 2
     tracereader report trace.json.gz -o report.html   # one self-contained HTML file
+    tracereader report eager.json.gz --against compiled.json.gz -o diff.html  # two traces
 
 Every subcommand takes ``--format text|json|markdown``; ``tracereader
 --version`` prints the version. Bad input prints one line, ``tracereader:
@@ -245,21 +246,9 @@ def _render(args: argparse.Namespace) -> int:
 
 
 def _report(args: argparse.Namespace) -> int:
-    from ._report import Peaks, report
+    from ._cli_report import report_command
 
-    for name in ("peak_tflops", "peak_tbs", "bytes_per_step"):
-        value = getattr(args, name)
-        if value is not None and value <= 0:
-            raise UserError(f"--{name.replace('_', '-')} must be a positive number")
-    peaks = Peaks(args.peak_tflops, args.peak_tbs, args.bytes_per_step)
-    text = report(args.file, peaks, draw=not args.no_picture)
-    try:
-        with open(args.output, "w", encoding="utf-8") as f:
-            f.write(text)
-    except OSError as exc:
-        raise UserError(f"cannot write {args.output}: {exc.strerror or exc}") from None
-    print(f"wrote {args.output}")
-    return 0
+    return report_command(args)
 
 
 # ---------------------------------------------------------------- parser
@@ -337,11 +326,23 @@ def _parser() -> argparse.ArgumentParser:
                    "and a cold first step weighs on the means")  # fmt: skip
     add("validate", _validate, "Check what could mislead an analysis (exit 1 on errors)",
         step=False, top=False)  # fmt: skip
-    p = sub.add_parser("report", help="One self-contained HTML report of a trace or a folder",
+    p = sub.add_parser("report", help="One self-contained HTML report of a trace or a folder, "
+                       "or of a trace against another (--against)",
                        description="Write one self-contained HTML report (overview, kernels and "
-                       "ops, the slowest step, what to look at next; ranks of a folder)")  # fmt: skip
-    p.add_argument("file", help="trace file, or a folder of traces (ranks or repeats)")
-    p.add_argument("-o", "--output", default="report.html", help="where to write the HTML")
+                       "ops, the slowest step, what to look at next; ranks of a folder). With "
+                       "--against OTHER: the diff of two traces of the same code (time per step "
+                       "by kind, kernel classes, the kernels and ops that changed most), steps "
+                       "paired in order and the first (warm-up) step left out.")  # fmt: skip
+    p.add_argument("file", help="trace file, or a folder of traces (ranks or repeats); with "
+                   "--against: the baseline trace (A)")  # fmt: skip
+    p.add_argument("-o", "--output", default=None, help="where to write the HTML (default: "
+                   "report.html, or diff.html with --against)")  # fmt: skip
+    p.add_argument("--against", default=None, metavar="OTHER", help="compare the trace with "
+                   "OTHER (B): every difference is B - A, and is called a change only where it "
+                   "beats the spread of the per-step values")  # fmt: skip
+    p.add_argument("--keep-first", action="store_true", help="with --against: keep each trace's "
+                   "first step (by default it is left out, as a cold warm-up step distorts a "
+                   "comparison, when both traces have more than one)")  # fmt: skip
     p.add_argument("--peak-tflops", type=float, default=None, metavar="TFLOPS",
                    help="the GPU's peak arithmetic rate, for achieved against peak")  # fmt: skip
     p.add_argument("--peak-tbs", type=float, default=None, metavar="TBS",

@@ -1,0 +1,310 @@
+"""What ``tracereader report A --against B`` compares: two traces of the same code.
+
+The numbers only; :mod:`tracereader._diff_html` lays them out. Steps are
+paired in order (the ``k``-th step of A with the ``k``-th of B) over the
+steps both traces have; each trace's first (warm-up) step is left out when
+both have more than one (:func:`~tracereader._tables.warmup_steps`), unless
+``keep_first``. Every quantity is measured per compared step, then summed.
+
+A difference counts as a change only where it beats the spread: the
+per-step means differ by more than the range (largest minus smallest
+per-step value) of either trace. With one compared step there is no spread
+to judge by, and the verdict says so.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ._classify import class_table
+from ._errors import UserError
+from ._events import Trace
+from ._intervals import Window
+from ._link import link
+from ._overview import SPLIT_KINDS, GpuSplit, gpu_split
+from ._tables import Table, kernel_table, op_table, warmup_steps
+
+__all__ = ["CHANGED", "Diff", "diff", "verdict"]
+
+#: The verdict of a difference larger than the steps' spread.
+CHANGED = "changed"
+SAME = "no change"
+WITHIN = "within the steps' spread"
+ONE_STEP = "one step: no spread"
+TOP = 20
+CPU = "CPU (step range)"
+BUSY = "GPU busy"
+
+
+def verdict(a_us: Sequence[float], b_us: Sequence[float]) -> str:
+    """Whether per-step values ``b_us`` differ from ``a_us`` by more than their spread.
+
+    ``changed`` when the means differ by more than the larger of the two
+    ranges (max - min); ``within the steps' spread`` otherwise; ``no change``
+    when they are equal; ``one step: no spread`` when either side has fewer
+    than two values (one step cannot show how much a step varies).
+    """
+    mean_a = sum(a_us) / len(a_us) if a_us else 0.0
+    mean_b = sum(b_us) / len(b_us) if b_us else 0.0
+    if abs(mean_b - mean_a) <= 1e-9 * max(abs(mean_a), abs(mean_b), 1.0):
+        return SAME
+    if min(len(a_us), len(b_us)) < 2:
+        return ONE_STEP
+    spread = max(max(a_us) - min(a_us), max(b_us) - min(b_us))
+    return CHANGED if abs(mean_b - mean_a) > spread else WITHIN
+
+
+def _spread(a_us: Sequence[float], b_us: Sequence[float]) -> float | None:
+    if min(len(a_us), len(b_us)) < 2:
+        return None
+    return max(max(a_us) - min(a_us), max(b_us) - min(b_us))
+
+
+def _ratio(a: float, b: float) -> float | None:
+    return b / a if a else None
+
+
+@dataclass
+class Side:
+    """One trace of the pair: its file name, the compared steps' windows and GPU split."""
+
+    name: str
+    trace: Trace
+    steps: list[str]
+    windows: list[Window | None]
+    split: list[GpuSplit]
+    all_steps: int
+    gpu: bool
+
+
+@dataclass
+class Diff:
+    """Two traces side by side; every table has ``a_*``, ``b_*``, ``diff`` and a verdict."""
+
+    a: Side
+    b: Side
+    notes: list[str]
+    steps: Table
+    totals: Table
+    classes: Table
+    kernels: Table
+    ops_gpu: Table
+    ops_cpu: Table
+    only_a: list[tuple[str, float]] = field(default_factory=list)
+    only_b: list[tuple[str, float]] = field(default_factory=list)
+
+
+def _side(path: Path, trace: Trace, skip: int, count: int | None) -> Side:
+    split = gpu_split(trace)
+    gpu = bool(len(link(trace).gpu_ops))
+    if trace.steps:
+        steps = trace.steps[skip : skip + (count or len(trace.steps))]
+        windows: list[Window | None] = [(s.start_ns, s.end_ns) for s in steps]
+        per = split[skip : skip + len(steps)] if gpu else []
+        names = [s.name for s in steps]
+    else:
+        windows, per, names = [None], split[-1:], ["whole trace"]
+    if not gpu:  # no GPU op: the split is CPU time alone
+        per = [GpuSplit(n, 0.0, _cpu_us(trace, w), 0.0, dict.fromkeys(SPLIT_KINDS, 0.0))
+               for n, w in zip(names, windows, strict=True)]  # fmt: skip
+    return Side(path.name, trace, names, windows, per, len(trace.steps), gpu)
+
+
+def _cpu_us(trace: Trace, window: Window | None) -> float:
+    if window is not None:
+        return (window[1] - window[0]) / 1e3
+    return float(trace.end_ns.max() - trace.ts_ns.min()) / 1e3 if len(trace) else 0.0
+
+
+def _pair(
+    a_path: Path, a: Trace, b_path: Path, b: Trace, keep_first: bool
+) -> tuple[Side, Side, list[str]]:
+    """The two sides' compared steps, and notes on how they were chosen."""
+    na, nb = len(a.steps), len(b.steps)
+    if bool(na) != bool(nb):
+        has, hasnt = (a_path, b_path) if na else (b_path, a_path)
+        raise UserError(f"no common step: {has.name} has {max(na, nb)} ProfilerStep(s), "
+                        f"{hasnt.name} has none (mark steps in both with prof.step())")  # fmt: skip
+    notes = []
+    skip = warmup_steps([na, nb], not keep_first)
+    count = min(na, nb) - skip if na else None
+    sa, sb = _side(a_path, a, skip, count), _side(b_path, b, skip, count)
+    if not na:
+        notes.append("Neither trace marks a ProfilerStep: each is compared whole, as one step.")
+    elif na != nb:
+        notes.append(f"The step counts differ: A has {na} steps, B has {nb}. Like is compared "
+                     f"with like: the first {count} compared step(s) of each, paired in order; "
+                     "the rest are left out.")  # fmt: skip
+    if skip:
+        notes.append("The first (warm-up) step of each trace is left out: a cold first step "
+                     "(allocations, autotuning, compilation) distorts a comparison. "
+                     "--keep-first keeps it.")  # fmt: skip
+    elif na and not keep_first:
+        one = a_path.name if na == 1 else b_path.name
+        notes.append(f"{one} has one step, so no warm-up step could be left out: the first "
+                     "steps are compared, cold start included.")  # fmt: skip
+    elif na:
+        notes.append("Every step counts, the first (warm-up) one included (--keep-first).")
+    pairs = ", ".join(f"{x} with {y}" for x, y in zip(sa.steps, sb.steps, strict=True))
+    if na:
+        notes.append(f"Compared: {pairs}.")
+    if len(sa.steps) < 2:
+        notes.append("One compared step cannot show the spread between steps, so no difference "
+                     "is called a change: record more steps to judge one.")  # fmt: skip
+    else:
+        notes.append("A difference is called a change only where the per-step means differ by "
+                     "more than the range of the per-step values of either trace.")  # fmt: skip
+    return sa, sb, notes
+
+
+def _metrics(s: GpuSplit) -> dict[str, float]:
+    """The times the step tables list, by name (µs)."""
+    kinds = {k: s.by_kind[k] for k in SPLIT_KINDS}
+    return {"span": s.span_us, CPU: s.cpu_us, BUSY: s.busy_us, **kinds, "idle": s.idle_us}
+
+
+def _step_tables(a: Side, b: Side) -> tuple[Table, Table]:
+    names = list(_metrics(a.split[0])) if a.gpu else [CPU]
+    rows: list[list[Any]] = []
+    for sa, sb, na, nb in zip(a.split, b.split, a.steps, b.steps, strict=True):
+        step = na if na == nb else f"{na} / {nb}"
+        ma, mb = _metrics(sa), _metrics(sb)
+        rows += [[step, n, ma[n], mb[n], mb[n] - ma[n], _ratio(ma[n], mb[n])] for n in names]
+    cols = ["step", "time", "a_us", "b_us", "diff_us", "ratio"]
+    steps = Table(cols, rows, "Per step: span, CPU and GPU time by kind (µs; B - A)", ())
+    tot: list[list[Any]] = []
+    for name in names:
+        va = [_metrics(s)[name] for s in a.split]
+        vb = [_metrics(s)[name] for s in b.split]
+        ta, tb = sum(va), sum(vb)
+        tot.append([name, ta, tb, tb - ta, _ratio(ta, tb), ta / len(va), tb / len(vb),
+                    _spread(va, vb), verdict(va, vb)])  # fmt: skip
+    cols = ["time", "a_us", "b_us", "diff_us", "ratio", "a_per_step_us", "b_per_step_us",
+            "spread_us", "verdict"]  # fmt: skip
+    return steps, Table(cols, tot, "Total over the compared steps (µs; B - A)", ())
+
+
+def _per_name(
+    a: Side, b: Side, each: Callable[[Trace, Window | None], dict[str, tuple[int, float]]]
+) -> list[tuple[str, list[int], list[float], list[int], list[float]]]:
+    """Per name: calls and µs in each compared step of A, then of B (0 where absent)."""
+    got_a = [each(a.trace, w) for w in a.windows]
+    got_b = [each(b.trace, w) for w in b.windows]
+    names = sorted({n for g in got_a + got_b for n in g})
+    zero = (0, 0.0)
+    return [
+        (n, [g.get(n, zero)[0] for g in got_a], [g.get(n, zero)[1] for g in got_a],
+         [g.get(n, zero)[0] for g in got_b], [g.get(n, zero)[1] for g in got_b])
+        for n in names
+    ]  # fmt: skip
+
+
+def _change_table(
+    per: list[tuple[str, list[int], list[float], list[int], list[float]]], title: str, what: str
+) -> Table:
+    rows: list[list[Any]] = []
+    for n, ca, va, cb, vb in per:
+        ta, tb = sum(va), sum(vb)
+        if not (ta or tb):
+            continue
+        rows.append([n, sum(ca), sum(cb), ta, tb, tb - ta, _ratio(ta, tb), _spread(va, vb),
+                     verdict(va, vb)])  # fmt: skip
+    rows.sort(key=lambda r: (-abs(r[5]), r[0]))
+    cols = ["name", "a_calls", "b_calls", f"a_{what}_us", f"b_{what}_us", "diff_us", "ratio",
+            "spread_us", "verdict"]  # fmt: skip
+    return Table(cols, rows, title)
+
+
+def _kernels_of(trace: Trace, window: Window | None) -> dict[str, tuple[int, float]]:
+    return {r[0]: (r[1], r[2]) for r in kernel_table(trace, window).rows}
+
+
+def _classes_of(trace: Trace, window: Window | None) -> dict[str, tuple[int, float]]:
+    return {r[0]: (r[1], r[3]) for r in class_table(trace, window).rows}
+
+
+def _ops_of(column: str) -> Callable[[Trace, Window | None], dict[str, tuple[int, float]]]:
+    def get(trace: Trace, window: Window | None) -> dict[str, tuple[int, float]]:
+        t = op_table(trace, window)
+        k = t.columns.index(column)
+        return {r[0]: (r[1], r[k]) for r in t.rows if not r[0].startswith("ProfilerStep#")}
+
+    return get
+
+
+def diff(
+    a_path: str | Path, a: Trace, b_path: str | Path, b: Trace, *, keep_first: bool = False
+) -> Diff:
+    """Compare trace ``b`` with trace ``a`` (the baseline), step by step.
+
+    Raises
+    ------
+    UserError
+        One trace has GPU activity and the other none, or one marks
+        ProfilerSteps and the other does not (no common step).
+    """
+    pa, pb = Path(a_path), Path(b_path)
+    ga, gb = bool(len(link(a).gpu_ops)), bool(len(link(b).gpu_ops))
+    if ga != gb:
+        cpu = pa.name if gb else pb.name
+        raise UserError(f"{cpu} has no GPU activity and the other trace has: a CPU-only trace "
+                        "cannot be compared with a GPU trace")  # fmt: skip
+    sa, sb, notes = _pair(pa, a, pb, b, keep_first)
+    steps, totals = _step_tables(sa, sb)
+    kernels = _per_name(sa, sb, _kernels_of)
+    classes = _change_table(_per_name(sa, sb, _classes_of), "GPU time per kernel class", "gpu")
+    classes.columns[0], classes.name_columns = "class", ()
+    ops_gpu = _change_table(_per_name(sa, sb, _ops_of("total_gpu_us")),
+                            "Ops with the largest change in total GPU time", "gpu")  # fmt: skip
+    ops_cpu = _change_table(_per_name(sa, sb, _ops_of("total_cpu_us")),
+                            "Ops with the largest change in total CPU time", "cpu")  # fmt: skip
+    for t in (ops_gpu, ops_cpu):
+        t.name_columns = ()
+    only_a = sorted(((n, sum(va)) for n, _, va, cb, _ in kernels if not sum(cb)),
+                    key=lambda x: (-x[1], x[0]))  # fmt: skip
+    only_b = sorted(((n, sum(vb)) for n, ca, _, _, vb in kernels if not sum(ca)),
+                    key=lambda x: (-x[1], x[0]))  # fmt: skip
+    ktable = _change_table(kernels, "GPU ops with the largest change in total GPU time", "gpu")
+    return Diff(sa, sb, notes, steps, totals, classes, ktable.head(TOP),
+                ops_gpu.head(TOP), ops_cpu.head(TOP), only_a, only_b)  # fmt: skip
+
+
+def _fmt_us(v: float) -> str:
+    return f"{v:,.1f} µs"
+
+
+def _line(name: str, row: list[Any], per_step: bool) -> str:
+    """``name: A → B (ratio, diff): verdict`` from a totals or change-table row."""
+    a, b, d, r = (row[5], row[6], row[6] - row[5], row[4]) if per_step else (*row[3:6], row[6])
+    how = "new, " if not a else "gone, " if not b else f"×{r:.2f}, "
+    return f"{name}: {_fmt_us(a)} → {_fmt_us(b)} ({how}{d:+,.1f} µs): {row[-1]}"
+
+
+def what_changed(d: Diff, top: int = 3) -> list[str]:
+    """The page's opening list: step counts, time per step, largest gains and losses."""
+    from ._names import shorten_kernel_name as short
+
+    out = []
+    if d.a.all_steps != d.b.all_steps:
+        out.append(f"The step count changed: A has {d.a.all_steps} step(s), B has "
+                   f"{d.b.all_steps}.")  # fmt: skip
+    totals = {r[0]: r for r in d.totals.rows}
+    for key in (BUSY, CPU, "idle"):
+        if key in totals:
+            out.append(_line(f"{key} per step", totals[key], per_step=True))
+    tables = [("Less GPU time", "More GPU time", d.kernels)] if d.a.gpu else []
+    tables.append(("Less CPU time", "More CPU time", d.ops_cpu))
+    for less, more, t in tables:
+        rows = [r for r in t.rows if r[-1] in (CHANGED, ONE_STEP)]
+        gains = sorted((r for r in rows if r[5] < 0), key=lambda r: r[5])[:top]
+        losses = sorted((r for r in rows if r[5] > 0), key=lambda r: -r[5])[:top]
+        out += [f"{less} in B: " + _line(short(r[0]), r, False) for r in gains]
+        out += [f"{more} in B: " + _line(short(r[0]), r, False) for r in losses]
+    for names, where in ((d.only_a, "only in A (gone in B)"), (d.only_b, "only in B (new)")):
+        if names:
+            big = ", ".join(f"{short(n)} ({_fmt_us(v)})" for n, v in names[:top])
+            out.append(f"{len(names)} GPU op name(s) {where}; the largest: {big}.")
+    return out
