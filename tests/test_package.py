@@ -62,6 +62,8 @@ PUBLIC = {
     "kernel_table", "op_table", "Table", "compare", "Comparison", "shorten_kernel_name",
     # validate
     "validate", "Finding",
+    # the GPUs' datasheet peaks
+    "datasheet", "Datasheet", "DATASHEETS",
     # draw
     "timeline", "compare_timelines", "Callout", "alt_text",
 }  # fmt: skip

@@ -6,6 +6,7 @@ The pipeline runs one way: :func:`load` (bytes -> columns) -> events
 a figure is drawn.
 """
 
+from ._datasheet import DATASHEETS, Datasheet, datasheet
 from ._draw import alt_text, compare_timelines, timeline
 from ._draw_layout import Callout
 from ._events import Kind, Lane, Region, Trace
@@ -23,6 +24,8 @@ __all__ = [
     "CAUSES",
     "Callout",
     "Comparison",
+    "DATASHEETS",
+    "Datasheet",
     "Finding",
     "Gap",
     "Kind",
@@ -39,6 +42,7 @@ __all__ = [
     "alt_text",
     "compare",
     "compare_timelines",
+    "datasheet",
     "gaps",
     "gpu_busy_us",
     "kernel_table",
