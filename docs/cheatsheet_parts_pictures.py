@@ -9,6 +9,7 @@ from collections.abc import Callable
 
 from _cheatsheet_common import in_step, one, rec
 from cheatsheet_pictures import TRAIN_COLORS, TRAIN_WIDTH_IN, WIDTH_IN, SmallFigure, picture, win
+from matplotlib.patches import Rectangle
 
 from tracereader import Callout, Kind, link, timeline
 
@@ -263,12 +264,25 @@ def train_data_gap() -> Callable[[], SmallFigure]:
     """Entry: The GPU lane empty under a long `enumerate(DataLoader)` span."""
     t = rec("loader_inline", "06_train_step").trace()
     (data,) = t.regions("data")
-    fig = timeline(t, window=(data.start_ns - 50_000, data.end_ns + 400_000), arrows=False,
-                   width_in=TRAIN_WIDTH_IN)  # fmt: skip
+    lo = data.start_ns - 50_000
+    fig = timeline(t, window=(lo, data.end_ns + 400_000), arrows=False, width_in=TRAIN_WIDTH_IN)
+    # The timeline shades only gaps between two GPU ops, and no GPU op comes before this
+    # window: hatch the idle GPU lane up to its first op here, as the timeline would.
+    ops = link(t).gpu_ops
+    assert not (t.ts_ns[ops] < lo).any()
+    first = int(t.ts_ns[ops].min())
+    ax = fig.axes[0]
+    y = next(k for k, s in zip(ax.get_yticks(), ax.get_yticklabels(), strict=True)
+             if s.get_text().startswith("GPU"))  # fmt: skip
+    ax.add_patch(Rectangle((0, y - 0.5), (first - lo) / 1e6, 1, facecolor="#f4a6a6", alpha=0.5,
+                           hatch="//", edgecolor="#d46a6a", lw=0, zorder=1))  # fmt: skip
+    idle = f"GPU idle {(first - lo) / 1e6:.0f} ms"
+    ax.text((first - lo) / 2e6, y, idle, ha="center", va="center", fontsize=9, color="#9b1c1c")
     return lambda: picture(
         "train_data_gap",
         fig,
         "Recording 06_train_step loader_inline: the data region, the DataLoader working in "
-        "the training process.",
+        "the training process while the GPU lane is idle (hatched).",
+        f"The GPU lane is hatched: {idle}.",
         colors=TRAIN_COLORS,
     )
