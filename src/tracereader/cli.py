@@ -319,7 +319,8 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--name", default=None, help="only these regions, comma-separated "
                    "(default: every outermost region)")  # fmt: skip
-    p = add("compare", _compare, "Compare two traces per step", step=False, top=False)
+    p = add("compare", _compare, "Compare two traces per step (means; every step counts unless "
+            "--skip-first)", step=False, top=False)  # fmt: skip
     p.add_argument("--labels", default="eager,compiled", help="two names, comma-separated")
     p.add_argument("--skip-first", action="store_true", help="leave out each trace's first "
                    "(warm-up) step, when both have more than one; by default every step counts, "
