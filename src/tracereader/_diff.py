@@ -113,6 +113,16 @@ def _side(path: Path, trace: Trace, skip: int, count: int | None) -> Side:
     return Side(path.name, trace, names, windows, per, len(trace.steps), gpu)
 
 
+def _names(a: Path, b: Path) -> tuple[str, str]:
+    """The files' names, with as many parent folders as it takes to tell them apart."""
+    pa, pb = a.resolve().parts, b.resolve().parts
+    for k in range(1, max(len(pa), len(pb)) + 1):
+        na, nb = "/".join(pa[-k:]), "/".join(pb[-k:])
+        if na != nb:
+            return na, nb
+    return a.name, b.name
+
+
 def _cpu_us(trace: Trace, window: Window | None) -> float:
     if window is not None:
         return (window[1] - window[0]) / 1e3
@@ -132,6 +142,7 @@ def _pair(
     skip = warmup_steps([na, nb], not keep_first)
     count = min(na, nb) - skip if na else None
     sa, sb = _side(a_path, a, skip, count), _side(b_path, b, skip, count)
+    sa.name, sb.name = _names(a_path, b_path)
     if not na:
         notes.append("Neither trace marks a ProfilerStep: each is compared whole, as one step.")
     elif na != nb:
@@ -143,9 +154,10 @@ def _pair(
                      "(allocations, autotuning, compilation) distorts a comparison. "
                      "--keep-first keeps it.")  # fmt: skip
     elif na and not keep_first:
-        one = a_path.name if na == 1 else b_path.name
-        notes.append(f"{one} has one step, so no warm-up step could be left out: the first "
-                     "steps are compared, cold start included.")  # fmt: skip
+        one = " and ".join(k for k, n in (("A", na), ("B", nb)) if n == 1)
+        notes.append(f"{one} recorded one step only, so no warm-up step could be left out: "
+                     "the first recorded steps are compared, a cold start included if they "
+                     "hold one.")  # fmt: skip
     elif na:
         notes.append("Every step counts, the first (warm-up) one included (--keep-first).")
     pairs = ", ".join(f"{x} with {y}" for x, y in zip(sa.steps, sb.steps, strict=True))

@@ -24,7 +24,7 @@ th,td{border:1px solid #ddd;padding:2px 6px;text-align:left;vertical-align:top}
 td.n{text-align:right;font-variant-numeric:tabular-nums}
 th{background:#f2f2f2;cursor:pointer;user-select:none}
 th.asc::after{content:" \\25B2"}th.desc::after{content:" \\25BC"}
-.verdict-CPU-bound{color:#a40000}.verdict-GPU-bound{color:#0a6b00}
+.verdict-CPU-bound{color:#a40000}.verdict-GPU-bound{color:#0a6b00}.verdict-changed{font-weight:600}
 .note{color:#555}img{max-width:100%;border:1px solid #ddd}
 .bar{display:flex;height:14px;width:320px;border:1px solid #aaa}
 .bar span{display:block;height:100%}
