@@ -1,12 +1,14 @@
-"""The cheatsheet's pictures of the other parts' recordings (``cheatsheet.md``: Parts 2 to 5),
-one function per entry, drawn as :mod:`cheatsheet_pictures` draws Part 1's: from the drawn
-repeat, picking the events the entry's facts pick (``docs/facts/_cheatsheet_parts.py``).
+"""The cheatsheet's pictures (``cheatsheet.md``: Parts 2 to 5's recordings), one function per
+entry, drawn as :mod:`cheatsheet_pictures` draws the matmul details' (``cheatsheet-matmul.md``):
+from the drawn repeat, picking the events the entry's facts pick
+(``docs/facts/_cheatsheet_parts.py``), each with a callout on what its entry points at.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
+import numpy as np
 from _cheatsheet_common import in_step, one, rec
 from cheatsheet_pictures import TRAIN_COLORS, TRAIN_WIDTH_IN, WIDTH_IN, SmallFigure, picture, win
 from matplotlib.patches import Rectangle
@@ -149,6 +151,9 @@ def att_occupancy() -> Callable[[], SmallFigure]:
         ax.plot(kb, o, "o", color="C3" if o == 0 else "C0")
     ax.axvline(48, color="k", lw=1, ls="--")
     ax.text(49, ax.get_ylim()[1] * 0.9, "48 KB", fontsize=9, va="top")
+    kb0 = max(kb for kb, o in pts.values() if o == 0)  # the callout: the largest 0 % kernel
+    ax.annotate("over 48 KB: reads 0 %", xy=(kb0, 0), xytext=(-150, 40), textcoords="offset points",
+                fontsize=9, arrowprops={"arrowstyle": "->", "color": "C3"})  # fmt: skip
     ax.set_xlabel("shared memory per block (KB)")
     ax.set_ylabel("reported occupancy (%)")
     n0 = sum(o == 0 for _, o in pts.values())
@@ -195,7 +200,9 @@ def llm_eager() -> Callable[[], SmallFigure]:
     t = rec("generate_dynamic_1b", "05_llm_decode").trace()
     s1 = t.step("ProfilerStep#2")
     mid = (s1.start_ns + s1.end_ns) // 2
-    fig = timeline(t, window=(mid, mid + 1_000_000), arrows=False, width_in=WIDTH_IN)
+    k = int(t.where(kind=Kind.KERNEL, within=(mid, mid + 1_000_000))[0])
+    fig = timeline(t, window=(mid, mid + 1_000_000), arrows=False, width_in=WIDTH_IN,
+                   callouts=[Callout("one short kernel, then idle", event=k)])  # fmt: skip
     return lambda: picture(
         "llm_eager",
         fig,
@@ -209,7 +216,9 @@ def llm_graph() -> Callable[[], SmallFigure]:
     t = r.trace()
     ln = link(t)
     ops2 = ln.gpu_ops_of(t.step("ProfilerStep#2").event)  # the GPU work of one token
-    fig = timeline(t, window=win(t, ops2, pad_us=30), arrows=False, width_in=WIDTH_IN)
+    k = int(ops2[len(ops2) // 2])
+    fig = timeline(t, window=win(t, ops2, pad_us=30), arrows=False, width_in=WIDTH_IN,
+                   callouts=[Callout("kernels back to back", event=k)])  # fmt: skip
     return lambda: picture(
         "llm_graph",
         fig,
@@ -232,6 +241,9 @@ def llm_tuning() -> SmallFigure:
     ax.set_yticks([0, 1], ["fixed settings", "tuned per process"])
     ax.set_ylim(-0.6, 1.6)
     ax.set_xlabel("time per token / fastest process's (one dot per process)")
+    ax.annotate("same kernel, slowest process", xy=(max(slow_tuned), 1), xytext=(-40, -30),
+                textcoords="offset points", ha="right", fontsize=9,
+                arrowprops={"arrowstyle": "->", "color": "C3"})  # fmt: skip
     fig.tracereader_alt = (  # type: ignore[attr-defined]
         f"Dot plot: an Inductor GEMV kernel tuned in each process runs up to "
         f"{max(slow_tuned):.2f} times as long as in its fastest process; the fixed-setting "
@@ -248,10 +260,11 @@ def train_backward_thread() -> Callable[[], SmallFigure]:
     """Entry: A second CPU thread that only works during the backward."""
     t = rec("eager", "06_train_step").trace()
     evaluate = t.where(prefix="autograd::engine::evaluate_function: ")
-    start = int(t.ts_ns[evaluate].min())
-    fig = timeline(
-        t, window=(start - 1_500_000, start + 1_000_000), arrows=False, width_in=TRAIN_WIDTH_IN
-    )
+    first = int(evaluate[np.argmin(t.ts_ns[evaluate])])
+    start = int(t.ts_ns[first])
+    fig = timeline(t, window=(start - 1_500_000, start + 1_000_000), arrows=False,
+                   width_in=TRAIN_WIDTH_IN,
+                   callouts=[Callout("backward: a second CPU thread", event=first)])  # fmt: skip
     return lambda: picture(
         "train_backward_thread",
         fig,

@@ -1,11 +1,12 @@
-"""The cheatsheet's pictures (``cheatsheet.md``), one function per entry.
+"""The matmul details' pictures (``cheatsheet-matmul.md``), one function per entry.
 
 Each entry function draws its entry's picture from the drawn repeat (the recordings
-:mod:`tracesite.notebook` reads) and returns a thunk that shows it as
-a small PNG, with alt text. It picks the events it draws the way the entry's facts do
+:mod:`tracesite.notebook` reads) and returns a thunk that shows it as a small PNG, with alt
+text. It picks the events it draws the way the entry's facts do
 (``docs/facts/_cheatsheet_matmul.py``): the numbers and claims are computed and checked on
-every repeat there, not here. The entries of the other parts' recordings are drawn in
-:mod:`cheatsheet_parts_pictures`.
+every repeat there, not here. The cheatsheet's own entries (``cheatsheet.md``), about the
+other parts' recordings, are drawn in :mod:`cheatsheet_parts_pictures` with the helpers
+here (:class:`SmallFigure`, :func:`picture`).
 """
 
 from __future__ import annotations
@@ -537,9 +538,8 @@ def lazy() -> Callable[[], SmallFigure]:
     )
 
 
-def check_entries() -> None:
-    """Every entry (a level-3 heading) has exactly one picture, with alt text."""
-    # Every entry (a level-3 heading) has exactly one picture, and every picture has alt text.
-    entries = re.findall(r"(?m)^### ", (HERE / "cheatsheet.md").read_text(encoding="utf-8"))
+def check_entries(page: str = "cheatsheet.md") -> None:
+    """Every entry (a level-3 heading) of ``page`` has exactly one picture, with alt text."""
+    entries = re.findall(r"(?m)^### ", (HERE / page).read_text(encoding="utf-8"))
     assert len(entries) == len(ALTS), (len(entries), len(ALTS))
     assert all(len(a) > 40 for a in ALTS.values())

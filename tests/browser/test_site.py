@@ -196,11 +196,15 @@ def test_quickstart_is_short_and_shows_traces(site_root):
 
 
 def test_cheatsheet_opens_with_its_table(site_root):
-    """The cheatsheet's table (>= 20 rows, each linking its entry) comes before any picture."""
+    """The cheatsheet's table (>= 20 rows, each linking its entry, on the page or on the
+    matmul details' page) comes before any picture, its rows about real models first."""
     import re
 
     article = _article(site_root, "cheatsheet.html")
     table = re.search(r"<table\b.*?</table>", article, re.S)
     assert table and table.start() < article.find("<img"), "no table before the first picture"
     rows = re.findall(r"<tr\b.*?</tr>", table.group(0), re.S)[1:]  # less the header
-    assert len(rows) >= 20 and all(re.search(r'href="#[^"]+"', r) for r in rows), len(rows)
+    links = [re.search(r'href="(cheatsheet-matmul\.html)?#[^"]+"', r) for r in rows]
+    assert len(rows) >= 20 and all(links), len(rows)
+    here = [m is not None and m.group(1) is None for m in links]
+    assert any(here) and here == sorted(here, reverse=True), "the page's own rows come first"
