@@ -12,6 +12,7 @@ from _builders import call, doc, gpu, make, op, step
 from tracereader import compare, load
 from tracereader._diff import CHANGED, ONE_STEP, SAME, WITHIN, diff, verdict, what_changed
 from tracereader._diff_html import diff_report
+from tracereader._report import report
 from tracereader.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -275,3 +276,9 @@ def test_files_of_one_name_are_told_apart_by_their_folders(tmp_path):
     )
     assert "tracereader diff: eager/trace.json.gz → compiled/trace.json.gz" in text
     assert "no change" in text and "changed</td>" not in text  # a trace against itself
+
+
+def test_one_trace_report_says_its_total_includes_the_first_step():
+    note = "The total includes the first step"
+    assert note in report(EAGER, draw=False)  # two steps
+    assert note not in report(STACK, draw=False)  # one step: nothing else to compare

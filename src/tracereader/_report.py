@@ -89,6 +89,10 @@ def _overview(trace: Trace, split: list[GpuSplit], peaks: Peaks) -> str:
     else:
         extra = f"<p>{esc(source)}</p>"
     t = Table(cols, rows, "GPU time per step by kind of work (µs; the verdict reads idle_us)", ())
+    if len(split) > 2:  # two steps or more, and the total
+        extra += ('<p class="note">The total includes the first step, which a cold start '
+                  "(allocations, autotuning, compilation) can make slower than the rest; "
+                  "<code>report A --against B</code> leaves it out.</p>")  # fmt: skip
     total = split[-1]
     parts = {**total.by_kind, "idle": total.idle_us}
     legend = ", ".join(f"{k} {v:,.0f} µs" for k, v in parts.items())
