@@ -179,6 +179,8 @@ def test_cli_writes_one_offline_page(tmp_path, capsys, monkeypatch):
     assert text.count('<table class="sortable">') == 6
     assert "train_eager.json.gz → compile.json.gz" in text
     assert 'data-v="-57.69' in text  # GPU busy, B - A, in the totals
+    # the bars share one scale: A's span 2,251 µs is 320 px, B's 596 µs is 85 px
+    assert 'class="bar" style="width:320px"' in text and 'style="width:85px"' in text
 
 
 def _cpu_only_copy(tmp_path):

@@ -40,13 +40,15 @@ def _changed(d: Diff) -> str:
 def _steps(d: Diff) -> str:
     bars = ""
     if d.a.gpu:
-        rows = []
-        for k, s in (("A", d.a), ("B", d.b)):
+        rows, spans = [], [sum(x.span_us for x in s.split) for s in (d.a, d.b)]
+        for k, s, span in zip("AB", (d.a, d.b), spans, strict=True):
             parts = {n: sum(x.by_kind[n] for x in s.split) for n in SPLIT_KINDS}
             parts["idle"] = sum(x.idle_us for x in s.split)
             legend = ", ".join(f"{n} {v:,.0f} µs" for n, v in parts.items() if v)
-            rows.append(f"<p><b>{k}</b> {bar(parts)}{esc(legend)}</p>")
-        bars = "".join(rows)
+            width = f'class="bar" style="width:{320 * span / max(max(spans), 1e-9):.0f}px"'
+            scaled = bar(parts).replace('class="bar"', width, 1)
+            rows.append(f"<p><b>{k}</b> {scaled}{esc(legend)}</p>")
+        bars = "".join(rows) + '<p class="note">The bars share one scale: the steps\' span.</p>'
     note = ("Kinds are unions of GPU intervals over each step's span (two kinds at once both "
             f"count); {BUSY} is the time some GPU ran anything, idle the rest of the span. "
             "spread_us is the larger of the two traces' ranges of per-step values.")  # fmt: skip
