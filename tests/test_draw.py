@@ -126,9 +126,11 @@ def test_callout_step_and_count_pick_the_steps_own_event():
     tr = load(json.dumps(doc).encode())
     first, second = (int(i) for i in tr.where(name=ADD_KERNEL))
     pick = timeline(tr, step=2, callouts=[Callout("add", name=ADD_KERNEL)])
-    assert pick.tracereader_info["callouts"][0]["event"] == first  # the trap
+    got = pick.tracereader_info["callouts"][0]
+    assert (got["event"], got["step"], got["by"]) == (first, "ProfilerStep#1", "name")  # the trap
     own = Callout("add", name=ADD_KERNEL, step=2, count=1)
-    assert timeline(tr, step=2, callouts=[own]).tracereader_info["callouts"][0]["event"] == second
+    got = timeline(tr, step=2, callouts=[own]).tracereader_info["callouts"][0]
+    assert (got["event"], got["step"], got["by"]) == (second, "ProfilerStep#2", "step")
     # over the whole trace, the step still decides; the count counts inside it
     mm = Callout("GEMM", name="cutlass", step="ProfilerStep#2", count=1)
     got = timeline(tr, callouts=[mm]).tracereader_info["callouts"][0]["event"]

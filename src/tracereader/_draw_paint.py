@@ -35,6 +35,7 @@ from ._draw_layout import (
 )
 from ._events import GPU_OP_KINDS, Trace, kind_mask
 from ._gaps import gaps as find_gaps
+from ._link import link
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -410,7 +411,7 @@ def _callouts(ax: Axes, p: Prepared, x: _ToX) -> list[dict[str, Any]]:
     out = []
     levels = 1 + max((c["level"] for c in p.callouts), default=-1)
     for c in p.callouts:
-        j, t = c["pos"], c["t_ns"]
+        j, t, co = c["pos"], c["t_ns"], c["callout"]
         ev, row = int(p.idx[j]), int(p.row_of[j])
         box_y = (levels - 1 - c["level"] + 0.5) * CALLOUT_LEVEL
         ax.annotate(
@@ -446,9 +447,21 @@ def _callouts(ax: Axes, p: Prepared, x: _ToX) -> list[dict[str, Any]]:
                 "lane": p.rows[row].lane_label,
                 "t_us": (t - p.start_ns) / 1e3,
                 "level": c["level"],
+                "step": _step_of(p.trace, ev),
+                "by": "event"
+                if co.event is not None
+                else "step"
+                if co.step is not None
+                else "name",
             }
         )
     return out
+
+
+def _step_of(trace: Trace, ev: int) -> str | None:
+    """The profiler step an event belongs to (a GPU op: the step that launched it), or None."""
+    k = int(link(trace).step[ev])
+    return trace.steps[k].name if k >= 0 else None
 
 
 def _fmt_us(v: float) -> str:

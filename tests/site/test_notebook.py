@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from tracesite.notebook import medians, unprofiled_calls, verdict
+from tracesite.notebook import check_callouts, medians, unprofiled_calls, verdict
 from tracesite.recordings import Recording
 
 WORDS = ("dearer", "cheaper", "not told apart")
@@ -103,3 +103,19 @@ def test_stamp_spans_every_recording_of_the_example():
     )
     assert line.startswith("Recorded on NVIDIA H200 (driver ")
     assert line.endswith(f"from {times[0]} to {times[-1]} UTC") and times[0] != times[-1]
+
+
+def test_a_step_picture_fails_when_a_callout_found_another_steps_event_by_name():
+    from _builders import ADD_KERNEL, make_doc
+
+    from tracereader import Callout, load, timeline
+
+    doc = make_doc(steps=2)  # step 1's add kernel runs late, inside step 2's window
+    next(e for e in doc["traceEvents"] if e["name"] == ADD_KERNEL)["ts"] = 1005.0
+    tr = load(json.dumps(doc).encode())
+    bare = timeline(tr, step=2, callouts=[Callout("the add", name=ADD_KERNEL)])
+    with pytest.raises(ValueError, match="of ProfilerStep#1, in a picture of ProfilerStep#2"):
+        check_callouts(bare)
+    check_callouts(timeline(tr, step=2, callouts=[Callout("the add", name=ADD_KERNEL, step=2)]))
+    late = int(tr.where(name=ADD_KERNEL)[0])  # a row the page chose: its own business
+    check_callouts(timeline(tr, step=2, callouts=[Callout("the last step's add", event=late)]))

@@ -15,6 +15,7 @@ from typing import Any
 from .recordings import PRIMARY_GPU, Recording, Session, Variant, load
 
 __all__ = [
+    "check_callouts",
     "interleaved_calls",
     "links",
     "log_us_axis",
@@ -195,6 +196,7 @@ def show(
     """
     from .html import FigureHTML, Snippet, trace_links_html
 
+    check_callouts(fig)
     figure = FigureHTML(fig, alt=alt, caption=caption, dpi=dpi)
     names = [traces] if isinstance(traces, str) else list(traces)
     if not names:
@@ -210,6 +212,24 @@ def show(
         for r in (variant(n).repeats[0] for n in names)
     )
     return Snippet(figure._repr_html_() + links, repr(figure))
+
+
+def check_callouts(fig: Any) -> None:
+    """Fail a picture of one profiler step whose callout found its event by name alone in
+    another step: a step's window also draws the GPU work the previous step left running,
+    and a bare name matches that first. ``Callout(..., step=...)`` (or ``event=``, a row
+    the page chose) says which step's event it means."""
+    info = getattr(fig, "tracereader_info", None) or {}
+    for panel in info.get("panels", [info]):
+        drawn = panel.get("window", {}).get("what", "")
+        if not str(drawn).startswith("ProfilerStep#"):
+            continue
+        for c in panel.get("callouts", []):
+            if c.get("by") == "name" and c.get("step") != drawn:
+                raise ValueError(
+                    f"callout {c['text']!r} points at {c['name'][:60]!r} of {c['step']}, "
+                    f"in a picture of {drawn}: give the Callout step={drawn!r}"
+                )
 
 
 def tracereader_cli(
