@@ -197,7 +197,8 @@ def test_quickstart_is_short_and_shows_traces(site_root):
 
 def test_cheatsheet_opens_with_its_table(site_root):
     """The cheatsheet's table (>= 20 rows, each linking its entry, on the page or on the
-    matmul details' page) comes before any picture, its rows about real models first."""
+    matmul details' page) comes before any picture, its rows about real models first, and
+    the page stays short (at most 2,300 words of visible prose)."""
     import re
 
     article = _article(site_root, "cheatsheet.html")
@@ -208,3 +209,5 @@ def test_cheatsheet_opens_with_its_table(site_root):
     assert len(rows) >= 20 and all(links), len(rows)
     here = [m is not None and m.group(1) is None for m in links]
     assert any(here) and here == sorted(here, reverse=True), "the page's own rows come first"
+    words = sitecheck.lesson_measures(article)["words"]  # what scripts/pagestats.py counts
+    assert words <= 2300, f"the cheatsheet reads in under ten minutes: {words} words"
