@@ -67,13 +67,13 @@ from tracesite.recorder import (  # noqa: E402
     record_examples,
     recorded_before,
     recording_gpu,
-    retrim,
     shard_of,
     stale_variants,
     wall_sources,
     within_budget,
 )  # fmt: skip
 from tracesite.recordings import PRIMARY_GPU, plan_settings  # noqa: E402
+from tracesite.retrim import retrim  # noqa: E402
 
 
 def parse_shard(text: str) -> tuple[int, int]:

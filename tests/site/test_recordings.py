@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 import tracesite as record
 from tracesite import recorder
+from tracesite.retrim import retrim
 
 EXAMPLE = textwrap.dedent(
     '''
@@ -541,7 +542,7 @@ def test_trim_keeps_the_named_steps_and_what_they_launched():
 
 
 def test_trim_regions_keeps_the_named_regions_cpu_side_and_what_it_launched(tmp_path):
-    from tracesite.recorder import retrim
+
     from tracesite.trim import trim_regions
 
     def ev(cat, name, ts, dur=5, **args):
@@ -801,14 +802,14 @@ def test_retrim_trims_earlier_sessions_to_the_steps_the_plan_keeps(tmp_path):
     }
     write_plan(root, **{"05_llm_decode": plan})
     sizes = {p: p.stat().st_size for p in session.glob("r*/trace.json.gz")}
-    recorder.retrim([Path("05_llm_decode")], root)
+    retrim([Path("05_llm_decode")], root)
     assert {p: p.read_bytes() for p in variant.glob("r*/*")} == before  # the current: as it was
     (s,) = record.load("05_llm_decode", "loop_untuned_8b", root).sessions
     for r in s.repeats:
         assert r.meta["trimmed"]["keep_steps"] == [2]  # what it still had of the steps kept
         assert r.trace_bytes < 0.7 * sizes[r.trace_path]
         assert [st.name for st in r.trace().steps] == ["ProfilerStep#2"]
-    assert recorder.retrim([Path("05_llm_decode")], root)  # a trimmed trace trims to itself
+    assert retrim([Path("05_llm_decode")], root)  # a trimmed trace trims to itself
     assert [r.meta["trimmed"] for r in s.repeats] == [
         r.meta["trimmed"]
         for r in record.load("05_llm_decode", "loop_untuned_8b", root).sessions[0].repeats

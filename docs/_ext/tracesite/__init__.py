@@ -7,6 +7,7 @@ never shipped to readers. It holds:
   earlier recording sessions the plan keeps, read back; staleness checks against the
   example's current code;
 * :mod:`.recorder`: recording an example on a GPU (``scripts/record.py``);
+* :mod:`.trim` and :mod:`.retrim`: what of a trace the plan keeps, and applying it to files;
 * :mod:`.gallery`: what an example page shows when the site is built;
 * :mod:`.notebook`: the pages' helpers for the drawn repeat, pictures and links;
 * :mod:`.facts` and :mod:`.words`: each page's facts, its claims and the words they use;

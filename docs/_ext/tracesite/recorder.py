@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import datetime as _dt
 import functools
-import gzip
 import json
 import os
 import platform
@@ -68,7 +67,7 @@ from .recordings import (
     recordings_root,
     session_name,
 )
-from .trim import trim_regions, trim_steps
+from .retrim import Keep, gzip_trace, keep_of, retrim_repeat, session_keep, trimmed
 
 __all__ = [
     "estimate_s",
@@ -257,102 +256,6 @@ def _child(argv: list[str]) -> int:
         env["wall_s"] = round(time.perf_counter() - start, 2)
         (out / "env.json").write_text(json.dumps(env), encoding="utf-8")
     return 0
-
-
-#: What the plan keeps of a variant's trace: (keep_steps, keep_python_steps, keep_regions).
-Keep = tuple[list[int] | None, list[int] | None, list[str] | None]
-
-
-def _trim(data: dict[str, Any], keep: Keep) -> dict[str, int]:
-    """Apply an example's trimming settings to one trace, in place (:mod:`tracesite.trim`)."""
-    dropped = trim_steps(data, keep[0], keep[1]) if keep[:2] != (None, None) else {}
-    if keep[2] is not None:
-        for cat, n in trim_regions(data, keep[2]).items():
-            dropped[cat] = dropped.get(cat, 0) + n
-    return dropped
-
-
-def _write_gz(data: dict[str, Any], dst: Path) -> None:
-    raw = json.dumps(data, separators=(",", ":")).encode()
-    with gzip.GzipFile(dst, "wb", compresslevel=9, mtime=0) as fh:
-        fh.write(raw)
-
-
-def _gzip_trace(src: Path, dst: Path, keep: Keep = (None, None, None)) -> dict[str, int]:
-    """Gzip the exported trace, dropping the ``traceName`` path it leaks and what the
-    example does not keep (:mod:`tracesite.trim`); return what was trimmed."""
-    data = json.loads(src.read_text(encoding="utf-8", errors="replace"), strict=False)
-    data.pop("traceName", None)
-    dropped = _trim(data, keep)
-    _write_gz(data, dst)
-    return dropped
-
-
-def _keep_of(settings: dict[str, Any], variant: str) -> Keep:
-    return (
-        settings["keep_steps"].get(variant),
-        settings["keep_python_steps"].get(variant),
-        settings["keep_regions"].get(variant),
-    )
-
-
-def retrim(sources: list[Path], root: Path | None = None, gpu: str | None = None) -> dict[str, int]:
-    """Apply each example's current trimming settings to its recordings in place (of every
-    GPU, or of ``gpu`` alone), without a GPU (trimming only drops events, so a trimmed
-    trace trims to itself), its variants' earlier sessions included (``keep_sessions``);
-    return the bytes each example's traces take now."""
-    out: dict[str, int] = {}
-    for source in sources:
-        settings = plan_settings(Path(source).stem, root)
-        for rec in iter_recordings(root, sessions=True, gpu=gpu):
-            if rec.example != Path(source).stem:
-                continue
-            keep = _keep_of(settings, rec.variant)
-            if rec.session is not None:
-                keep = _session_keep(settings, rec.variant, rec.meta)
-            if keep != (None, None, None):
-                _retrim_repeat(rec.trace_path.parent, keep)
-            out[rec.example] = out.get(rec.example, 0) + rec.trace_path.stat().st_size
-    return out
-
-
-def _session_keep(settings: dict[str, Any], variant: str, meta: dict[str, Any]) -> Keep:
-    """What an earlier session's repeat keeps: the steps the plan keeps of the variant's
-    sessions (``keep_sessions``) among those it kept when recorded, and its recorded
-    trimming of Python frames and regions."""
-    was = meta.get("trimmed", {})
-    steps = settings["keep_sessions"].get(variant)
-    if steps is not None and was.get("keep_steps") is not None:
-        steps = [k for k in steps if k in was["keep_steps"]]
-    return (
-        steps if steps is not None else was.get("keep_steps"),
-        was.get("keep_python_steps"),
-        was.get("keep_regions"),
-    )
-
-
-def _retrim_repeat(folder: Path, keep: Keep) -> None:
-    """Trim one recorded repeat's trace in place to ``keep`` and add what went to the
-    trimming its ``meta.json`` records."""
-    path = folder / TRACE
-    data = json.loads(gzip.decompress(path.read_bytes()))
-    dropped = _trim(data, keep)
-    if dropped:
-        _write_gz(data, path)
-        meta_path = folder / META
-        meta = json.loads(meta_path.read_text(encoding="utf-8"))
-        before = meta.get("trimmed", {}).get("dropped", {})
-        for cat, n in before.items():
-            dropped[cat] = dropped.get(cat, 0) + n
-        meta["trimmed"] = _trimmed(keep, dropped)
-        meta_path.write_text(json.dumps(meta, indent=1, sort_keys=True), encoding="utf-8")
-
-
-def _trimmed(keep: Keep, dropped: dict[str, int]) -> dict[str, Any]:
-    out: dict[str, Any] = {"keep_steps": keep[0], "keep_python_steps": keep[1], "dropped": dropped}
-    if keep[2] is not None:
-        out["keep_regions"] = keep[2]
-    return out
 
 
 #: Seconds a fresh recording process takes to start (torch, CUDA) and finish, on an H200,
@@ -700,7 +603,7 @@ def _keep_session(
     dest.mkdir(parents=True)
     for k, rep in sorted(before.items()):
         rep.rename(dest / rep.name)
-        _retrim_repeat(dest / rep.name, _session_keep(settings, old.name, metas[k]))
+        retrim_repeat(dest / rep.name, session_keep(settings, old.name, metas[k]))
     log(
         f"  {old.parent.parent.name}/{old.parent.name}/{old.name}: last session kept in {SESSIONS}/{dest.name}"
     )
@@ -747,7 +650,7 @@ def _run_process(
                 ex.variants[name],
                 ex.source,
                 jobs,
-                _keep_of(ex.settings, name),
+                keep_of(ex.settings, name),
                 ex.fresh_compile_cache,
                 ex.gpu,
             )
@@ -818,9 +721,9 @@ def _finish(
     if results.exists():  # the harness's headline measurements, kept in meta.json
         meta["results"] = json.loads(results.read_text(encoding="utf-8"))
         results.unlink()
-    dropped = _gzip_trace(exported, out / TRACE, keep)
+    dropped = gzip_trace(exported, out / TRACE, keep)
     if dropped:
-        meta["trimmed"] = _trimmed(keep, dropped)
+        meta["trimmed"] = trimmed(keep, dropped)
     exported.unlink()
     (out / "env.json").unlink()
     (out / META).write_text(json.dumps(meta, indent=1, sort_keys=True), encoding="utf-8")
