@@ -337,3 +337,11 @@ def test_summary_bandwidth_per_step(capsys):
     assert rc == 0 and "busy_tb_per_s" in out and "peak_fraction" not in out
     _one_line_error(*cli(capsys, "summary", path, "--bytes-per-step", "0"))
     _one_line_error(*cli(capsys, "summary", path, "--peak-tbs", "4.8"))
+
+
+def test_gaps_help_says_what_each_cause_means(capsys):
+    rc, out, _ = cli(capsys, "gaps", "--help")
+    assert rc == 0
+    for cause in ("sync", "op without kernels", "python", "launch", "nothing recorded"):
+        assert f"  {cause} " in out
+    assert "with_stack" in out

@@ -259,3 +259,8 @@ def test_opens_offline_in_chromium(tmp_path):
         browser.close()
     assert [u for u in requests if not u.startswith(("file:", "data:"))] == []
     assert errors == []
+
+
+def test_the_gap_table_explains_its_causes():
+    text = report(DATA / "h200" / "train_eager.json.gz", draw=False)
+    assert "What the causes mean" in text and "nothing recorded    code the profiler" in text

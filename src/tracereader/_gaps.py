@@ -18,10 +18,21 @@ from ._events import CPU_OP_KINDS, LAUNCH_KINDS, Kind, Trace, kind_mask, name_ma
 from ._intervals import Window, gpu_intervals, union
 from ._link import LAUNCH_APIS, SYNC_APIS, link
 
-__all__ = ["CAUSES", "Gap", "gaps"]
+__all__ = ["CAUSES", "CAUSES_HELP", "Gap", "gaps"]
 
 #: Causes of an idle gap, in tie-break order.
 CAUSES = ("sync", "op without kernels", "python", "launch", "nothing recorded")
+
+#: What each cause means, for ``tracereader gaps --help``.
+CAUSES_HELP = """\
+A gap's cause is what the CPU thread that launched the next GPU op was doing during it:
+  sync                a synchronize (.item(), cudaStreamSynchronize...) drained the queue
+  op without kernels  an op or record_function range that launched no GPU work
+  python              Python code (recorded only with with_stack=True)
+  launch              the launch call, or an op on its way to launching GPU work
+  nothing recorded    code the profiler did not record: plain Python without
+                      with_stack, C++ outside any op, or the thread waiting; add
+                      record_function ranges or with_stack=True to see it"""
 
 
 @dataclass

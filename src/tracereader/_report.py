@@ -17,7 +17,7 @@ from typing import Any
 from ._classify import class_table
 from ._datasheet import trace_datasheet
 from ._events import Trace
-from ._gaps import gaps
+from ._gaps import CAUSES_HELP, gaps
 from ._link import link
 from ._load import load
 from ._measure import NO_GPU_ACTIVITY
@@ -135,7 +135,15 @@ def _slowest(trace: Trace, split: list[GpuSplit], draw: bool) -> str:
     t = Table(["start_us", "gap_us", "device", "cause", "cpu_was_in", "next_gpu_op"], rows,
               "Largest GPU idle gaps and what the launching CPU thread was doing",
               ("next_gpu_op",), 40, 60)  # fmt: skip
-    return head + img + (table(t) if rows else "<p>No GPU idle gap of 1 µs or more.</p>")
+    if not rows:
+        return head + img + "<p>No GPU idle gap of 1 µs or more.</p>"
+    causes = CAUSES_HELP.split("\n", 1)[1]
+    return (
+        head
+        + img
+        + table(t)
+        + f"<details><summary>What the causes mean</summary><pre>{esc(causes)}</pre></details>"
+    )
 
 
 def _picture(trace: Trace, step: str | None) -> str:

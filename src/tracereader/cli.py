@@ -254,6 +254,7 @@ def _report(args: argparse.Namespace) -> int:
 # ---------------------------------------------------------------- parser
 def _parser() -> argparse.ArgumentParser:
     from ._cli_summary import summary_epilog
+    from ._gaps import CAUSES_HELP
 
     parser = argparse.ArgumentParser(
         prog="tracereader", description="Read torch.profiler (Kineto) trace files."
@@ -313,6 +314,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--ops", action="store_true", help="one row per GPU op instead of per API")
     p = add("gaps", _gaps, "GPU idle gaps and what the launching CPU thread was doing")
     p.add_argument("--min-gap-us", type=float, default=1.0, help="ignore shorter gaps")
+    p.formatter_class, p.epilog = argparse.RawDescriptionHelpFormatter, CAUSES_HELP
     p.set_defaults(top=20)
     p = add(
         "regions", _regions, "Time per record_function region: CPU time open, GPU work launched"
