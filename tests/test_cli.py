@@ -345,3 +345,14 @@ def test_gaps_help_says_what_each_cause_means(capsys):
     for cause in ("sync", "op without kernels", "python", "launch", "nothing recorded"):
         assert f"  {cause} " in out
     assert "with_stack" in out
+
+
+def test_diff_writes_what_report_against_writes(capsys, tmp_path):
+    a, b = H200 / "train_eager.json.gz", H200 / "compile.json.gz"
+    rc, out, _ = cli(capsys, "diff", str(a), str(b), "-o", str(tmp_path / "d.html"))
+    assert rc == 0 and "wrote" in out
+    rc, _, _ = cli(capsys, "report", str(a), "--against", str(b), "-o", str(tmp_path / "r.html"))
+    assert rc == 0
+    assert (tmp_path / "d.html").read_text() == (tmp_path / "r.html").read_text()
+    rc, _, err = cli(capsys, "diff", str(a), str(tmp_path / "missing.json"))
+    assert rc == 2 and err.count("\n") == 1

@@ -354,6 +354,14 @@ def _parser() -> argparse.ArgumentParser:
                    help="bytes each step must read: adds the read rate per step (TB/s)")  # fmt: skip
     p.add_argument("--no-picture", action="store_true", help="leave out the timeline picture")
     p.set_defaults(func=_report)
+    p = sub.add_parser("diff", help="The HTML diff of two traces (report A --against B)",
+                       description="Write the diff of two traces of the same code as one "
+                       "self-contained HTML page: the same as `report A --against B`.")  # fmt: skip
+    p.add_argument("file", help="the baseline trace (A)")
+    p.add_argument("against", metavar="other", help="the trace compared with it (B)")
+    p.add_argument("-o", "--output", default=None, help="where to write it (default: diff.html)")
+    p.add_argument("--keep-first", action="store_true", help="keep each trace's first step")
+    p.set_defaults(func=_report, peak_tflops=None, peak_tbs=None, bytes_per_step=None)
     r = sub.add_parser("render", help="Draw a trace window to PNG/SVG (needs matplotlib)",
                        add_help=False)  # fmt: skip
     r.add_argument("rest", nargs=argparse.REMAINDER)
