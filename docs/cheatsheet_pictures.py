@@ -80,6 +80,29 @@ def shade(fig: Any, trace: Any, rows: Any, label: str) -> str:
     return f"Shaded bands, {label}: " + "; ".join(parts) + "."
 
 
+def note(fig: Any, panel: int, trace: Any, event: int, text: str, dx: float = 0) -> None:
+    """A callout on one panel of a :func:`compare_timelines` figure, which takes none: an
+    arrow from ``text`` to the bar of ``event`` (the panel's drawn bar nearest its span)."""
+    ax = fig.axes[panel]
+    start = int(fig.tracereader_info["panels"][panel]["window"]["start_ns"])
+    scale = 1e6 if "(ms)" in fig.axes[-1].get_xlabel() else 1e3
+    x0 = (int(trace.ts_ns[event]) - start) / scale
+    x1 = (int(trace.ts_ns[event] + trace.dur_ns[event]) - start) / scale
+    tol = 0.01 * (ax.get_xlim()[1] - ax.get_xlim()[0])
+
+    def off(v: Any) -> float:
+        return abs(float(v.vertices[:, 0].min()) - x0) + abs(float(v.vertices[:, 0].max()) - x1)
+
+    bars = [v for c in ax.collections for v in getattr(c, "get_paths", list)()]
+    found = sorted((v for v in bars if off(v) <= tol), key=off)
+    assert found, f"no bar drawn for {trace.name(event)} in panel {panel}"
+    y = float(found[0].vertices[:, 1].mean())
+    ax.annotate(text, xy=((x0 + x1) / 2, y), xytext=(dx, 26), textcoords="offset points",
+                ha="center", fontsize=9, zorder=6,
+                bbox={"boxstyle": "round,pad=0.3", "fc": "#fffbe6", "ec": "0.55"},
+                arrowprops={"arrowstyle": "->", "color": "0.15"})  # fmt: skip
+
+
 def win(trace: Any, rows: Any, pad_us: float = 5.0) -> tuple[int, int]:
     """The window spanning some events, padded."""
     rows = np.asarray(rows)
@@ -94,6 +117,15 @@ def overhead() -> Callable[[], SmallFigure]:
     fig = compare_timelines(
         [T["64_bf16"], T["4096_bf16"]], [4, 4], ["64×64", "4096×4096"], width_in=WIDTH_IN
     )
+    for panel, name, text in (
+        (0, "64_bf16", "the GEMM: a sliver"),
+        (1, "4096_bf16", "the GEMM"),
+    ):
+        t = T[name]
+        k = next(
+            int(o) for o in LN[name].gpu_ops_of(t.step(4).event) if t.name(o).startswith("nvjet")
+        )
+        note(fig, panel, t, k, text)  # fmt: skip
     return lambda: picture(
         "overhead",
         fig,
@@ -364,6 +396,8 @@ def tf32() -> Callable[[], SmallFigure]:
     k32, ktf = int(g32[1]), int(gtf[1])
     fig = compare_timelines([t32, ttf], [win(t32, [k32], 20), win(ttf, [ktf], 20)],
                             ["float32, TF32 off", "float32, TF32 on"], width_in=WIDTH_IN)  # fmt: skip
+    note(fig, 0, t32, k32, "ffma: CUDA cores")
+    note(fig, 1, ttf, ktf, "tf32: Tensor Cores")
     return lambda: picture(
         "tf32",
         fig,
@@ -461,6 +495,12 @@ def samekernel() -> Callable[[], SmallFigure]:
     fig = compare_timelines(
         [T[a], T[c]], [4, 4], ["eager torch.addmm", "torch.compile"], width_in=WIDTH_IN
     )
+    for panel, name in ((0, a), (1, c)):
+        t = T[name]
+        k = next(
+            int(o) for o in LN[name].gpu_ops_of(t.step(4).event) if t.name(o).startswith("nvjet")
+        )
+        note(fig, panel, t, k, "the same GEMM")  # fmt: skip
     return lambda: picture(
         "samekernel",
         fig,
@@ -472,6 +512,8 @@ def tax() -> Callable[[], SmallFigure]:
     """Entry: More CPU per step under compile."""
     e, c = "64_bf16", "64_bf16_compile"
     fig = compare_timelines([T[e], T[c]], [4, 4], ["eager", "torch.compile"], width_in=WIDTH_IN)
+    region = one(in_step(T[c], 4, prefix="Torch-Compiled Region"))
+    note(fig, 1, T[c], region, "compile's runtime frames")
     return lambda: picture(
         "tax", fig, "Recordings 64_bf16 and 64_bf16_compile, ProfilerStep#4, on one time scale."
     )
