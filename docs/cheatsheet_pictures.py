@@ -80,9 +80,19 @@ def shade(fig: Any, trace: Any, rows: Any, label: str) -> str:
     return f"Shaded bands, {label}: " + "; ".join(parts) + "."
 
 
-def note(fig: Any, panel: int, trace: Any, event: int, text: str, dx: float = 0) -> None:
+def note(
+    fig: Any,
+    panel: int,
+    trace: Any,
+    event: int,
+    text: str,
+    dx: float = 0,
+    dy: float = 26,
+    at: str = "mid",
+) -> None:
     """A callout on one panel of a :func:`compare_timelines` figure, which takes none: an
-    arrow from ``text`` to the bar of ``event`` (the panel's drawn bar nearest its span)."""
+    arrow from ``text`` to the bar of ``event`` (the panel's drawn bar nearest its span), at
+    its ``"mid"`` or a little after its ``"start"``."""
     ax = fig.axes[panel]
     start = int(fig.tracereader_info["panels"][panel]["window"]["start_ns"])
     scale = 1e6 if "(ms)" in fig.axes[-1].get_xlabel() else 1e3
@@ -97,7 +107,8 @@ def note(fig: Any, panel: int, trace: Any, event: int, text: str, dx: float = 0)
     found = sorted((v for v in bars if off(v) <= tol), key=off)
     assert found, f"no bar drawn for {trace.name(event)} in panel {panel}"
     y = float(found[0].vertices[:, 1].mean())
-    ax.annotate(text, xy=((x0 + x1) / 2, y), xytext=(dx, 26), textcoords="offset points",
+    xp = (x0 + x1) / 2 if at == "mid" else x0 + 0.03 * (x1 - x0)
+    ax.annotate(text, xy=(xp, y), xytext=(dx, dy), textcoords="offset points",
                 ha="center", fontsize=9, zorder=6,
                 bbox={"boxstyle": "round,pad=0.3", "fc": "#fffbe6", "ec": "0.55"},
                 arrowprops={"arrowstyle": "->", "color": "0.15"})  # fmt: skip
@@ -513,7 +524,8 @@ def tax() -> Callable[[], SmallFigure]:
     e, c = "64_bf16", "64_bf16_compile"
     fig = compare_timelines([T[e], T[c]], [4, 4], ["eager", "torch.compile"], width_in=WIDTH_IN)
     region = one(in_step(T[c], 4, prefix="Torch-Compiled Region"))
-    note(fig, 1, T[c], region, "compile's runtime frames")
+    # below and left of the region's bar, where no label is: above it is matmul_add's
+    note(fig, 1, T[c], region, "compile's runtime frames", dx=-25, dy=-75, at="start")
     return lambda: picture(
         "tax", fig, "Recordings 64_bf16 and 64_bf16_compile, ProfilerStep#4, on one time scale."
     )
