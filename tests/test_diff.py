@@ -284,3 +284,18 @@ def test_one_trace_report_says_its_total_includes_the_first_step():
     note = "The total includes the first step"
     assert note in report(EAGER, draw=False)  # two steps
     assert note not in report(STACK, draw=False)  # one step: nothing else to compare
+
+
+def test_diff_sees_the_8b_decode_regression_the_overlapping_spans_hid():
+    """Untuned -> tuned 8B decode (R-E2): each step launches ~4,100 then ~5,140 us of GPU
+    work, a few µs apart. The old overlapping spans counted later steps' work again
+    (8,854 -> 11,802 us per step, spread 3,612 us): "within the steps' spread"."""
+    rec = ROOT / "docs" / "recordings" / "h200" / "05_llm_decode"
+    a, b = (rec / v / "r0" / "trace.json.gz" for v in ("loop_untuned_8b", "loop_tuned_8b"))
+    d = diff(a, load(a), b, load(b))
+    busy = _rows(d.totals)["GPU busy"]
+    assert busy["a_per_step_us"] == pytest.approx(4102.82, abs=0.01)
+    assert busy["b_per_step_us"] == pytest.approx(5140.14, abs=0.01)
+    assert busy["spread_us"] < 10.0
+    assert busy["verdict"] == CHANGED
+    assert what_changed(d)[0].startswith("GPU busy per step: 4,102.8 µs → 5,140.1 µs (×1.25")

@@ -116,10 +116,12 @@ steps (one row per ProfilerStep#N):
   cpu_us               the step's range on the CPU
   gpu_busy_us          busy time of the GPU ops launched in the step, wherever
                        they ran (what --bytes-per-step divides by)
-  span_us              from the step's CPU start to the later of its CPU end and
-                       the end of the last GPU op it launched
-  gpu_idle_us          time in the span when no GPU ran anything (any step's
-                       kernels, memcpys and memsets count as busy)
+  span_us              from the step's CPU start (or the end of the previous
+                       step's span, if later: the CPU ran ahead) to the later of
+                       its CPU end and the end of the last GPU op it launched;
+                       spans never overlap, so no GPU time counts twice
+  gpu_idle_us          time in the span when no GPU ran anything (any GPU op
+                       running in the span counts as busy)
   busy_pct             100 * (span_us - gpu_idle_us) / span_us
   verdict              GPU-bound: busy >= {gpu} of the span; the GPU never waits,
                          so speed up the GPU work (the trace cannot tell whether

@@ -14,10 +14,14 @@ Definitions (all per GPU op, joined to its launch call by correlation):
   ``gpu_user_annotation`` spans are not GPU work and are excluded.
 * **idle gap**: an interval on a device between two GPU ops where nothing ran
   (found and explained in :mod:`tracereader._gaps`).
-* **step verdict**: how much of a step's span the GPU sat idle. The span runs
-  from the start of the ``ProfilerStep`` CPU range to the later of its end and
-  the end of the last GPU op the step launched; the GPU's busy time in it is
-  the union of all GPU activity there. ``GPU-bound`` at
+* **step verdict**: how much of a step's span the GPU sat idle. Steps tile
+  the GPU's timeline: a step's span starts at the start of its
+  ``ProfilerStep`` CPU range, or where the previous step's span ended if that
+  is later (the CPU ran ahead), and ends at the later of its CPU end and the
+  end of the last GPU op the step launched. The GPU's busy time in it is the
+  union of all GPU activity there, so the steps' busy times add up to the
+  trace's GPU busy time inside them, each GPU op counted once (with one
+  stream, exactly the work the step launched). ``GPU-bound`` at
   ``GPU_BOUND_BUSY`` (95 %) busy or more, ``CPU-bound`` under
   ``CPU_BOUND_BUSY`` (50 %), ``balanced`` in between
   (:class:`StepTime`).
@@ -239,12 +243,16 @@ class StepTime:
     they ran.
 
     The verdict reads the GPU's idle time inside the step. The step's *span*
-    runs from the start of its ``ProfilerStep`` CPU range to the later of that
-    range's end and the end of the last GPU op the step launched
-    (``span_end_ns``). ``span_busy_us`` is the union of *all* GPU activity
-    inside the span (kernels, memcpys, memsets, launched in any step, on any
-    device: the time at least one GPU was busy); ``gpu_idle_us`` is the span
-    minus that, and ``busy_share`` the busy part of the span. ``verdict`` is
+    (``span_start_ns`` to ``span_end_ns``) starts at the start of its
+    ``ProfilerStep`` CPU range, or at the end of the previous step's span when
+    that is later (the CPU ran ahead and the GPU was still busy with the
+    previous step's work), and ends at the later of the CPU range's end and
+    the end of the last GPU op the step launched. The spans of successive
+    steps never overlap, so no GPU time counts in two steps. ``span_busy_us``
+    is the union of *all* GPU activity inside the span (kernels, memcpys,
+    memsets, on any device: the time at least one GPU was busy; with one
+    stream, the work the step launched); ``gpu_idle_us`` is the span minus
+    that, and ``busy_share`` the busy part of the span. ``verdict`` is
 
     * ``"GPU-bound"`` when the GPU was busy for at least
       ``GPU_BOUND_BUSY`` (95 %) of the span: it never waits, so speed up
@@ -258,8 +266,8 @@ class StepTime:
       launched nothing or nothing ran on a GPU during it (a CPU-only trace).
 
     A pipelined step, whose CPU runs ahead and whose kernels queue behind the
-    previous step's, is GPU-bound: the previous step's kernels fill the GPU
-    until its own start.
+    previous step's, is GPU-bound: its span starts when the previous step's
+    GPU work ends, and its own kernels fill it.
     """
 
     name: str
@@ -272,11 +280,19 @@ class StepTime:
     launches: int
     span_end_ns: int
     span_busy_us: float
+    span_start_ns: int | None = None  # None: the CPU start (``start_ns``)
+
+    @property
+    def window(self) -> tuple[int, int]:
+        """The span as ``(start_ns, end_ns)``."""
+        start = self.start_ns if self.span_start_ns is None else self.span_start_ns
+        return start, max(self.span_end_ns, self.end_ns, start)
 
     @property
     def span_us(self) -> float:
-        """From the step's CPU start to the end of its CPU range or of its last GPU op."""
-        return (max(self.span_end_ns, self.end_ns) - self.start_ns) / 1e3
+        """From the span's start (CPU start, or the previous span's end) to its end."""
+        start, end = self.window
+        return (end - start) / 1e3
 
     @property
     def gpu_idle_us(self) -> float:
@@ -285,8 +301,14 @@ class StepTime:
 
     @property
     def busy_share(self) -> float:
-        """The share (0 to 1) of the span during which a GPU was busy."""
-        return min(self.span_busy_us / self.span_us, 1.0) if self.span_us > 0 else 0.0
+        """The share (0 to 1) of the span during which a GPU was busy.
+
+        A step whose whole GPU work ran inside the previous step's span (an
+        empty span of its own) counts as busy throughout.
+        """
+        if self.span_us <= 0:
+            return 1.0 if self.gpu_ops else 0.0
+        return min(self.span_busy_us / self.span_us, 1.0)
 
     @property
     def gpu_fraction(self) -> float:
@@ -338,9 +360,12 @@ def step_times(trace: Trace) -> list[StepTime]:
     step_of_call = ln.step[ln.launch_calls]
     _, s_all, e_all, _ = gpu_intervals(trace, ln.gpu_ops, None)
     seg_s, seg_e = union(s_all, e_all)  # every GPU op, every device: "some GPU busy"
+    prev_end = None  # where the previous step's span ended
     for k, st in enumerate(trace.steps):
         ops = ln.gpu_ops[step_of_op == k]
-        span_end = max(st.end_ns, int(trace.end_ns[ops].max()) if len(ops) else st.end_ns)
+        start = st.start_ns if prev_end is None else max(st.start_ns, prev_end)
+        span_end = max(st.end_ns, int(trace.end_ns[ops].max()) if len(ops) else st.end_ns, start)
+        prev_end = span_end
         out.append(
             StepTime(
                 name=st.name,
@@ -352,7 +377,8 @@ def step_times(trace: Trace) -> list[StepTime]:
                 kernels=int(np.count_nonzero(trace.kind[ops] == Kind.KERNEL)),
                 launches=int(np.count_nonzero(step_of_call == k)),
                 span_end_ns=span_end,
-                span_busy_us=_covered_ns(seg_s, seg_e, st.start_ns, span_end) / 1e3,
+                span_busy_us=_covered_ns(seg_s, seg_e, start, span_end) / 1e3,
+                span_start_ns=start,
             )
         )
     return out

@@ -1,7 +1,8 @@
 """What the report's overview reads: the GPU's time per step, split by kind of work.
 
-Per step (its span, as the verdict reads it: :class:`~tracereader.StepTime`),
-the time at least one GPU ran each kind of work: computation kernels,
+Per step (its span, as the verdict reads it: :class:`~tracereader.StepTime`;
+successive spans never overlap, so no GPU time counts in two steps), the time
+at least one GPU ran each kind of work: computation kernels,
 memcpys, memsets, communication kernels (``nccl``/``rccl`` in the name), and
 the time no GPU ran anything (idle). Each kind is a union of intervals over
 every device, so one kind counts once however many streams run it; two kinds
@@ -92,7 +93,7 @@ def gpu_split(trace: Trace) -> list[GpuSplit]:
     kinds = _kinds(trace)
     out = []
     for st in step_times(trace):
-        w = (st.start_ns, max(st.span_end_ns, st.end_ns))
+        w = st.window
         by = {k: _covered_us(trace, r, w) for k, r in kinds.items()}
         out.append(GpuSplit(st.name, st.span_us, st.cpu_us, st.span_busy_us, by, st))
     if out:

@@ -117,7 +117,7 @@ def _slowest(trace: Trace, split: list[GpuSplit], draw: bool) -> str:
     window: tuple[int, int] | None = None
     head = '<h2 id="slowest">The slowest step</h2><p>No ProfilerStep#N: the whole trace.</p>'
     if worst is not None:
-        window = (worst.start_ns, max(worst.span_end_ns, worst.end_ns))
+        window = worst.window
         head = (f'<h2 id="slowest">The slowest step: {esc(worst.name)} '
                 f"({worst.span_us:,.0f} µs)</h2>")  # fmt: skip
     img = ""
