@@ -66,6 +66,7 @@ class Gap:
     cause_event: int
     next_op: int
     share_ns: tuple[int, ...] = field(default=(), repr=False)  # per CAUSES entry
+    edge: str = ""  # "start" / "end": idle at the window's start / end, not between ops
 
     @property
     def gap_us(self) -> float:
@@ -81,10 +82,12 @@ class Gap:
         keys = ("device", "start_ns", "end_ns", "gap_us", "cause", "cause_event", "next_op")
         out = {k: getattr(self, k) for k in keys}
         out["breakdown_us"] = self.breakdown_us
+        if self.edge:
+            out["edge"] = self.edge
         if trace is not None:
             out["start_us"] = float(trace.rel_us(self.start_ns))
             out["cause_name"] = trace.name(self.cause_event) if self.cause_event >= 0 else ""
-            out["next_op_name"] = trace.name(self.next_op)
+            out["next_op_name"] = trace.name(self.next_op) if self.next_op >= 0 else ""
         return out
 
 
@@ -297,7 +300,9 @@ def _main_events(
     return event
 
 
-def gaps(trace: Trace, window: Window | None = None, min_gap_us: float = 1.0) -> list[Gap]:
+def gaps(
+    trace: Trace, window: Window | None = None, min_gap_us: float = 1.0, *, edges: bool = False
+) -> list[Gap]:
     """Idle gaps between GPU ops on each device, with their CPU-side cause.
 
     Parameters
@@ -306,6 +311,13 @@ def gaps(trace: Trace, window: Window | None = None, min_gap_us: float = 1.0) ->
         ``(start_ns, end_ns)``: only gaps inside this window (GPU ops clipped to it).
     min_gap_us
         Ignore shorter gaps (back-to-back kernels leave ~1 µs between them).
+    edges
+        With a ``window``, also the idle time at its edges on each device that
+        ran something in it: from the window's start to the first GPU op
+        (``edge="start"``), and from the last GPU op's end to the window's end
+        (``edge="end"``; its ``next_op`` is the device's next GPU op after the
+        window, -1 if none). A step that waited for its data before launching
+        anything has its wait there, not between two ops.
 
     Returns
     -------
@@ -314,7 +326,7 @@ def gaps(trace: Trace, window: Window | None = None, min_gap_us: float = 1.0) ->
     """
     ln = link(trace)
     rows, s, e, dev = gpu_intervals(trace, ln.gpu_ops, window)
-    found = []  # (device, start, end, next op)
+    found: list[tuple[npt.NDArray[Any], ...]] = []  # (device, start, end, next op, edge)
     for d in np.unique(dev):
         on = dev == d
         r, rs = rows[on], s[on]
@@ -322,23 +334,16 @@ def gaps(trace: Trace, window: Window | None = None, min_gap_us: float = 1.0) ->
         big = np.flatnonzero((a[1:] - b[:-1]) >= min_gap_us * 1e3)
         order = np.argsort(rs, kind="stable")
         nxt = r[order[np.searchsorted(rs[order], a[big + 1], "left")]]
-        found.append((np.full(len(big), d), b[big], a[big + 1], nxt))
+        found.append((np.full(len(big), d), b[big], a[big + 1], nxt, np.full(len(big), "")))
+        if edges and window is not None:
+            found.append(_edges(trace, int(d), r[order], a, b, window, min_gap_us))
     if not found:
         return []
-    dev, gap_start, gap_end, nxt = (np.concatenate(col) for col in zip(*found, strict=False))
-    call = ln.launch[nxt]
-    thread = np.where(call >= 0, trace.lane[np.maximum(call, 0)], -1)
-    cause = np.full(len(gap_start), _NOTHING, dtype=np.int64)
-    event = np.full(len(gap_start), -1, dtype=np.int64)
-    share = np.zeros((len(gap_start), len(CAUSES)), dtype=np.int64)
-    share[:, _NOTHING] = gap_end - gap_start
-    cat, sync = _event_causes(trace)
-    for lane in np.unique(thread[thread >= 0]):
-        mine = np.flatnonzero(thread == lane)
-        lane_rows = np.flatnonzero(trace.lane == lane)
-        cause[mine], event[mine], share[mine] = _classify_lane(
-            trace, lane_rows, cat, sync, gap_start[mine], gap_end[mine]
-        )
+    cols = [np.concatenate(col) for col in zip(*found, strict=False)]
+    dev, gap_start, gap_end, nxt, edge = cols
+    order = np.lexsort((gap_start, dev))
+    dev, gap_start, gap_end, nxt, edge = (c[order] for c in cols)
+    cause, event, share = _causes(trace, gap_start, gap_end, _threads(trace, nxt, rows, dev))
     names = [CAUSES[c] for c in cause.tolist()]
     return [
         Gap(*args)
@@ -350,6 +355,80 @@ def gaps(trace: Trace, window: Window | None = None, min_gap_us: float = 1.0) ->
             event.tolist(),
             nxt.tolist(),
             map(tuple, share.tolist()),
+            edge.tolist(),
             strict=False,
         )
     ]
+
+
+def _edges(
+    trace: Trace,
+    device: int,
+    ops: npt.NDArray[np.int64],
+    seg_s: npt.NDArray[np.int64],
+    seg_e: npt.NDArray[np.int64],
+    window: Window,
+    min_gap_us: float,
+) -> tuple[npt.NDArray[Any], ...]:
+    """The idle time at ``window``'s start and end on ``device``, as gap columns.
+
+    ``ops`` are the device's GPU ops in the window by start; ``seg_s``, ``seg_e``
+    their union. The end gap's next op is the device's first GPU op starting
+    at or after the window's end (-1: none).
+    """
+    got: list[tuple[int, int, int, str]] = []  # (start, end, next op, edge)
+    if seg_s[0] - window[0] >= min_gap_us * 1e3:
+        got.append((window[0], int(seg_s[0]), int(ops[0]), "start"))
+    if window[1] - seg_e[-1] >= min_gap_us * 1e3:
+        gpu = link(trace).gpu_ops
+        lane_dev = np.array([ln.device for ln in trace.lanes], dtype=np.int64)
+        after = gpu[(lane_dev[trace.lane[gpu]] == device) & (trace.ts_ns[gpu] >= window[1])]
+        nxt = int(after[np.argmin(trace.ts_ns[after])]) if len(after) else -1
+        got.append((int(seg_e[-1]), window[1], nxt, "end"))
+    return (np.full(len(got), device, dtype=np.int64),
+            np.array([g[0] for g in got], dtype=np.int64),
+            np.array([g[1] for g in got], dtype=np.int64),
+            np.array([g[2] for g in got], dtype=np.int64),
+            np.array([g[3] for g in got], dtype="<U5"))  # fmt: skip
+
+
+def _threads(
+    trace: Trace,
+    nxt: npt.NDArray[np.int64],
+    rows: npt.NDArray[np.int64],
+    dev: npt.NDArray[np.int64],
+) -> npt.NDArray[np.int64]:
+    """The CPU thread (lane) that launched each gap's next op (-1: unknown).
+
+    A gap with no next op (-1) reads the thread that launched the device's
+    last op before it, among ``rows``.
+    """
+    ln = link(trace)
+    op = nxt.copy()
+    lane_dev = np.array([x.device for x in trace.lanes], dtype=np.int64)
+    for k in np.flatnonzero(op < 0):
+        mine = rows[lane_dev[trace.lane[rows]] == dev[k]]
+        op[k] = mine[np.argmax(trace.end_ns[mine])] if len(mine) else -1
+    call = np.where(op >= 0, ln.launch[np.maximum(op, 0)], -1)
+    return np.where(call >= 0, trace.lane[np.maximum(call, 0)], -1)
+
+
+def _causes(
+    trace: Trace,
+    gap_start: npt.NDArray[np.int64],
+    gap_end: npt.NDArray[np.int64],
+    thread: npt.NDArray[np.int64],
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """Each gap's cause, the event behind it and its breakdown, from its ``thread``."""
+    cause = np.full(len(gap_start), _NOTHING, dtype=np.int64)
+    event = np.full(len(gap_start), -1, dtype=np.int64)
+    share = np.zeros((len(gap_start), len(CAUSES)), dtype=np.int64)
+    share[:, _NOTHING] = gap_end - gap_start
+    cat, sync = _event_causes(trace)
+    for lane in np.unique(thread[thread >= 0]):
+        mine = np.flatnonzero(thread == lane)
+        lane_rows = np.flatnonzero(trace.lane == lane)
+        cause[mine], event[mine], share[mine] = _classify_lane(
+            trace, lane_rows, cat, sync, gap_start[mine], gap_end[mine]
+        )
+    return cause, event, share

@@ -128,13 +128,15 @@ def _slowest(trace: Trace, split: list[GpuSplit], draw: bool) -> str:
             img = '<p class="note">(Install matplotlib for a timeline picture.)</p>'
         else:
             img = _picture(trace, worst.name if worst else None)
-    found = sorted(gaps(trace, window), key=lambda g: -g.gap_us)[:10]
-    rows = [[round(float(trace.rel_us(g.start_ns)), 3), g.gap_us, g.device, g.cause,
-             trace.name(g.cause_event) if g.cause_event >= 0 else "", trace.name(g.next_op)]
+    found = sorted(gaps(trace, window, edges=True), key=lambda g: -g.gap_us)[:10]
+    where = {"start": "step start", "end": "step end", "": "between ops"}
+    rows = [[round(float(trace.rel_us(g.start_ns)), 3), g.gap_us, where[g.edge], g.device,
+             g.cause, trace.name(g.cause_event) if g.cause_event >= 0 else "",
+             trace.name(g.next_op) if g.next_op >= 0 else ""]
             for g in found]  # fmt: skip
-    t = Table(["start_us", "gap_us", "device", "cause", "cpu_was_in", "next_gpu_op"], rows,
-              "Largest GPU idle gaps and what the launching CPU thread was doing",
-              ("next_gpu_op",), 40, 60)  # fmt: skip
+    t = Table(["start_us", "gap_us", "where", "device", "cause", "cpu_was_in", "next_gpu_op"],
+              rows, "Largest GPU idle gaps in the step (its start and end included) and what "
+              "the launching CPU thread was doing", ("next_gpu_op",), 40, 60)  # fmt: skip
     if not rows:
         return head + img + "<p>No GPU idle gap of 1 µs or more.</p>"
     causes = CAUSES_HELP.split("\n", 1)[1]
