@@ -18,6 +18,7 @@ from ._classify import class_table
 from ._datasheet import trace_datasheet
 from ._events import Trace
 from ._gaps import CAUSES_HELP, gaps
+from ._headline import headline
 from ._link import link
 from ._load import load
 from ._measure import NO_GPU_ACTIVITY
@@ -25,7 +26,7 @@ from ._overview import SPLIT_KINDS, GpuSplit, gpu_split, kernel_detail, ranks_or
 from ._ranks import _expand, _rank_of, rank_summary
 from ._regions import region_table
 from ._report_html import bar, esc, page, picture, table
-from ._symptoms import symptoms
+from ._symptoms import Symptom, symptoms
 from ._tables import Table, op_table
 
 __all__ = ["Peaks", "report"]
@@ -159,13 +160,21 @@ def _picture(trace: Trace, step: str | None) -> str:
     return picture(buf.getvalue(), alt_text(fig))
 
 
-def _next(trace: Trace) -> str:
-    found = symptoms(trace)
+def _stake(s: Symptom) -> str:
+    if s.stake_us is None:
+        return ""
+    ms = s.stake_us / 1e3
+    small = ": small" if s.small else ""
+    return f" At stake: {ms:,.1f} ms ({100 * (s.share or 0):.1f} % of the steps' time{small})."
+
+
+def _next(found: list[Symptom]) -> str:
     if not found:
         return '<h2 id="next">What to look at next</h2><p>No symptom found.</p>'
-    items = "".join(f"<li><b>{esc(s.what)}</b>. Do: {esc(s.todo)}. Read: {esc(s.page)}.</li>"
-                    for s in found)  # fmt: skip
-    return f'<h2 id="next">What to look at next</h2><ul>{items}</ul>'
+    items = "".join(f"<li><b>{esc(s.what)}</b>.{esc(_stake(s))} Do: {esc(s.todo)}. "
+                    f"Read: {esc(s.page)}.</li>" for s in found)  # fmt: skip
+    return (f'<h2 id="next">What to look at next</h2><p class="note">Most time at stake '
+            f"first.</p><ul>{items}</ul>")  # fmt: skip
 
 
 def _cpu_only(trace: Trace) -> str:
@@ -199,8 +208,10 @@ def _one(trace: Trace, peaks: Peaks, draw: bool) -> str:
         note = f"<p>{mtia:,} MTIA device ops are not read (MTIA is not supported yet).</p>"
         return head + (note if mtia else "") + _cpu_only(trace)
     split = gpu_split(trace)
+    found = symptoms(trace)
+    top = f'<p class="headline"><b>{esc(headline(trace, found))}</b></p>'
     body = _overview(trace, split, peaks) + _kernels(trace) + _slowest(trace, split, draw)
-    return head + body + _next(trace)
+    return top + head + body + _next(found)
 
 
 def _ranks(traces: dict[str, Trace], why: str) -> str:
