@@ -28,21 +28,38 @@ KERNEL_CLASSES = (
     "communication",
     "optimizer",
     "reduction",
-    "elementwise/Triton",
+    "elementwise",
     "memcpy/memset",
     "other",
 )
 
+#: Triton kernels by the kind inductor names first (``triton_poi_``: pointwise,
+#: ``triton_per_`` / ``triton_red_``: persistent and looped reductions,
+#: ``triton_tem_``: a template, a GEMM or flex attention). The fused ops after
+#: the prefix (``..._bmm_cat_cos_...``) are what the kernel was fused *from*,
+#: not what it does: a pointwise kernel is elementwise whatever it names. One
+#: exception: a reduction that names a matmul op (``mm``, ``bmm``, ``addmm``) is
+#: that matmul, a GEMV with a tiny M lowered to a reduction over K (decoding
+#: one token), so it counts as GEMM.
+_TRITON_MATMUL = {"mm", "bmm", "addmm", "baddbmm"}
+_TRITON = (
+    ("triton_poi_", "elementwise"),
+    ("triton_per_", "reduction"),
+    ("triton_red_", "reduction"),
+)
+
 # Checked in this order: the first class whose pattern matches wins.
 _PATTERNS = (
-    ("elementwise/Triton", re.compile(r"embedding", re.I)),
-    ("attention", re.compile(r"flash|fmha|attention|attn|sdpa|flex_|cudnn.*mha", re.I)),
+    ("attention", re.compile(r"^triton_tem_.*flex_attention", re.I)),
+    ("GEMM", re.compile(r"^triton_tem_", re.I)),
+    ("elementwise", re.compile(r"embedding|multi_tensor_apply.*\bCopy<", re.I)),
+    ("attention", re.compile(r"flash|fmha|attention|attn|sdpa|flex_|cudnn.*mha|cudnn::fusion::", re.I)),
     ("optimizer", re.compile(r"multi_tensor_apply|adam|sgd|optimizer|lamb_(?!da)", re.I)),
     (
         "GEMM",
         re.compile(
             r"(?<!fb)gemm|cutlass|dgrad_engine|wgrad_alg|implicit_convolve|conv2d|cublas|matmul|nvjet|wgmma|_mm_|bmm|"
-            r"triton_tem_|xmma|ampere_.*_tn|sm\d+_xmma|gemv",
+            r"xmma|ampere_.*_tn|sm\d+_xmma|gemv|^Cijk_|scudnn|winograd",
             re.I,
         ),
     ),  # fmt: skip
@@ -50,15 +67,16 @@ _PATTERNS = (
         "reduction",
         re.compile(
             r"reduce|softmax|norm|sum_|_sum|mean|argmax|topk|sort|scan|"
-            r"cross_entropy|nll_loss|triton_red_|triton_per_",
+            r"cross_entropy|nll_loss|NLLCriterion|GammaBeta|RowwiseMoments|cudnn::bn_",
             re.I,
         ),
     ),  # fmt: skip
     (
-        "elementwise/Triton",
+        "elementwise",
         re.compile(
-            r"elementwise|vectorized|unrolled|triton_|copy|fill|"
-            r"cat|index|gather|scatter|where|pointwise",
+            r"elementwise|vectorized|unrolled|copy|fill|"
+            r"cat|index|gather|scatter|where|pointwise|triu_tril|nchwToNhwc|nhwcToNchw|"
+            r"geglu|swiglu",
             re.I,
         ),
     ),  # fmt: skip
@@ -85,6 +103,10 @@ def kernel_class(name: str, kind: int = Kind.KERNEL) -> str:
     low = name.lower()
     if any(m in low for m in COMM_MARKERS):
         return "communication"
+    for prefix, cls in _TRITON:
+        if name.startswith(prefix):
+            matmul = cls == "reduction" and _TRITON_MATMUL & set(name.split("_"))
+            return "GEMM" if matmul else cls
     for cls, pattern in _PATTERNS:
         if pattern.search(name):
             return cls
