@@ -53,7 +53,10 @@ _PATTERNS = (
     ("attention", re.compile(r"^triton_tem_.*flex_attention", re.I)),
     ("GEMM", re.compile(r"^triton_tem_", re.I)),
     ("elementwise", re.compile(r"embedding|multi_tensor_apply.*\bCopy<", re.I)),
-    ("attention", re.compile(r"flash|fmha|attention|attn|sdpa|flex_|cudnn.*mha|cudnn::fusion::", re.I)),
+    (
+        "attention",
+        re.compile(r"flash|fmha|attention|attn|sdpa|flex_|cudnn.*mha|cudnn::fusion::", re.I),
+    ),
     ("optimizer", re.compile(r"multi_tensor_apply|adam|sgd|optimizer|lamb_(?!da)", re.I)),
     (
         "GEMM",
