@@ -25,7 +25,7 @@ from ._measure import NO_GPU_ACTIVITY
 from ._overview import SPLIT_KINDS, GpuSplit, gpu_split, kernel_detail, ranks_or_repeats
 from ._ranks import _expand, _rank_of, rank_summary
 from ._regions import region_table
-from ._report_html import bar, esc, page, picture, table
+from ._report_html import bar, esc, page, picture, table, unit
 from ._symptoms import Symptom, symptoms
 from ._tables import Table, op_table
 
@@ -63,10 +63,13 @@ def _peaks_of(trace: Trace, peaks: Peaks) -> tuple[Peaks, str]:
 
 def _overview(trace: Trace, split: list[GpuSplit], peaks: Peaks) -> str:
     peaks, source = _peaks_of(trace, peaks)
-    cols = ["step", "cpu_us", "span_us", *(f"{k}_us" for k in SPLIT_KINDS), "idle_us",
+    u, div = unit([s.span_us for s in split[:-1]] or [split[-1].span_us])
+    cols = ["step", f"cpu_{u}", f"span_{u}", *(f"{k}_{u}" for k in SPLIT_KINDS), f"idle_{u}",
             "busy_pct", "verdict"]  # fmt: skip
-    rows: list[list[Any]] = [[s.name, s.cpu_us, s.span_us, *(s.by_kind[k] for k in SPLIT_KINDS), s.idle_us,
-             100 * s.busy_share, s.step.verdict if s.step else ""] for s in split]  # fmt: skip
+    rows: list[list[Any]] = [[s.name, s.cpu_us / div, s.span_us / div,
+                              *(s.by_kind[k] / div for k in SPLIT_KINDS), s.idle_us / div,
+                              100 * s.busy_share, s.step.verdict if s.step else ""]
+                             for s in split]  # fmt: skip
     extra = ""
     if peaks.bytes_per_step and split and split[0].step is not None:
         cols.append("busy_tb_per_s")
@@ -89,15 +92,19 @@ def _overview(trace: Trace, split: list[GpuSplit], peaks: Peaks) -> str:
                  "step.</p>")  # fmt: skip
     else:
         extra = f"<p>{esc(source)}</p>"
-    t = Table(cols, rows, "GPU time per step by kind of work (µs; the verdict reads idle_us)", ())
+    t = Table(cols, rows, f"GPU time per step by kind of work ({u.replace('us', 'µs')}; the "
+              f"verdict reads idle_{u})", ())  # fmt: skip
     if len(split) > 2:  # two steps or more, and the total
         extra += ('<p class="note">The total includes the first step, which a cold start '
                   "(allocations, autotuning, compilation) can make slower than the rest; "
                   "<code>report A --against B</code> leaves it out.</p>")  # fmt: skip
     total = split[-1]
     parts = {**total.by_kind, "idle": total.idle_us}
-    legend = ", ".join(f"{k} {v:,.0f} µs" for k, v in parts.items())
-    return (f"<h2 id=\"overview\">Overview</h2>{table(t)}<p>Total: {bar(parts)}{esc(legend)}"
+    legend = ", ".join(f"{k} {v / div:,.{2 if div > 1 else 0}f} {u.replace('us', 'µs')}"
+                       for k, v in parts.items())  # fmt: skip
+    foot = 1 if split[-1].step is None and len(split) > 1 else 0
+    return (f"<h2 id=\"overview\">Overview</h2>{table(t, footer_rows=foot)}<p>Total: "
+            f"{bar(parts)}{esc(legend)}"
             "</p><p class=\"note\">Kinds are unions of GPU intervals; two kinds at once both "
             "count. GPU-bound: busy ≥ 95 % of the step's span; CPU-bound: under 50 %; "
             f"balanced in between.</p>{extra}")  # fmt: skip

@@ -13,7 +13,7 @@ from typing import Any
 from ._names import shorten_kernel_name
 from ._tables import Table, _fmt
 
-__all__ = ["page", "picture", "table"]
+__all__ = ["page", "picture", "table", "unit"]
 
 CSS = """
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;margin:1.5em auto;
@@ -22,7 +22,7 @@ h1{font-size:1.5em}h2{border-bottom:1px solid #ccc;margin-top:2em}
 table{border-collapse:collapse;margin:.5em 0 1em;font-size:13px}
 th,td{border:1px solid #ddd;padding:2px 6px;text-align:left;vertical-align:top}
 td.n{text-align:right;font-variant-numeric:tabular-nums}
-th{background:#f2f2f2;cursor:pointer;user-select:none}
+th{background:#f2f2f2;cursor:pointer;user-select:none}tfoot td{font-weight:600}
 th.asc::after{content:" \\25B2"}th.desc::after{content:" \\25BC"}
 .verdict-CPU-bound{color:#a40000}.verdict-GPU-bound{color:#0a6b00}.verdict-changed{font-weight:600}
 .note{color:#555}img{max-width:100%;border:1px solid #ddd}
@@ -59,8 +59,12 @@ def esc(text: Any) -> str:
     return html.escape(str(text), quote=True)
 
 
-def table(t: Table, *, sortable: bool = True, note: str = "") -> str:
-    """``t`` as an HTML table (numbers right-aligned and sortable by value)."""
+def table(t: Table, *, sortable: bool = True, note: str = "", footer_rows: int = 0) -> str:
+    """``t`` as an HTML table (numbers right-aligned and sortable by value).
+
+    The last ``footer_rows`` rows (a total) go in the table's foot, which
+    sorting leaves in place.
+    """
     head = "".join(f"<th>{esc(c)}</th>" for c in t.columns)
     body = []
     for r in t.rows:
@@ -77,9 +81,19 @@ def table(t: Table, *, sortable: bool = True, note: str = "") -> str:
         body.append("<tr>" + "".join(cells) + "</tr>")
     cls = ' class="sortable"' if sortable else ""
     cap = f"<caption>{esc(t.title)}</caption>" if t.title else ""
+    cut = len(body) - max(min(footer_rows, len(body)), 0)
+    foot = f"<tfoot>{''.join(body[cut:])}</tfoot>" if cut < len(body) else ""
     out = (f'<div class="wide"><table{cls}>{cap}<thead><tr>{head}</tr></thead>'
-           f"<tbody>{''.join(body)}</tbody></table></div>")  # fmt: skip
+           f"<tbody>{''.join(body[:cut])}</tbody>{foot}</table></div>")  # fmt: skip
     return out + (f'<p class="note">{esc(note)}</p>' if note else "")
+
+
+def unit(values_us: list[float]) -> tuple[str, float]:
+    """One unit for a table of times: ``("ms", 1e3)`` when the largest is 1 ms or more.
+
+    Returns the unit's name and what to divide µs by.
+    """
+    return ("ms", 1e3) if max(values_us, default=0.0) >= 1e3 else ("us", 1.0)
 
 
 def bar(parts: dict[str, float]) -> str:
