@@ -29,7 +29,7 @@ import numpy as np
 from IPython.display import HTML, Markdown
 from tracesite import load, notebook
 from tracesite.html import FigureHTML, trace_links_html
-from tracesite.notebook import md, num
+from tracesite.notebook import md, num, report_of
 
 import tracereader
 
@@ -168,11 +168,14 @@ def options_table(runs: dict[str, dict[str, Any]]) -> Any:
 
 
 def links(name: str) -> Any:
-    """The recording's stamp, its download link and its Perfetto button."""
+    """The recording's stamp, its download link, its report and its Perfetto button."""
     rec = RECS[name]
+    report = report_of(rec, "")
     return HTML(
         f'<div class="tr-recording"><p class="tr-stamp">{html.escape(rec.stamp_line())}</p>'
-        + trace_links_html(rec.trace_url(""), rec.trace_bytes, f"{rec.example} {rec.name}")
+        + trace_links_html(
+            rec.trace_url(""), rec.trace_bytes, f"{rec.example} {rec.name}", report=report
+        )
         + "</div>"
     )
 

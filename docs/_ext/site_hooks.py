@@ -11,10 +11,11 @@ from pathlib import Path
 import tracesite  # examples find it in sys.modules and replay the recordings
 from sphinx.errors import ExtensionError
 from sphinx.util import logging
+from tracesite import notebook
 
 logger = logging.getLogger(__name__)
 DOCS = Path(__file__).resolve().parent.parent
-EXTRA = DOCS / "_generated" / "extra"
+EXTRA = notebook.EXTRA  # what html_extra_path copies into the site
 
 
 def reset_example(gallery_conf, fname):
@@ -75,7 +76,13 @@ def copy_traces(app):
     makes of it (``torch.cuda._memory_viz``'s ``trace_plot``, the snapshot inside):
     /traces/<gpu>/<example>/<variant>/r0.memory_viz.html."""
     target = EXTRA / "traces"
+    # The reports pages wrote (tracesite.notebook.report_of) stay: a page that an
+    # incremental build does not execute again still links to its report.
+    reports = {p: p.read_bytes() for p in target.glob("**/*.report.html")}
     shutil.rmtree(target, ignore_errors=True)
+    for path, text in reports.items():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(text)
     for rec in tracesite.iter_recordings():
         dest = target / rec.trace_url("")[len("traces/") :]
         dest.parent.mkdir(parents=True, exist_ok=True)

@@ -21,6 +21,27 @@ def test_trace_links_html():
     assert "<script" not in html and "onclick" not in html
 
 
+def test_trace_links_html_offers_the_report_when_given():
+    plain = trace_links_html("t/r0.json.gz", 10, "x")
+    assert "tr-report" not in plain
+    html = trace_links_html("t/r0.json.gz", 10, "x", report=("t/r0.report.html", 120_000))
+    link = re.search(r'<a class="tr-report"[^>]*>.*?</a>', html).group(0)
+    assert 'href="t/r0.report.html"' in link and "117 KiB" in link
+    assert html.index("tr-download") < html.index("tr-report") < html.index("tr-perfetto")
+
+
+def test_report_of_writes_the_report_beside_the_trace_in_the_built_site(tmp_path, monkeypatch):
+    from tracesite import load, notebook
+
+    monkeypatch.setattr(notebook, "EXTRA", tmp_path)
+    r = load("01_matmul_add", "64_bf16").rep
+    url, size = notebook.report_of(r, "../")
+    written = tmp_path / "traces" / r.gpu / "01_matmul_add" / "64_bf16" / f"r{r.repeat}.report.html"
+    assert url == f"../traces/{r.gpu}/01_matmul_add/64_bf16/r{r.repeat}.report.html"
+    assert size == written.stat().st_size > 10_000
+    assert "<html" in written.read_text(encoding="utf-8")[:200].lower()
+
+
 def test_trace_links_html_escapes_attributes():
     html = trace_links_html('a"b.json.gz', 10, 'x" onmouseover="alert(1)')
     assert 'onmouseover="' not in html

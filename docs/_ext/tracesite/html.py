@@ -41,7 +41,13 @@ def format_size(nbytes: int) -> str:
     return f"{nbytes / (1024 * 1024):.1f} MiB"
 
 
-def trace_links_html(url: str, nbytes: int, title: str, filename: str | None = None) -> str:
+def trace_links_html(
+    url: str,
+    nbytes: int,
+    title: str,
+    filename: str | None = None,
+    report: tuple[str, int] | None = None,
+) -> str:
     """The download link and Perfetto button for one trace.
 
     Parameters
@@ -55,6 +61,9 @@ def trace_links_html(url: str, nbytes: int, title: str, filename: str | None = N
         Title Perfetto shows for the trace (and the button's tooltip).
     filename
         The name the download is saved under; default: the URL's last part.
+    report
+        The URL and size of ``tracereader report``'s page of the same trace, if the
+        site wrote one: a link to it follows the download link.
 
     Returns
     -------
@@ -67,10 +76,17 @@ def trace_links_html(url: str, nbytes: int, title: str, filename: str | None = N
     name = filename or posixpath.basename(urlsplit(url).path) or "trace.json.gz"
     kind = ".json.gz" if name.endswith(".gz") else posixpath.splitext(name)[1] or "file"
     href, label = html.escape(url, quote=True), html.escape(title, quote=True)
+    report_link = (
+        f'<a class="tr-report" href="{html.escape(report[0], quote=True)}">'
+        f"Its report (<code>tracereader report</code>, {format_size(report[1])})</a> "
+        if report
+        else ""
+    )
     return (
         '<div class="tr-trace-links">'
         f'<a class="tr-download" href="{href}" download="{html.escape(name, quote=True)}">'
         f"Download trace ({kind}, {format_size(nbytes)})</a> "
+        f"{report_link}"
         f'<button type="button" class="tr-perfetto" data-trace="{href}" data-title="{label}" '
         f'title="Open {label} in the Perfetto UI (ui.perfetto.dev)" hidden>'
         "Open in Perfetto</button>"

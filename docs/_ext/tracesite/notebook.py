@@ -38,6 +38,9 @@ __all__ = [
 
 _state: dict[str, Any] = {"example": None, "repeat": 0, "cache": {}}
 
+#: What the build copies into the built site as it is (``html_extra_path`` in ``conf.py``).
+EXTRA = Path(__file__).resolve().parents[2] / "_generated" / "extra"
+
 
 def setup(example: str, site_root: str = "../") -> None:
     """Choose the example whose recordings this page reads.
@@ -182,17 +185,33 @@ def md(key: str, text: str) -> str:
     return text
 
 
+def report_of(r: Recording, root: str) -> tuple[str, int]:
+    """Write ``tracereader report``'s page of a recording beside its trace in the built
+    site, once per build (``traces/<gpu>/<example>/<variant>/r<k>.report.html``), and
+    return its URL from a page ``root`` below the top and its size."""
+    from tracereader._report import report
+
+    url = r.trace_url("").removesuffix(".json.gz") + ".report.html"
+    out = EXTRA / url
+    if not out.exists() or out.stat().st_mtime < r.trace_path.stat().st_mtime:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(report(r.trace_path), encoding="utf-8")
+    return root + url, out.stat().st_size
+
+
 def show(
     fig: Any,
     caption: str = "",
     alt: str | None = None,
     dpi: int = 88,
     traces: str | tuple[str, ...] | list[str] = (),
+    report: bool = False,
 ) -> Any:
     """A matplotlib figure as an image with alt text and caption, for the page.
 
     ``traces`` names the variants the figure was drawn from; under the figure go the
-    links to download the drawn repeat of each and open it in Perfetto.
+    links to download the drawn repeat of each and open it in Perfetto, and with
+    ``report`` a link to its ``tracereader report`` page (a chapter's main recordings).
     """
     from .html import FigureHTML, Snippet, trace_links_html
 
@@ -208,6 +227,7 @@ def show(
             r.trace_bytes,
             f"{r.example} {r.variant} r{r.repeat}",
             r.download_name,
+            report_of(r, root) if report else None,
         )
         for r in (variant(n).repeats[0] for n in names)
     )
@@ -267,15 +287,21 @@ def tracereader_cli(
     return done
 
 
-def links(name: str) -> Any:
-    """The download link and Perfetto button for the drawn repeat of ``name``."""
+def links(name: str, report: bool = False) -> Any:
+    """The download link and Perfetto button for the drawn repeat of ``name`` (with
+    ``report``, and a link to its ``tracereader report`` page)."""
     from .html import Snippet, trace_links_html
 
     r = variant(name).repeats[0]
-    url = r.trace_url(_state.get("site_root", "../"))
+    root = _state.get("site_root", "../")
+    url = r.trace_url(root)
     return Snippet(
         trace_links_html(
-            url, r.trace_bytes, f"{r.example} {r.variant} r{r.repeat}", r.download_name
+            url,
+            r.trace_bytes,
+            f"{r.example} {r.variant} r{r.repeat}",
+            r.download_name,
+            report_of(r, root) if report else None,
         ),
         f"trace {r.variant} r{r.repeat}: {url}",
     )
