@@ -96,3 +96,11 @@ def test_headline_names_the_step_time_busy_share_and_biggest_loss():
     html = report(LOADER, draw=False)
     assert html.index('class="headline"') < html.index('id="overview"')
     assert "At stake: 172.3 ms (48.4 % of the steps&#x27; time)" in html
+
+
+def test_no_cold_first_symptom_or_bound_verdict_when_later_steps_run_no_gpu_work():
+    """The MI250 trace: the first step ran GPU work, the later ones none."""
+    t = load(ROOT / "tests" / "data" / "other" / "hta_mi250_rocm6_2.json.gz")
+    assert symptoms(t) == []
+    line = headline(t)
+    assert ": no GPU work. No loss found." in line and "CPU-bound" not in line

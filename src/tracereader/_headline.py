@@ -12,7 +12,7 @@ from __future__ import annotations
 import statistics
 
 from ._events import Trace
-from ._measure import GPU_BOUND, step_times, step_verdict
+from ._measure import GPU_BOUND, NO_GPU_WORK, step_times, step_verdict
 from ._symptoms import Symptom, symptoms
 
 __all__ = ["LABELS", "headline"]
@@ -51,11 +51,13 @@ def headline(trace: Trace, found: list[Symptom] | None = None) -> str:
              else f"median of {len(warm)} steps, the first (cold) one left out")  # fmt: skip
     span = sum(s.span_us for s in warm)
     share = sum(s.span_busy_us for s in warm) / span if span else 0.0
+    verdict = (NO_GPU_WORK if all(s.verdict == NO_GPU_WORK for s in warm)
+               else step_verdict(share))  # fmt: skip
     out = (f"Step time {_ms(statistics.median(s.span_us for s in warm))} ({which}); the GPU "
-           f"was busy {100 * share:.1f} % of it: {step_verdict(share)}.")  # fmt: skip
+           f"was busy {100 * share:.1f} % of it: {verdict}.")  # fmt: skip
     top = _biggest(symptoms(trace) if found is None else found)
     pace = (" The GPU sets the pace: the kernel tables show where its time goes."
-            if step_verdict(share) == GPU_BOUND else "")  # fmt: skip
+            if verdict == GPU_BOUND else "")  # fmt: skip
     if top is None:
         return out + " No loss found." + pace
     if top.key in COLD:

@@ -21,7 +21,7 @@ from ._events import LAUNCH_KINDS, Kind, Trace, kind_mask, name_mask
 from ._gaps import CAUSES, gaps
 from ._intervals import gpu_intervals, union
 from ._link import GRAPH_LAUNCH_APIS, link
-from ._measure import BALANCED, CPU_BOUND, StepTime, step_times
+from ._measure import BALANCED, CPU_BOUND, GPU_BOUND, StepTime, step_times
 
 __all__ = ["PAGES", "SITE", "Symptom", "symptoms"]
 
@@ -107,11 +107,14 @@ def _idle_share(trace: Trace, a: int, b: int) -> float:
 
 
 def _idle_by_cause(trace: Trace, steps: list[StepTime]) -> dict[str, float]:
-    """µs of GPU idle time per gap cause inside ``steps``' spans (their edges included)."""
+    """µs of GPU idle time per gap cause inside ``steps``' spans (their edges included).
+
+    Without steps, the gaps between the trace's GPU ops.
+    """
     out = dict.fromkeys(CAUSES, 0.0)
-    for st in steps:
-        for g in gaps(trace, st.window, edges=True):
-            out[g.cause] += g.gap_us
+    found = [g for st in steps for g in gaps(trace, st.window, edges=True)]
+    for g in found if steps else gaps(trace):
+        out[g.cause] += g.gap_us
     return out
 
 
@@ -193,9 +196,7 @@ def _first(steps: list[StepTime]) -> list[Symptom]:
         what = (f"the first step took {_ms(first.span_us)}, {first.span_us / rest:.1f}x the "
                 "median of the others: a cold start (allocations, autotuning, compilation)")  # fmt: skip
         return [Symptom("slow-first", what, todo, _pages(1), first.span_us - rest)]
-    if first.verdict in (CPU_BOUND, BALANCED) and all(
-        s.verdict not in (CPU_BOUND, BALANCED) for s in steps[1:]
-    ):
+    if first.verdict in (CPU_BOUND, BALANCED) and all(s.verdict == GPU_BOUND for s in steps[1:]):
         what = (f"the GPU sat idle {_ms(first.gpu_idle_us)} in the first step only "
                 f"({first.name}, a cold start); the later steps are {steps[1].verdict}")  # fmt: skip
         return [Symptom("cold-first", what, todo, _pages(1), first.gpu_idle_us)]
