@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 
 from tracereader._report import report
-from tracereader._report_html import table, unit
+from tracereader._report_html import ms_columns, table, unit
 from tracereader._tables import Table
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -58,3 +58,15 @@ def test_read_names_the_site_page():
     assert "the site&#x27;s Part" not in nxt
     assert "Read: Reading PyTorch Profiler Traces (the tracereader docs site), " in nxt
     assert "&quot;Part 5: a training step&quot; (docs/chapters/part5.md)" in nxt
+
+
+def test_long_time_columns_read_in_ms_short_ones_in_us():
+    t = Table(["name", "total_us", "mean_us", "calls"],
+              [["a", 5000.0, 2.0, 3], ["b", 1500.0, 3.0, 4], ["c", 200.0, 1.0, 1]], "t", ())  # fmt: skip
+    got = ms_columns(t)
+    assert got.columns == ["name", "total_ms", "mean_us", "calls"]
+    assert [r[1] for r in got.rows] == [5.0, 1.5, 0.2] and [r[3] for r in got.rows] == [3, 4, 1]
+    assert t.columns[1] == "total_us"  # the table itself is left alone
+    html = report(LOADER, draw=False)
+    kernels = html[html.index('id="kernels"') : html.index('id="slowest"')]
+    assert "<th>total_ms</th>" in kernels and "<th>total_us</th>" not in kernels

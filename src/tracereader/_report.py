@@ -25,7 +25,7 @@ from ._measure import NO_GPU_ACTIVITY
 from ._overview import SPLIT_KINDS, GpuSplit, gpu_split, kernel_detail, ranks_or_repeats
 from ._ranks import _expand, _rank_of, rank_summary
 from ._regions import region_table
-from ._report_html import bar, esc, page, picture, table, unit
+from ._report_html import bar, esc, ms_columns, page, picture, table, unit
 from ._symptoms import Symptom, symptoms
 from ._tables import Table, op_table
 
@@ -113,10 +113,13 @@ def _overview(trace: Trace, split: list[GpuSplit], peaks: Peaks) -> str:
 def _kernels(trace: Trace) -> str:
     ops_cpu = op_table(trace, top=TOP, sort="total_cpu_us")
     ops_gpu = op_table(trace, top=TOP, sort="total_gpu_us")
-    return ("<h2 id=\"kernels\">Kernels and operators</h2>" + table(class_table(trace))
-            + table(kernel_detail(trace, top=TOP))
-            + table(replace(ops_cpu, title="Top ops by CPU time"))
-            + table(replace(ops_gpu, title="Top ops by GPU time")))  # fmt: skip
+    return ("<h2 id=\"kernels\">Kernels and operators</h2>"
+            + table(ms_columns(class_table(trace)))
+            + table(ms_columns(kernel_detail(trace, top=TOP)))
+            + table(ms_columns(replace(ops_cpu, title="Top ops by CPU time")))
+            + table(ms_columns(replace(ops_gpu, title="Top ops by GPU time")))
+            + '<p class="note">Columns of long times are in ms (<code>_ms</code>), short '
+            "ones in µs (<code>_us</code>).</p>")  # fmt: skip
 
 
 def _slowest(trace: Trace, split: list[GpuSplit], draw: bool) -> str:
@@ -237,7 +240,7 @@ def _ranks(traces: dict[str, Trace], why: str) -> str:
                          100 * s.busy_share])  # fmt: skip
     per = Table(["rank", "span_us", *(f"{k}_us" for k in SPLIT_KINDS), "idle_us", "busy_pct"],
                 rows, "Per-rank overview (all steps)", ())  # fmt: skip
-    parts = [table(per), table(rs.ranks), table(rs.steps)]
+    parts = [table(ms_columns(per)), table(rs.ranks), table(rs.steps)]
     parts += [table(t) for t in (rs.by_rank, rs.streams) if len(t)]
     notes = "".join(f"<li>{esc(n)}</li>" for n in rs.notes)
     return (f"<h2 id=\"ranks\">Several ranks</h2><p>{esc(why)}.</p>" + "".join(parts)

@@ -8,12 +8,15 @@ from __future__ import annotations
 
 import base64
 import html
+from dataclasses import replace
 from typing import Any
+
+import numpy as np
 
 from ._names import shorten_kernel_name
 from ._tables import Table, _fmt
 
-__all__ = ["page", "picture", "table", "unit"]
+__all__ = ["ms_columns", "page", "picture", "table", "unit"]
 
 CSS = """
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;margin:1.5em auto;
@@ -94,6 +97,24 @@ def unit(values_us: list[float]) -> tuple[str, float]:
     Returns the unit's name and what to divide µs by.
     """
     return ("ms", 1e3) if max(values_us, default=0.0) >= 1e3 else ("us", 1.0)
+
+
+def ms_columns(t: Table) -> Table:
+    """``t`` with each ``*_us`` column whose median is 1 ms or more in ms (``*_ms``).
+
+    Columns of small times keep µs, so each column's header names its unit.
+    """
+    cols, rows = list(t.columns), [list(r) for r in t.rows]
+    for k, c in enumerate(t.columns):
+        vals = [abs(float(r[k])) for r in t.rows if isinstance(r[k], (int, float))
+                and not isinstance(r[k], bool)]  # fmt: skip
+        if not c.endswith("_us") or not vals or float(np.median(vals)) < 1e3:
+            continue
+        cols[k] = c[:-3] + "_ms"
+        for r in rows:
+            if isinstance(r[k], (int, float)) and not isinstance(r[k], bool):
+                r[k] = r[k] / 1e3
+    return replace(t, columns=cols, rows=rows)
 
 
 def bar(parts: dict[str, float]) -> str:
