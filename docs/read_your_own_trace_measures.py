@@ -225,10 +225,16 @@ def summary_facts() -> dict[str, Any]:
     big_pct = [100 * st["busy_share"] for st in big["step_times"]]
     md("big_pcts", ", ".join(f"{p:.0f} %" for p in big_pct))
     md("big_verdicts", ", ".join(st["verdict"] for st in big["step_times"]))
-    # the first step's span opens on an idle GPU; the later ones run the GEMMs queued before
+    # the first step's span opens on an idle GPU; each later one as the step before it
+    # finishes on the GPU (the CPU ran ahead: its own GEMMs already queued)
     assert big["step_times"][0]["verdict"] != "GPU-bound"
     assert all(st["verdict"] == "GPU-bound" for st in big["step_times"][1:])
     t_big = tracereader.load(WORK / BIG)
+    spans = tracereader.step_times(t_big)
+    assert all(
+        b.window[0] == a.window[1] > b.start_ns and b.gpu_ops > 0
+        for a, b in zip(spans, spans[1:], strict=False)
+    ), "a later step's span opens as the step before it ends on the GPU"
     lead_ns = int(t_big.ts_ns[tracereader.link(t_big).gpu_ops].min()) - t_big.steps[0].start_ns
     assert lead_ns / 1e3 > 0.5 * big["step_times"][0]["gpu_idle_us"]  # most before its first op
     return dict(s)
