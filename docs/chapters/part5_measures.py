@@ -246,9 +246,15 @@ def cast_phases(tr: Trace) -> Facts:
     """Section 3: the GPU time of every cast in a step, by phase: the ``aten::_to_copy``
     calls of the forward and of the loss, and in the backward the casts inside the
     ``ToCopyBackward0`` nodes (each casts a bf16 gradient back to fp32, the dtype its
-    forward cast read), not the gradient sums those nodes also launch."""
+    forward cast read), not the gradient sums those nodes also launch. ``own_ms``: the
+    loss code's own cast, ``logits.float()`` (the one not inside an ``aten::linear``),
+    with its gradient's (the backward node with its sequence number); the rest is
+    autocast's (``autocast_ms``). ``loss_ops`` and ``backward_nodes`` count what the
+    trace holds of the loss and the backward: none where it was trimmed to the forward."""
     ln = link(tr)
+    seq = tr.extra["seq"]
     out: Facts = {}
+    own_seqs: set[int] = set()
     for phase in ("forward", "loss"):
         (region,) = tr.regions(phase)
         casts = _inside(tr, tr.where(name="aten::_to_copy"), region.start_ns, region.end_ns)
@@ -256,13 +262,39 @@ def cast_phases(tr: Trace) -> Facts:
         k = _kernels(tr, np.concatenate(ks)) if ks else np.empty(0, dtype=np.int64)
         out[f"{phase}_casts"] = len(casts)
         out[f"{phase}_cast_ms"] = float(tr.dur_ns[k].sum()) / 1e6
+        if phase == "loss":
+            own = [int(i) for i in casts if not _under_linear(tr, int(i))]
+            claim(
+                len(own) == (1 if len(casts) else 0)
+                and all(_caller_of_to(tr, i) == "own" for i in own),
+                "one cast in the loss is the loss code's own .float()",
+            )
+            own_k = _kernels(
+                tr, np.array([g for i in own for g in ln.gpu_ops_of(i)], dtype=np.int64)
+            )
+            out["loss_own_ms"] = float(tr.dur_ns[own_k].sum()) / 1e6
+            own_seqs = {int(seq[i]) for i in own}
+            ops = tr.where(kind=Kind.CPU_OP)
+            out["loss_ops"] = len(_inside(tr, ops, region.start_ns, region.end_ns))
     nodes = tr.where(name="autograd::engine::evaluate_function: ToCopyBackward0")
-    ks = [ln.gpu_ops_of(int(i)) for i in nodes]
-    k = _kernels(tr, np.concatenate(ks)) if ks else np.empty(0, dtype=np.int64)
-    cast = [int(i) for i in k if any(tr.name(j) == "aten::_to_copy" for j in ln.stack(int(i)))]
+    out["backward_nodes"] = len(tr.where(prefix="autograd::engine::evaluate_function: "))
+    ms = []
+    for i in nodes:
+        k = _kernels(tr, ln.gpu_ops_of(int(i)))
+        cast = [int(j) for j in k if any(tr.name(x) == "aten::_to_copy" for x in ln.stack(int(j)))]
+        ms.append(float(tr.dur_ns[np.array(cast, dtype=np.int64)].sum()) / 1e6)
     out["backward_casts"] = len(nodes)
-    out["backward_cast_ms"] = float(tr.dur_ns[np.array(cast, dtype=np.int64)].sum()) / 1e6
+    out["backward_cast_ms"] = sum(ms)
+    own_bwd = [x for i, x in zip(nodes, ms, strict=True) if int(seq[i]) in own_seqs]
+    claim(len(own_bwd) == len(own_seqs), "the loss's own cast has one backward node")
+    out["backward_own_ms"] = sum(own_bwd)
+    claim(
+        not own_bwd or max(ms) == own_bwd[0],
+        "the gradient of the loss's own cast is the backward's largest cast",
+    )
     out["cast_ms"] = out["forward_cast_ms"] + out["loss_cast_ms"] + out["backward_cast_ms"]
+    out["own_ms"] = out.get("loss_own_ms", 0.0) + out["backward_own_ms"]
+    out["autocast_ms"] = out["cast_ms"] - out["own_ms"]
     return out
 
 
@@ -290,7 +322,7 @@ def _caller_of_to(tr: Trace, i: int) -> str:
     names = [tr.name(j) for j in link(tr).stack(i)]
     claim(names[-1:] == ["aten::to"], "each cast outside aten::linear sits under an aten::to")
     around = names[-2] if len(names) > 1 else ""
-    return "own" if around in ("", "forward") else around
+    return "own" if around in ("", "forward", "loss") else around
 
 
 def _under_linear(tr: Trace, i: int) -> bool:
@@ -523,9 +555,9 @@ def median(values: Sequence[float]) -> float:
 
 
 def mfu(results: dict[str, Any], timings: dict[str, Any]) -> float:
-    """MFU as nanoGPT, Megatron-LM and llm-foundry (``mpt_get_active_params``) count it:
-    6 FLOPs per token for every parameter (the tied embedding table once, as the output
-    projection) and attention in full, 12 x layers x hidden x seq. The example's
+    """MFU as nanoGPT and llm-foundry (``mpt_get_active_params``) count it: 6 FLOPs per
+    token for every parameter (the tied embedding table once, as the output projection, a
+    real matrix product) and attention in full, 12 x layers x hidden x seq. The example's
     ``mfu_spec`` leaves the table out: 6 x (params - embedding) + attention, checked here."""
     attention = 12 * LAYERS * HIDDEN * timings["seq"]
     strict = 6 * (timings["params"] - timings["embedding_params"]) + attention
@@ -534,10 +566,11 @@ def mfu(results: dict[str, Any], timings: dict[str, Any]) -> float:
 
 
 def mfu_half(results: dict[str, Any], timings: dict[str, Any]) -> float:
-    """MFU with causal attention counted half: every parameter (the tied table once, as the
-    output projection) and attention's unmasked half, 6 x layers x hidden x seq FLOPs per
-    token, the part a causal kernel computes. Still a model-FLOPs count: recomputation,
-    element-wise work and norms are not in it."""
+    """MFU with causal attention counted half, as Megatron-LM's
+    ``num_floating_point_operations`` counts it: every parameter (the tied table once, as
+    the output projection) and attention's unmasked half, 6 x layers x hidden x seq FLOPs
+    per token, about what a causal kernel computes. Still a model-FLOPs count:
+    recomputation, element-wise work and norms are not in it."""
     work = 6 * timings["params"] + 6 * LAYERS * HIDDEN * timings["seq"]
     return float(results["tokens_per_s"] * work / SPEC_FLOPS)
 
@@ -658,10 +691,6 @@ def check_attempts(r: dict[str, dict[str, Any]]) -> None:
         r["compile"]["peak_gib"] < r["eager"]["peak_gib"] - 10,
         "compiled, the peak falls by >10 GiB",
     )
-    claim(
-        overlap(r["causal"], r["causal_b16"], 1, 2),
-        "batch 16's time per sequence overlaps batch 8's",
-    )
     claim(all(r[v]["mfu_max"] < r["causal"]["mfu_min"] for v in ("causal_chunked", "causal_flex")),
           "the chunked loss and flex attention are slower")  # fmt: skip
     claim(
@@ -672,20 +701,22 @@ def check_attempts(r: dict[str, dict[str, Any]]) -> None:
         claim(r[a]["mfu_max"] < r[b]["mfu_min"], "longer sequences raise the MFU")
         claim(r[b]["mfu_half_max"] < r[a]["mfu_half_min"], "... and lower it counted half")
         claim(r[b]["tokens_max"] < r[a]["tokens_min"], "... and the tokens per second")
-    claim(r["causal"]["mfu_min"] > 0.5, "causal passes 0.50 in every repeat")
+    claim(
+        r["causal"]["mfu_min"] > 0.5 and r["causal"]["precision"] == PRECISION["bf16"],
+        "causal passes 0.50 in every repeat, with bf16 weights and moments",
+    )
     claim(r["final"]["mfu"] > max(r[v]["mfu"] for v in ATTEMPTS if v != "final")
           and r["final"]["seq"] > r["causal"]["seq"]
           and r["final"]["batch"] * r["final"]["seq"] == r["causal"]["batch"] * r["causal"]["seq"],
           "final's longer sequences, at causal's tokens a step, give the table's highest MFU")  # fmt: skip
     claim(r["causal"]["mfu_half_min"] > r["final"]["mfu_half_max"],
           "counted half, causal leads final")  # fmt: skip
-    claim(r["final"]["mfu_spec_min"] >= 0.5 > max(r[v]["mfu_spec_max"] for v in ATTEMPTS if v != "final"),
-          "by the example's mfu_spec, only final passes 0.50")  # fmt: skip
     fp32 = [v for v in ATTEMPTS if r[v]["precision"] == PRECISION["fp32"]]
     after = ATTEMPTS[ATTEMPTS.index("compile") + 1 :]
     claim(r["compile"]["mfu_min"] > max(r[v]["mfu_max"] for v in fp32 if v != "compile")
           and all(r[v]["precision"] == PRECISION["bf16"] for v in after),
           "compile is the fastest with fp32 weights; every variant after it keeps bf16 weights")  # fmt: skip
+    claim(r["compile"]["mfu_max"] < 0.5, "with fp32 weights no variant reaches 0.50")
 
 
 def snapshot_at_peak(path: str) -> tuple[float, list[tuple[str, float]]]:

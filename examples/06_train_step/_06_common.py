@@ -151,9 +151,10 @@ def build_model(shape, device, weights, attention="sdpa", seq=SEQ):
 # Model FLOPs utilisation: 6 FLOPs per parameter per token (2 in the forward, 4 in
 # the backward) for every parameter but the embedding table, plus 12 x layers x
 # hidden x sequence for attention's two products, over the GPU's dense bf16 peak.
-# That is stricter than the MFU of MosaicML's llm-foundry benchmarks, which counts
-# every parameter: tied, as here, the table is also the output projection, and its
-# work is real: 6 x all parameters + the same attention term.
+# That undercounts: tied, as here, the table is also the output projection, a real
+# matrix product. nanoGPT and MosaicML's llm-foundry count every parameter,
+# 6 x all parameters + the same attention term, and so does the site's Part 5;
+# Megatron-LM also counts causal attention half.
 
 
 def flops_per_token(model, seq):
