@@ -19,6 +19,7 @@ import pytest
 import tracereader
 from tracereader import Kind, TraceError, _columns, _fast, _tolerant, load
 from tracereader import _load as loader
+from tracereader._columns import unpack_xyz
 
 ROOT = Path(__file__).resolve().parents[1]
 SYNTH = ROOT / "tests" / "data" / "synthetic"
@@ -102,7 +103,10 @@ def test_modern_args(modern):
     assert got == {
         "bytes": -1, "registers": 74, "shared_mem": 20480, "occupancy_pct": 2, "python_id": -1,
         "python_parent_id": -1, "seq": -1, "stream": 7, "grid": 32, "block": 128,
+        "grid_xyz": 8 << 32 | 1 << 16 | 4, "block_xyz": 128 << 32 | 1 << 16 | 1,
+        "input_dims": -1,
     }  # fmt: skip
+    assert unpack_xyz(int(modern.extra["grid_xyz"][k])) == (8, 1, 4)
     triton = modern.where(kind=Kind.CPU_OP, name="triton_poi_fused_0")[0]
     assert not modern.lanes[modern.lane[triton]].is_gpu  # args.stream = 0 is a CPU op
     assert modern.extra["stream"][triton] == 0
@@ -120,7 +124,7 @@ def test_modern_args(modern):
 def test_extra_columns_are_built_when_first_read():
     """Trace.extra holds every arg column as a key; each is built once, on first read."""
     trace = load(SYNTH / "modern.json")
-    names = [*_columns.EXTRA_ARGS.values(), "grid", "block"]
+    names = [*_columns.EXTRA_ARGS.values(), "grid", "block", "grid_xyz", "block_xyz", "input_dims"]
     assert list(trace.extra) == names and len(trace.extra) == len(names)
     assert "bytes" in trace.extra and "correlation" not in trace.extra
     with pytest.raises(KeyError):
@@ -236,8 +240,11 @@ def test_plain_records_mirror_the_msgspec_structs():
         (_columns.PlainArgs, _fast.ArgsRecord),
         (_columns.PlainEvent, _fast.EventRecord),
     ]:
+        absent = msgspec.Raw(b"")  # msgspec cannot union Raw with None: empty is absent
+
         assert [(f.name, f.default) for f in dataclasses.fields(plain)] == [
-            (f.name, f.default) for f in msgspec.structs.fields(struct)
+            (f.name, None if f.default == absent else f.default)
+            for f in msgspec.structs.fields(struct)
         ]
     json_keys = {f.encode_name: f.name for f in msgspec.structs.fields(_fast.ArgsRecord)}
     assert _columns.INT_ARGS.items() <= json_keys.items()
@@ -461,3 +468,30 @@ def test_real_trace_counts_match_plain_json(path):
     )
     lanes = {(ev["pid"], ev["tid"]) for ev in complete}
     assert {(ln.pid, ln.tid) for ln in trace.lanes} == lanes
+
+
+def test_input_dims_and_3d_sizes_read_alike_on_both_paths(tmp_path):
+    """record_shapes' Input Dims become one text per distinct value; grid keeps x, y, z."""
+    doc = {"traceEvents": [
+        {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 0, "dur": 5,
+         "args": {"External id": 1, "Input Dims": [[8192, 8192], [8192, 2048]]}},
+        {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 6, "dur": 5,
+         "args": {"External id": 2, "Input Dims": [[8192, 2048], [2048, 2048]]}},
+        {"ph": "X", "cat": "cpu_op", "name": "aten::relu", "pid": 1, "tid": 1, "ts": 12,
+         "dur": 1, "args": {"External id": 3}},
+        {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 2, "dur": 1,
+         "args": {"correlation": 1, "grid": [2, 66, 1], "block": [384, 1, 1]}},
+    ]}  # fmt: skip
+    text = json.dumps(doc, indent=1).encode()  # spaces inside the lists, as Kineto writes
+    fast, slow = load(text), _tolerant.load_tolerant(text, "x")
+    for t in (fast, slow):
+        dims = t.extra["input_dims"][t.where(kind=Kind.CPU_OP)]
+        assert [t.texts[d] if d >= 0 else None for d in dims] == [
+            "[[8192,8192],[8192,2048]]",
+            "[[8192,2048],[2048,2048]]",
+            None,
+        ]
+        k = t.where(kind=Kind.KERNEL)[0]
+        assert unpack_xyz(int(t.extra["grid_xyz"][k])) == (2, 66, 1)
+        assert unpack_xyz(int(t.extra["block_xyz"][k])) == (384, 1, 1)
+        assert int(t.extra["grid"][k]) == 132

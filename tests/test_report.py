@@ -264,3 +264,39 @@ def test_opens_offline_in_chromium(tmp_path):
 def test_the_gap_table_explains_its_causes():
     text = report(DATA / "h200" / "train_eager.json.gz", draw=False)
     assert "What the causes mean" in text and "nothing recorded    code the profiler" in text
+
+
+def test_kernel_view_launch_configuration():
+    """R-E6: grid and block as [x,y,z], registers, shared memory, blocks/SM, occupancy."""
+    from tracereader._kernel_view import launch_table, weighted_occupancy_pct
+
+    cfg = {"grid": [2, 66, 1], "block": [384, 1, 1], "registers per thread": 168,
+           "shared memory": 213188, "est. achieved occupancy %": 0}  # fmt: skip
+    small = {"grid": [264, 1, 1], "block": [128, 1, 1], "registers per thread": 32,
+             "shared memory": 0, "est. achieved occupancy %": 100}  # fmt: skip
+    events = [op("aten::mm", 0, 10, ext=1), call("cudaLaunchKernel", 1, 2, corr=1),
+              op("aten::add", 20, 10, ext=2), call("cudaLaunchKernel", 21, 2, corr=2),
+              {**gpu("nvjet_gemm", 5, 300, corr=1), "args": {**gpu("x", 0, 0, 1)["args"], **cfg}},
+              {**gpu("add_kernel", 400, 100, corr=2),
+               "args": {**gpu("x", 0, 0, 2)["args"], **small}}]  # fmt: skip
+    d = doc(events)
+    d["deviceProperties"] = [{"id": 0, "name": "NVIDIA H100", "numSms": 132}]
+    t = load(json.dumps(d).encode())
+    tab = launch_table(t)
+    assert tab.rows == [["nvjet_gemm", 1, 300.0, "[2,66,1]", "[384,1,1]", 168, 213188, 1.0, 0.0],
+                        ["add_kernel", 1, 100.0, "[264,1,1]", "[128,1,1]", 32, 0, 2.0, 100.0]]  # fmt: skip
+    assert weighted_occupancy_pct(t) == (25.0, 100.0, 75.0)
+
+
+def test_report_kernel_and_operator_views_on_a_real_trace():
+    """R-E5, R-E6 on the eager training step (record_shapes on)."""
+    text = report(_recording("06_train_step", "eager", "r0", "trace.json.gz"), draw=False)
+    kernels = text[text.index('id="kernels"') : text.index('id="slowest"')]
+    # the GEMM that runs from 84.5 to 5,245 µs behind a 299.7 µs mean
+    assert re.search(r"299\.72</td>[^\n]*?84\.51</td>[^\n]*?5,245\.20</td>", kernels)
+    assert "[2,66,1]" in kernels and "[384,1,1]" in kernels and ">168<" in kernels
+    assert "44.7 % over all kernels, 89.3 % over those above 0 % (49.9 %" in kernels
+    assert "does not record Tensor Core use" in kernels
+    assert "grouped by name and input shapes" in kernels
+    assert "[[8192,8192],[8192,2048]]" in kernels
+    assert "All 386 ops and shapes" in kernels and "All 138 ops" in kernels

@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
-from _builders import NESTED, call, gpu, make, step
+from _builders import NESTED, call, gpu, make, op, step
 
+from tracereader import load
 from tracereader._names import shorten_kernel_name
 from tracereader._tables import Table, compare, kernel_table, op_table
+
+EAGER = (Path(__file__).resolve().parent.parent / "docs" / "recordings" / "h200"
+         / "06_train_step" / "eager" / "r0" / "trace.json.gz")  # fmt: skip
 
 
 # ------------------------------------------------------------------ names
@@ -159,6 +164,53 @@ def test_op_table_window_sort_top():
     assert tab.rows[0][1] == 1
     top = op_table(t, top=2, sort="self_cpu_us")
     assert [r[0] for r in top.rows] == ["fwd", "aten::addmm"]
+
+
+def test_op_table_by_input_shape_with_min_and_max():
+    """R-E5: one row per (name, Input Dims), with the mean, min and max call."""
+    a, b = [[8192, 8192], [8192, 2048]], [[8192, 2048], [2048, 2048]]
+    t = make([
+        op("aten::mm", 0, 10, ext=1, **{"Input Dims": a}), call("cudaLaunchKernel", 2, 3, corr=1),
+        op("aten::mm", 20, 30, ext=2, **{"Input Dims": a}), call("cudaLaunchKernel", 22, 3, corr=2),
+        op("aten::mm", 60, 4, ext=3, **{"Input Dims": b}), call("cudaLaunchKernel", 61, 2, corr=3),
+        op("aten::relu", 70, 2, ext=4),
+        gpu("gemm", 5, 100, corr=1), gpu("gemm", 110, 300, corr=2), gpu("gemm", 420, 7, corr=3),
+    ])  # fmt: skip
+    tab = op_table(t, by_shape=True, per_call=True)
+    assert tab.columns == ["name", "input_dims", "calls", "self_cpu_us", "total_cpu_us",
+                           "self_gpu_us", "total_gpu_us", "gpu_ops", "mean_cpu_us",
+                           "min_cpu_us", "max_cpu_us"]  # fmt: skip
+    rows = {(r[0], r[1]): r[2:] for r in tab.rows}
+    assert rows[("aten::mm", "[[8192,8192],[8192,2048]]")] == [
+        2,
+        34.0,
+        40.0,
+        400.0,
+        400.0,
+        2,
+        20.0,
+        10.0,
+        30.0,
+    ]
+    assert rows[("aten::mm", "[[8192,2048],[2048,2048]]")] == [1, 2.0, 4.0, 7.0, 7.0, 1,
+                                                               4.0, 4.0, 4.0]  # fmt: skip
+    assert rows[("aten::relu", "")][:2] == [1, 2.0]
+    assert tab.rows[0][:2] == ["aten::mm", "[[8192,8192],[8192,2048]]"]  # most GPU time first
+    plain = op_table(t)  # the CLI's table: one row per name, no new columns
+    assert plain.columns[:3] == ["name", "calls", "self_cpu_us"] and len(plain.columns) == 7
+    assert {r[0]: r[1] for r in plain.rows}["aten::mm"] == 3
+
+
+def test_op_table_by_shape_on_a_record_shapes_trace():
+    """The expert's counts: aten::mm [[8192,8192],[8192,2048]] x80, [[8192,2048],[2048,2048]] x64."""
+    if not EAGER.exists():
+        pytest.skip(f"{EAGER} is not in this checkout")
+    t = load(EAGER)
+    rows = {(r[0], r[1]): r for r in op_table(t, by_shape=True, per_call=True).rows}
+    big = rows[("aten::mm", "[[8192,8192],[8192,2048]]")]
+    assert big[2] == 80 and round(big[6], 2) == 26896.52
+    assert (round(big[9], 2), round(big[10], 2)) == (18.73, 78.85)
+    assert rows[("aten::mm", "[[8192,2048],[2048,2048]]")][2] == 64
 
 
 # ------------------------------------------------------------------ compare

@@ -98,6 +98,7 @@ class PlainArgs:
     grid: Any = None  # kernels: [x, y, z] blocks
     block: Any = None  # kernels: [x, y, z] threads per block
     name: Any = None  # thread_name metadata
+    input_dims: Any = None  # cpu_op with record_shapes: one shape per input
 
 
 @dataclass(slots=True)
@@ -155,8 +156,9 @@ class _Interner(dict[Any, int]):
         return self[key]
 
 
-#: ``Trace.extra``'s columns, in order: the args other than the two ids, then volumes.
-_EXTRA_COLUMNS = (*EXTRA_ARGS.values(), "grid", "block")
+#: ``Trace.extra``'s columns, in order: the args other than the two ids, volumes,
+#: packed 3-D sizes (:func:`pack_xyz`) and the ``Input Dims`` text id.
+_EXTRA_COLUMNS = (*EXTRA_ARGS.values(), "grid", "block", "grid_xyz", "block_xyz", "input_dims")
 _IdColumns = tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]  # correlation, External id
 
 
@@ -175,6 +177,7 @@ class Columns:
     def __init__(self, label: str, base_ns: int) -> None:
         self.label, self.base_ns = label, base_ns
         self.names, self.cats, self.lanes = _Interner(), _Interner(), _Interner()
+        self.texts = _Interner()  # args.Input Dims, whitespace dropped
         self.cat_kind: list[int] = []
         self.thread_names: dict[tuple[Any, Any], str] = {}
         self.chunks: dict[str, list[npt.NDArray[Any]]] = {}
@@ -230,6 +233,12 @@ class Columns:
             if k == Kind.KERNEL:
                 values["grid"] = np.asarray(_volumes([a.grid for a in some]), np.int64)
                 values["block"] = np.asarray(_volumes([a.block for a in some]), np.int64)
+                values["grid_xyz"] = _packed([a.grid for a in some])
+                values["block_xyz"] = _packed([a.block for a in some])
+            elif k == Kind.CPU_OP:
+                dims = [self._text(a.input_dims) for a in some]
+                if any(d >= 0 for d in dims):
+                    values["input_dims"] = np.asarray(dims, np.int64)
             self.args.append((rows.astype(np.int64) + self.n_rows, values))
         self.n_rows += n
 
@@ -238,6 +247,11 @@ class Columns:
         names = np.fromiter(map(self.names.__getitem__, other.names), np.int32, len(other.names))
         cats = np.fromiter(map(self.cats.__getitem__, other.cats), np.int32, len(other.cats))
         lanes = np.fromiter(map(self.lanes.__getitem__, other.lanes), np.int32, len(other.lanes))
+        texts = np.fromiter(map(self.texts.__getitem__, other.texts), np.int64, len(other.texts))
+        for _, values in other.args:
+            if "input_dims" in values:
+                dims = values["input_dims"]
+                values["input_dims"] = np.where(dims >= 0, texts[np.maximum(dims, 0)], -1)
         self.cat_kind += [int(_kind_of(c)) for c in list(self.cats)[len(self.cat_kind) :]]
         for key, chunks in other.chunks.items():
             table = {"name_id": names, "cat_id": cats, "lane": lanes}.get(key)
@@ -251,6 +265,23 @@ class Columns:
             self.note(template, n)
         self.n_flows += other.n_flows
         self.n_instants += other.n_instants
+
+    def _text(self, value: Any) -> int:
+        """Id of a JSON value in :attr:`texts`, whitespace dropped (-1: absent).
+
+        ``value`` is the raw JSON (msgspec's ``Raw``) or, on the tolerant
+        path, the decoded value; both give the same text.
+        """
+        if value is None:
+            return -1
+        if isinstance(value, (list, tuple, dict, str, int, float)):
+            text = json.dumps(value, separators=(",", ":"))
+        else:
+            raw = bytes(value)
+            if not raw:
+                return -1
+            text = raw.translate(None, b" \t\r\n").decode("utf-8", "replace")
+        return self.texts[text]
 
     def _ints(self, args: Sequence[Any], attr: str) -> npt.NDArray[np.int64]:
         """int64 column of one arg; -1 for null or unusable values (wide ints are reported)."""
@@ -375,6 +406,7 @@ class Columns:
             lanes=lanes,
             extra=extra,
             meta=meta,
+            texts=list(self.texts),
             repairs=repairs + [t.format(n=n, s="s" * (n != 1)) for t, n in self.notes.items()],
             source=self.label,
             parser=parser,
@@ -475,6 +507,8 @@ def to_record(ev: Any, columns: Columns, args_type: type, event_type: type) -> A
         for key in ("grid", "block", "name"):
             if key in args:
                 kept[key] = args[key]
+        if "Input Dims" in args:
+            kept["input_dims"] = args["Input Dims"]
         fields["args"] = args_type(**kept)
     return event_type(**fields)
 
@@ -578,6 +612,40 @@ def _volume(xyz: Any) -> int:
             return -1
         total *= v
     return total if total < 2**63 else -1
+
+
+def pack_xyz(xyz: Any) -> int:
+    """``[x, y, z]`` -> ``x << 32 | y << 16 | z`` (-1 if not that, or out of range).
+
+    CUDA caps a grid's y and z (and a block's every size) below 2**16 and a
+    grid's x below 2**31, so the three sizes fit one int64 exactly.
+    """
+    if not isinstance(xyz, list) or len(xyz) != 3:
+        return -1
+    if any(isinstance(v, bool) or not isinstance(v, int) or v < 0 for v in xyz):
+        return -1
+    x, y, z = xyz
+    return x << 32 | y << 16 | z if x < 2**31 and y < 2**16 and z < 2**16 else -1
+
+
+def _packed(dims: list[Any]) -> npt.NDArray[np.int64]:
+    """:func:`pack_xyz` of each ``[x, y, z]``; at once where all are plain sizes."""
+    try:
+        xyz = np.array(dims, dtype=np.int64)
+        fits = xyz.ndim == 2 and xyz.shape[1] == 3 and (xyz >= 0).all()
+        if fits and (xyz[:, 0] < 2**31).all() and (xyz[:, 1:] < 2**16).all():
+            packed: npt.NDArray[np.int64] = xyz[:, 0] << 32 | xyz[:, 1] << 16 | xyz[:, 2]
+            return packed
+    except (TypeError, ValueError, OverflowError):
+        pass
+    return np.asarray([pack_xyz(v) for v in dims], np.int64)
+
+
+def unpack_xyz(packed: int) -> tuple[int, int, int] | None:
+    """The ``(x, y, z)`` :func:`pack_xyz` packed, or ``None`` for -1."""
+    if packed < 0:
+        return None
+    return packed >> 32, (packed >> 16) & 0xFFFF, packed & 0xFFFF
 
 
 def _us_to_ns(us: npt.NDArray[np.float64]) -> npt.NDArray[np.int64]:

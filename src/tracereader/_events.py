@@ -158,8 +158,13 @@ class Trace:
         Further per-event args (``bytes``, ``registers``, ``shared_mem``,
         ``occupancy_pct``, ``python_id``, ``python_parent_id``, ``seq``,
         ``stream``; ``grid`` and ``block``: blocks per grid and threads per
-        block); -1 when absent. A loaded trace builds each column the first
+        block; ``grid_xyz`` and ``block_xyz``: the same as ``[x, y, z]``
+        packed by :func:`~tracereader._columns.pack_xyz`; ``input_dims``: an
+        op's ``Input Dims`` (``record_shapes``) as an index into
+        :attr:`texts`); -1 when absent. A loaded trace builds each column the first
         time it is read.
+    texts : list of str
+        JSON texts that ``extra["input_dims"]`` indexes (``[[8192,2048],[]]``).
     meta : dict
         Top-level keys other than ``traceEvents`` (``deviceProperties``,
         ``baseTimeNanoseconds``, versions, user metadata).
@@ -180,6 +185,7 @@ class Trace:
     lanes: list[Lane]
     extra: Mapping[str, npt.NDArray[np.int64]] = field(default_factory=dict)
     meta: dict[str, Any] = field(default_factory=dict)
+    texts: list[str] = field(default_factory=list)
     repairs: list[str] = field(default_factory=list)
     source: str = ""
     parser: str = ""

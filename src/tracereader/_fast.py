@@ -86,6 +86,8 @@ class ArgsRecord(msgspec.Struct, gc=False):
     grid: Any = None  # kernels: [x, y, z] blocks
     block: Any = None  # kernels: [x, y, z] threads per block
     name: Any = None  # thread_name metadata
+    #: cpu_op with record_shapes: kept as raw JSON text, never decoded
+    input_dims: msgspec.Raw = msgspec.field(default=msgspec.Raw(b""), name="Input Dims")
 
 
 class EventRecord(msgspec.Struct, gc=False):

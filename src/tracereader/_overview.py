@@ -9,7 +9,7 @@ every device, so one kind counts once however many streams run it; two kinds
 running at once (a copy beside a kernel) both count, so the kinds can add up
 to more than the busy time.
 
-Also the per-kernel detail the report lists (grid, block, launching op), and
+Also the per-kernel detail the report lists (call times, launching op), and
 :func:`ranks_or_repeats`, which tells the ranks of one job from repeats of
 one run by the traces' own metadata.
 """
@@ -114,19 +114,18 @@ def _most_common(values: npt.NDArray[np.int64]) -> int | None:
 
 
 def kernel_detail(trace: Trace, window: Window | None = None, top: int | None = 20) -> Table:
-    """The top GPU ops by total time, with class, grid, block and launching op.
+    """The top GPU ops by total time, with class, call times and launching op.
 
-    ``grid`` and ``block`` are the most common blocks per grid and threads per
-    block (``x*y*z``) of the name's launches, where the trace records them
-    (blank: it does not). ``launched_by`` is the CPU op that most often launched
-    the name (the linker's issuing op).
+    ``min_us`` and ``max_us`` are the shortest and longest call, beside the
+    mean. ``launched_by`` is the CPU op that most often launched the name (the
+    linker's issuing op). Grid and block sizes are in
+    :func:`~tracereader._kernel_view.launch_table`.
     """
     kt = kernel_table(trace, window, top=top)
     ln = link(trace)
     rows = ln.gpu_ops
     if window is not None:
         rows = rows[launched_in(trace, rows, window)]
-    grid, block = trace.extra.get("grid"), trace.extra.get("block")
     call = ln.launch[rows]
     issuer = np.where(call >= 0, ln.issuer[np.maximum(call, 0)], -1)
     index = {n: i for i, n in enumerate(trace.names)}
@@ -136,10 +135,9 @@ def kernel_detail(trace: Trace, window: Window | None = None, top: int | None = 
         who = issuer[trace.name_id[rows] == index[r[0]]]
         op = _most_common(trace.name_id[who[who >= 0]].astype(np.int64))
         out.append([r[0], kernel_class(r[0], int(trace.kind[mine[0]])), r[1], r[2], r[3],
-                    _most_common(grid[mine]) if grid is not None else None,
-                    _most_common(block[mine]) if block is not None else None,
-                    trace.names[op] if op is not None else "", r[7]])  # fmt: skip
-    cols = ["name", "class", "calls", "total_us", "mean_us", "grid", "block", "launched_by", "pct"]
+                    r[4], r[6], trace.names[op] if op is not None else "", r[7]])  # fmt: skip
+    cols = ["name", "class", "calls", "total_us", "mean_us", "min_us", "max_us", "launched_by",
+            "pct"]  # fmt: skip
     return Table(cols, out, "Top GPU ops by total time", name_columns=("name",))
 
 

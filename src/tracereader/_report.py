@@ -19,6 +19,7 @@ from ._datasheet import trace_datasheet
 from ._events import Trace
 from ._gaps import CAUSES_HELP, gaps
 from ._headline import headline
+from ._kernel_view import OCCUPANCY_NOTE, launch_table, weighted_occupancy_pct
 from ._link import link
 from ._load import load
 from ._measure import NO_GPU_ACTIVITY
@@ -32,6 +33,8 @@ from ._tables import Table, op_table
 __all__ = ["Peaks", "report"]
 
 TOP = 20
+#: Most rows of a folded full table.
+FOLDED = 1000
 
 
 @dataclass(frozen=True)
@@ -110,16 +113,40 @@ def _overview(trace: Trace, split: list[GpuSplit], peaks: Peaks) -> str:
             f"balanced in between.</p>{extra}")  # fmt: skip
 
 
+def _folded(t: Table, what: str) -> str:
+    """``t``'s first :data:`TOP` rows, then every row folded under a summary line."""
+    top = t.head(TOP)
+    shown = table(ms_columns(top))
+    if len(t) <= TOP:
+        return shown
+    some = f"The first {FOLDED:,} of {len(t):,}" if len(t) > FOLDED else f"All {len(t):,}"
+    rows = replace(t, title=f"{t.title} ({some.lower()} rows)").head(FOLDED)
+    return (shown + f"<details><summary>{some} {esc(what)}</summary>"
+            f"{table(ms_columns(rows, decide_on=top))}</details>")  # fmt: skip
+
+
 def _kernels(trace: Trace) -> str:
-    ops_cpu = op_table(trace, top=TOP, sort="total_cpu_us")
-    ops_gpu = op_table(trace, top=TOP, sort="total_gpu_us")
+    ops_cpu = op_table(trace, sort="total_cpu_us", per_call=True)
+    ops_gpu = op_table(trace, sort="total_gpu_us", per_call=True)
+    shapes = ""
+    if (trace.extra["input_dims"] >= 0).any():
+        by_shape = op_table(trace, sort="total_gpu_us", by_shape=True, per_call=True)
+        shapes = _folded(replace(by_shape, title="Top ops by GPU time, grouped by name and "
+                                 "input shapes (record_shapes)"), "ops and shapes")  # fmt: skip
+    occ = weighted_occupancy_pct(trace)
+    mean_occ = (f" Estimated occupancy weighted by kernel time: {occ[0]:.1f} % over all "
+                f"kernels, {occ[1]:.1f} % over those above 0 % ({occ[2]:.1f} % of kernel "
+                "time is at 0 %)." if occ is not None else "")  # fmt: skip
     return ("<h2 id=\"kernels\">Kernels and operators</h2>"
             + table(ms_columns(class_table(trace)))
-            + table(ms_columns(kernel_detail(trace, top=TOP)))
-            + table(ms_columns(replace(ops_cpu, title="Top ops by CPU time")))
-            + table(ms_columns(replace(ops_gpu, title="Top ops by GPU time")))
+            + _folded(kernel_detail(trace, top=None), "GPU ops")
+            + table(ms_columns(launch_table(trace, top=TOP)))
+            + f'<p class="note">{esc(OCCUPANCY_NOTE + mean_occ)}</p>'
+            + _folded(replace(ops_cpu, title="Top ops by CPU time"), "ops")
+            + _folded(replace(ops_gpu, title="Top ops by GPU time"), "ops")
+            + shapes
             + '<p class="note">Columns of long times are in ms (<code>_ms</code>), short '
-            "ones in µs (<code>_us</code>).</p>")  # fmt: skip
+            "ones in µs (<code>_us</code>); min and max: the shortest and longest call.</p>")  # fmt: skip
 
 
 def _slowest(trace: Trace, split: list[GpuSplit], draw: bool) -> str:

@@ -99,14 +99,17 @@ def unit(values_us: list[float]) -> tuple[str, float]:
     return ("ms", 1e3) if max(values_us, default=0.0) >= 1e3 else ("us", 1.0)
 
 
-def ms_columns(t: Table) -> Table:
+def ms_columns(t: Table, decide_on: Table | None = None) -> Table:
     """``t`` with each ``*_us`` column whose median is 1 ms or more in ms (``*_ms``).
 
     Columns of small times keep µs, so each column's header names its unit.
+    ``decide_on`` (rows of the same columns: a table's top rows) picks the
+    columns instead of ``t``, so that a full table reads in its top's units.
     """
     cols, rows = list(t.columns), [list(r) for r in t.rows]
+    pick = (decide_on or t).rows
     for k, c in enumerate(t.columns):
-        vals = [abs(float(r[k])) for r in t.rows if isinstance(r[k], (int, float))
+        vals = [abs(float(r[k])) for r in pick if isinstance(r[k], (int, float))
                 and not isinstance(r[k], bool)]  # fmt: skip
         if not c.endswith("_us") or not vals or float(np.median(vals)) < 1e3:
             continue

@@ -196,7 +196,13 @@ _ROW_KINDS = (Kind.CPU_OP, Kind.USER_ANNOTATION, Kind.RUNTIME, Kind.DRIVER)
 
 
 def op_table(
-    trace: Trace, window: Window | None = None, top: int | None = None, sort: str = "total_gpu_us"
+    trace: Trace,
+    window: Window | None = None,
+    top: int | None = None,
+    sort: str = "total_gpu_us",
+    *,
+    by_shape: bool = False,
+    per_call: bool = False,
 ) -> Table:
     """Per op name: calls, self/total CPU time and self/total GPU time, in µs.
 
@@ -212,6 +218,12 @@ def op_table(
 
     Runtime calls carry no GPU time themselves: it belongs to the op that made
     them. ``window=(start_ns, end_ns)`` keeps ops that *start* inside it.
+
+    ``by_shape`` groups by name and ``Input Dims`` (traces recorded with
+    ``record_shapes``; an ``input_dims`` column follows the name, blank for
+    calls without shapes), as the TensorBoard plugin's "group by operator +
+    input shape". ``per_call`` adds the mean, min and max total CPU time of
+    one call (``mean_cpu_us``, ``min_cpu_us``, ``max_cpu_us``).
     """
     ln = link(trace)
     n = len(trace)
@@ -241,30 +253,37 @@ def op_table(
     sel = np.flatnonzero(is_row)
     if window is not None:
         sel = sel[(trace.ts_ns[sel] >= window[0]) & (trace.ts_ns[sel] < window[1])]
-    ids = trace.name_id[sel]
-    m = len(trace.names)
+    dims = trace.extra["input_dims"][sel] if by_shape else np.full(len(sel), -1, np.int64)
+    groups, ids = np.unique(trace.name_id[sel].astype(np.int64) << 32 | (dims + 1),
+                            return_inverse=True)  # fmt: skip
+    ids = ids.reshape(-1)
+    m = len(groups)
 
-    def per_name(values: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+    def per_group(values: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
         return np.asarray(np.bincount(ids, weights=values[sel], minlength=m), dtype=np.float64)
 
     calls = np.bincount(ids, minlength=m)
-    sums = [per_name(v) / 1e3 for v in (self_cpu, dur, self_gpu, total_gpu)]
-    n_gpu = per_name(gpu_ops.astype(np.float64))
-    cols = [
-        "name",
-        "calls",
-        "self_cpu_us",
-        "total_cpu_us",
-        "self_gpu_us",
-        "total_gpu_us",
-        "gpu_ops",
-    ]
-    rows: list[list[Any]] = [
-        [trace.names[k], int(calls[k]), *(float(s[k]) for s in sums), int(n_gpu[k])]
-        for k in np.flatnonzero(calls)
-    ]
-    key = cols.index(sort)
-    rows.sort(key=lambda r: (-r[key], -r[3], r[0]))
+    sums = [per_group(v) / 1e3 for v in (self_cpu, dur, self_gpu, total_gpu)]
+    n_gpu = per_group(gpu_ops.astype(np.float64))
+    lo, hi = np.full(m, np.inf), np.full(m, -np.inf)
+    np.minimum.at(lo, ids, dur[sel] / 1e3)
+    np.maximum.at(hi, ids, dur[sel] / 1e3)
+    cols = ["name", "calls", "self_cpu_us", "total_cpu_us", "self_gpu_us", "total_gpu_us",
+            "gpu_ops"]  # fmt: skip
+    rows: list[list[Any]] = []
+    for k in range(m):
+        row: list[Any] = [trace.names[int(groups[k] >> 32)], int(calls[k]),
+                          *(float(s[k]) for s in sums), int(n_gpu[k])]  # fmt: skip
+        if per_call:
+            row += [float(sums[1][k] / calls[k]), float(lo[k]), float(hi[k])]
+        if by_shape:
+            text = int(groups[k] & 0xFFFFFFFF) - 1
+            row.insert(1, trace.texts[text] if text >= 0 else "")
+        rows.append(row)
+    cols += ["mean_cpu_us", "min_cpu_us", "max_cpu_us"] * per_call
+    cols[1:1] = ["input_dims"] * by_shape
+    key, total_cpu = cols.index(sort), cols.index("total_cpu_us")
+    rows.sort(key=lambda r: (-r[key], -r[total_cpu], r[0], r[1]))
     title = "Ops (CPU time on the op's thread, GPU time of what it launched)"
     return Table(cols, rows, title, name_columns=()).head(top)
 
