@@ -85,7 +85,8 @@ def test_first_step_left_out_and_numbers_per_step():
     assert "ProfilerStep#2" not in _rows(d.ops_cpu)
     changed = what_changed(d)
     assert "Less GPU time in B: sgemm: 21.0 µs → 12.5 µs (×0.60, -8.5 µs): changed" in changed
-    assert "1 GPU op name(s) only in A (gone in B); the largest: add (8.0 µs)." in changed
+    assert "1 GPU op name(s) only in A (gone in B), by class: other 1 (8.0 µs)." in changed
+    assert changed[0] == "B takes as long per step as A."
 
     kept = diff("a.json", a, "b.json", b, keep_first=True)
     assert kept.a.steps == ["ProfilerStep#1", "ProfilerStep#2", "ProfilerStep#3"]
@@ -176,7 +177,7 @@ def test_cli_writes_one_offline_page(tmp_path, capsys, monkeypatch):
     assert not REMOTE.search(text) and "http://" not in text and "https://" not in text
     for section in ("changed", "steps", "classes", "kernels", "ops"):
         assert f'id="{section}"' in text
-    assert text.count('<table class="sortable">') == 6
+    assert text.count('<table class="sortable">') == 7  # with the self CPU table
     assert "train_eager.json.gz → compile.json.gz" in text
     assert 'data-v="-57.69' in text  # GPU busy, B - A, in the totals
     # the bars share one scale: A's span 2,251 µs is 320 px, B's 596 µs is 85 px
@@ -298,4 +299,33 @@ def test_diff_sees_the_8b_decode_regression_the_overlapping_spans_hid():
     assert busy["b_per_step_us"] == pytest.approx(5140.14, abs=0.01)
     assert busy["spread_us"] < 10.0
     assert busy["verdict"] == CHANGED
-    assert what_changed(d)[0].startswith("GPU busy per step: 4,102.8 µs → 5,140.1 µs (×1.25")
+    changed = what_changed(d)
+    assert changed[0] == ("B is 26 % slower per step (4,273.2 µs → 5,369.4 µs), more than the "
+                          "spread between its 2 compared steps: a change.")  # fmt: skip
+    assert changed[1].startswith("GPU busy per step: 4,102.8 µs → 5,140.1 µs (×1.25")
+
+
+def test_eager_vs_compile_verdict_first_syncs_once_as_waiting():
+    """B-R5 and R-E11 on Part 5's training step, eager -> compiled (one step each)."""
+    rec = ROOT / "docs" / "recordings" / "h200" / "06_train_step"
+    a, b = (rec / v / "r0" / "trace.json.gz" for v in ("eager", "compile"))
+    if not a.exists():
+        pytest.skip(f"{a} is not in this checkout")
+    d = diff(a, load(a), b, load(b))
+    changed = what_changed(d)
+    assert changed[0] == ("B is 17 % faster per step (186.4 ms → 153.8 ms); one step each, so "
+                          "the spread is unknown: record 5 or more steps (no line below can "
+                          "be called a change).")  # fmt: skip
+    assert not any(ONE_STEP in x for x in changed[1:])  # said once, in the verdict
+    # the one .item() wait: once, as waiting, not three "More CPU time" rows
+    assert ("CPU waiting for the GPU (host syncs: aten::item, .cpu(), synchronize) per step: "
+            "59.9 ms → 89.0 ms. Waiting, not work:") in " ".join(changed)  # fmt: skip
+    assert not any(n in x for x in changed if x.startswith("More")
+                   for n in ("item", "_local_scalar_dense", "Synchronize"))  # fmt: skip
+    # regressions first: attention x2.76 leads the list of changes
+    first = next(x for x in changed if x.startswith(("More", "Less")))
+    assert first == "More GPU time in B: class attention: 12.5 ms → 34.5 ms (×2.76, +22.0 ms)"
+    assert changed.index(first) < min(k for k, x in enumerate(changed) if x.startswith("Less"))
+    assert ("57 GPU op name(s) only in A (gone in B), by class: elementwise 35 (58.2 ms), "
+            "reduction 16 (9,928.1 µs)") in " ".join(changed)  # fmt: skip
+    assert d.waits_a == [pytest.approx(59927.2, abs=0.1)]  # the steps' syncs

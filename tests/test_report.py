@@ -300,3 +300,25 @@ def test_report_kernel_and_operator_views_on_a_real_trace():
     assert "grouped by name and input shapes" in kernels
     assert "[[8192,8192],[8192,2048]]" in kernels
     assert "All 386 ops and shapes" in kernels and "All 138 ops" in kernels
+
+
+def test_host_syncs_read_as_the_cpu_waiting_for_the_gpu():
+    """B-R3: sync ops labelled as waiting, with the GPU's busy share during the wait."""
+    text = report(_recording("06_train_step", "eager", "r0", "trace.json.gz"), draw=False)
+    kernels = text[text.index('id="kernels"') : text.index('id="slowest"')]
+    cpu = kernels[kernels.index("Top ops by CPU time") :]
+    row = cpu[cpu.index("<td>cudaStreamSynchronize</td>") :].split("</tr>")[0]
+    assert "<td>CPU waiting for the GPU</td>" in row and 'data-v="59877.868">59,877.87</td>' in row
+    assert "<td>aten::item</td><td>CPU waiting for the GPU</td>" in cpu
+    assert "<td>forward</td><td>partly waiting</td>" in cpu
+    assert ("CPU waiting for the GPU: 59.9 ms in 4 synchronize call(s)" in kernels
+            and "The GPU was busy 97.1 % of the wait" in kernels)  # fmt: skip
+
+
+def test_waits_count_the_gpu_busy_during_a_sync():
+    from tracereader._waits import waits
+
+    t = make([op("aten::item", 0, 100, ext=1), call("cudaStreamSynchronize", 10, 80),
+              call("cudaLaunchKernel", 0, 5, corr=1), gpu("k", 6, 44, corr=1)])  # fmt: skip
+    w = waits(t)
+    assert (w.calls, w.wait_us, w.gpu_busy_us, w.gpu_busy_pct) == (1, 80.0, 40.0, 50.0)

@@ -19,13 +19,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ._classify import class_table
+from ._classify import class_table, kernel_class
 from ._errors import UserError
 from ._events import Trace
 from ._intervals import Window
 from ._link import link
 from ._overview import SPLIT_KINDS, GpuSplit, gpu_split
 from ._tables import Table, kernel_table, op_table, warmup_steps
+from ._waits import WAITING, is_wait, waits
 
 __all__ = ["CHANGED", "Diff", "diff", "verdict"]
 
@@ -95,6 +96,13 @@ class Diff:
     ops_cpu: Table
     only_a: list[tuple[str, float]] = field(default_factory=list)
     only_b: list[tuple[str, float]] = field(default_factory=list)
+    #: Self CPU time per op name, host syncs left out (they are ``waits_*``).
+    ops_self: Table | None = None
+    #: Per compared step, the time the CPU waited for the GPU in sync calls (µs).
+    waits_a: list[float] = field(default_factory=list)
+    waits_b: list[float] = field(default_factory=list)
+    #: Kernel class of every GPU op name only in one trace.
+    classes_of: dict[str, str] = field(default_factory=dict)
 
 
 def _side(path: Path, trace: Trace, skip: int, count: int | None) -> Side:
@@ -280,26 +288,105 @@ def diff(
     only_b = sorted(((n, sum(vb)) for n, ca, _, _, vb in kernels if not sum(ca)),
                     key=lambda x: (-x[1], x[0]))  # fmt: skip
     ktable = _change_table(kernels, "GPU ops with the largest change in total GPU time", "gpu")
+    self_rows = [p for p in _per_name(sa, sb, _ops_of("self_cpu_us")) if not is_wait(p[0])]
+    ops_self = _change_table(self_rows, "Ops with the largest change in self CPU time (host "
+                             "syncs left out)", "cpu")  # fmt: skip
+    ops_self.name_columns = ()
+    waits_a = [waits(a, w).wait_us for w in sa.windows]
+    waits_b = [waits(b, w).wait_us for w in sb.windows]
+    classes_of = {n: _class_of(t, n) for names, t in ((only_a, a), (only_b, b))
+                  for n, _ in names}  # fmt: skip
     return Diff(sa, sb, notes, steps, totals, classes, ktable.head(TOP),
-                ops_gpu.head(TOP), ops_cpu.head(TOP), only_a, only_b)  # fmt: skip
+                ops_gpu.head(TOP), ops_cpu.head(TOP), only_a, only_b, ops_self.head(TOP),
+                waits_a, waits_b, classes_of)  # fmt: skip
 
 
-def _fmt_us(v: float) -> str:
-    return f"{v:,.1f} µs"
+def _class_of(trace: Trace, name: str) -> str:
+    row = trace.where(name=name)
+    return kernel_class(name, int(trace.kind[row[0]])) if len(row) else "other"
+
+
+def _fmt_us(v: float, ms: bool | None = None) -> str:
+    """``v`` µs in µs, or in ms when ``ms`` (by default: from 10 ms on)."""
+    if ms is None:
+        ms = abs(v) >= 1e4
+    return f"{v / 1e3:,.1f} ms" if ms else f"{v:,.1f} µs"
 
 
 def _line(name: str, row: list[Any], per_step: bool) -> str:
-    """``name: A → B (ratio, diff): verdict`` from a totals or change-table row."""
+    """``name: A → B (ratio, diff): verdict`` from a totals or change-table row.
+
+    The verdict is left out where it is ``one step: no spread``: the page's
+    verdict line says that once.
+    """
     a, b, d, r = (row[5], row[6], row[6] - row[5], row[4]) if per_step else (*row[3:6], row[6])
     how = "new, " if not a else "gone, " if not b else f"×{r:.2f}, "
-    return f"{name}: {_fmt_us(a)} → {_fmt_us(b)} ({how}{d:+,.1f} µs): {row[-1]}"
+    tail = "" if row[-1] == ONE_STEP else f": {row[-1]}"
+    sign = "+" if d > 0 else "-"
+    ms = max(abs(a), abs(b)) >= 1e4  # one unit per line
+    return (f"{name}: {_fmt_us(a, ms)} → {_fmt_us(b, ms)} ({how}{sign}{_fmt_us(abs(d), ms)})"
+            f"{tail}")  # fmt: skip
+
+
+def verdict_line(d: Diff) -> str:
+    """One sentence: how much faster or slower B is per step, and how sure that is."""
+    totals = {r[0]: r for r in d.totals.rows}
+    row = totals.get("span") or totals[CPU]
+    a, b = row[5], row[6]
+    n = len(d.a.steps)
+    if not a or row[-1] == SAME:
+        head = "B takes as long per step as A"
+    else:
+        pct = 100 * abs(b - a) / a
+        ms = max(a, b) >= 1e4
+        head = (f"B is {pct:.0f} % {'faster' if b < a else 'slower'} per step "
+                f"({_fmt_us(a, ms)} → {_fmt_us(b, ms)})")  # fmt: skip
+    if row[-1] == ONE_STEP:
+        return (f"{head}; one step each, so the spread is unknown: record 5 or more steps "
+                "(no line below can be called a change).")  # fmt: skip
+    if row[-1] == CHANGED:
+        return f"{head}, more than the spread between its {n} compared steps: a change."
+    if row[-1] == WITHIN:
+        return f"{head}, within the spread between its {n} compared steps: not a change."
+    return f"{head}."
+
+
+def _wait_line(d: Diff) -> list[str]:
+    """The sync waits per step, as waiting (R-E11): not the CPU working more or less."""
+    if not (any(d.waits_a) or any(d.waits_b)):
+        return []
+    a, b = d.waits_a, d.waits_b
+    ma, mb = sum(a) / len(a), sum(b) / len(b)
+    v = verdict(a, b)
+    why = (
+        "it grows when the CPU gets further ahead (faster launches) or the GPU slows"
+        if mb > ma
+        else "it shrinks when the CPU falls behind or the GPU gets faster"
+    )
+    tail = "" if v == ONE_STEP else f": {v}"
+    ms = max(ma, mb) >= 1e4
+    return [f"{WAITING} (host syncs: aten::item, .cpu(), synchronize) per step: "
+            f"{_fmt_us(ma, ms)} → {_fmt_us(mb, ms)}{tail}. Waiting, not work: {why}."]  # fmt: skip
+
+
+def _by_class(d: Diff, names: list[tuple[str, float]]) -> str:
+    groups: dict[str, list[float]] = {}
+    for n, v in names:
+        groups.setdefault(d.classes_of.get(n, "other"), []).append(v)
+    order = sorted(groups.items(), key=lambda kv: -sum(kv[1]))
+    return ", ".join(f"{c} {len(v)} ({_fmt_us(sum(v))})" for c, v in order)
 
 
 def what_changed(d: Diff, top: int = 3) -> list[str]:
-    """The page's opening list: step counts, time per step, largest gains and losses."""
+    """The page's opening list: the verdict, time per step, regressions, then gains.
+
+    Host syncs count once, as waiting (:func:`_wait_line`); the CPU lines
+    read self CPU time, so an op and the ops inside it never repeat one
+    another's time.
+    """
     from ._names import shorten_kernel_name as short
 
-    out = []
+    out = [verdict_line(d)]
     if d.a.all_steps != d.b.all_steps:
         out.append(f"The step count changed: A has {d.a.all_steps} step(s), B has "
                    f"{d.b.all_steps}.")  # fmt: skip
@@ -307,16 +394,20 @@ def what_changed(d: Diff, top: int = 3) -> list[str]:
     for key in (BUSY, CPU, "idle"):
         if key in totals:
             out.append(_line(f"{key} per step", totals[key], per_step=True))
-    tables = [("Less GPU time", "More GPU time", d.kernels)] if d.a.gpu else []
-    tables.append(("Less CPU time", "More CPU time", d.ops_cpu))
-    for less, more, t in tables:
+    out += _wait_line(d)
+    cpu = d.ops_self if d.ops_self is not None else d.ops_cpu
+    tables = [("GPU time", d.classes, "class "), ("GPU time", d.kernels, "")] if d.a.gpu else []
+    tables.append(("self CPU time", cpu, ""))
+    worse: list[str] = []
+    better: list[str] = []
+    for what, t, kind in tables:
         rows = [r for r in t.rows if r[-1] in (CHANGED, ONE_STEP)]
         gains = sorted((r for r in rows if r[5] < 0), key=lambda r: r[5])[:top]
         losses = sorted((r for r in rows if r[5] > 0), key=lambda r: -r[5])[:top]
-        out += [f"{less} in B: " + _line(short(r[0]), r, False) for r in gains]
-        out += [f"{more} in B: " + _line(short(r[0]), r, False) for r in losses]
+        worse += [f"More {what} in B: {kind}" + _line(short(r[0]), r, False) for r in losses]
+        better += [f"Less {what} in B: {kind}" + _line(short(r[0]), r, False) for r in gains]
+    out += worse + better  # regressions first
     for names, where in ((d.only_a, "only in A (gone in B)"), (d.only_b, "only in B (new)")):
         if names:
-            big = ", ".join(f"{short(n)} ({_fmt_us(v)})" for n, v in names[:top])
-            out.append(f"{len(names)} GPU op name(s) {where}; the largest: {big}.")
+            out.append(f"{len(names)} GPU op name(s) {where}, by class: {_by_class(d, names)}.")
     return out

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ._diff import BUSY, Diff, diff, what_changed
+from ._diff import BUSY, Diff, diff, verdict_line, what_changed
 from ._load import load
 from ._names import shorten_kernel_name
 from ._overview import SPLIT_KINDS
@@ -33,8 +33,9 @@ def _head(d: Diff) -> str:
 
 
 def _changed(d: Diff) -> str:
-    items = "".join(f"<li>{esc(x)}</li>" for x in what_changed(d))
-    return f'<h2 id="changed">What changed</h2><ul>{items}</ul>'
+    items = "".join(f"<li>{esc(x)}</li>" for x in what_changed(d)[1:])  # [0]: the verdict
+    return (f'<h2 id="changed">What changed</h2><p class="note">Regressions (more time in B) '
+            f"first, then gains.</p><ul>{items}</ul>")  # fmt: skip
 
 
 def _steps(d: Diff) -> str:
@@ -56,14 +57,23 @@ def _steps(d: Diff) -> str:
             f"{table(d.steps, note=note if d.a.gpu else '')}")  # fmt: skip
 
 
-def _only(names: list[tuple[str, float]], where: str) -> str:
+def _only(d: Diff, names: list[tuple[str, float]], where: str) -> str:
+    """The GPU op names found in one trace only, by kernel class (largest class first)."""
     if not names:
         return f"<p>No GPU op name {esc(where)}.</p>"
-    items = "".join(
-        f'<li title="{esc(n)}"><code>{esc(shorten_kernel_name(n))}</code> {v:,.1f} µs</li>'
-        for n, v in names
-    )
-    return f"<p>{len(names)} GPU op name(s) {esc(where)}:</p><ul>{items}</ul>"
+    groups: dict[str, list[tuple[str, float]]] = {}
+    for n, v in names:
+        groups.setdefault(d.classes_of.get(n, "other"), []).append((n, v))
+    parts = []
+    for cls, some in sorted(groups.items(), key=lambda kv: -sum(v for _, v in kv[1])):
+        items = "".join(
+            f'<li title="{esc(n)}"><code>{esc(shorten_kernel_name(n))}</code> {v:,.1f} µs</li>'
+            for n, v in some
+        )
+        total = sum(v for _, v in some)
+        parts.append(f"<li><details><summary>{esc(cls)}: {len(some)} name(s), {total:,.1f} µs"
+                     f"</summary><ul>{items}</ul></details></li>")  # fmt: skip
+    return f"<p>{len(names)} GPU op name(s) {esc(where)}, by class:</p><ul>{''.join(parts)}</ul>"
 
 
 def _gpu_sections(d: Diff) -> str:
@@ -72,19 +82,24 @@ def _gpu_sections(d: Diff) -> str:
     return ('<h2 id="classes">Kernel classes</h2>'
             + table(d.classes, note="Classes from kernel names; durations summed.")
             + '<h2 id="kernels">Kernels</h2>' + table(d.kernels)
-            + _only(d.only_a, "only in A (gone in B)") + _only(d.only_b, "only in B (new)"))  # fmt: skip
+            + _only(d, d.only_a, "only in A (gone in B)") + _only(d, d.only_b, "only in B (new)"))  # fmt: skip
 
 
 def _ops(d: Diff) -> str:
     gpu = table(d.ops_gpu) if d.a.gpu else ""
-    return (f'<h2 id="ops">Operators</h2>{gpu}{table(d.ops_cpu)}<p class="note">Total time of '
-            "each op name over the compared steps: CPU time on the op's thread, GPU time of "
-            "what it and the ops inside it launched.</p>")  # fmt: skip
+    own = table(d.ops_self) if d.ops_self is not None else ""
+    return (f'<h2 id="ops">Operators</h2>{gpu}{table(d.ops_cpu)}{own}<p class="note">Total '
+            "time of each op name over the compared steps: CPU time on the op's thread, GPU "
+            "time of what it and the ops inside it launched. An op's total includes the ops "
+            "inside it (aten::item > aten::_local_scalar_dense > cudaStreamSynchronize is one "
+            "wait, listed three times); self CPU time counts each moment once, and leaves the "
+            "host syncs, the CPU waiting for the GPU, to the list above.</p>")  # fmt: skip
 
 
 def diff_page(d: Diff) -> str:
     """The HTML document of ``d``."""
-    body = _head(d) + _changed(d) + _steps(d) + _gpu_sections(d) + _ops(d)
+    top = f'<p class="headline"><b>{esc(verdict_line(d))}</b></p>'
+    body = top + _head(d) + _changed(d) + _steps(d) + _gpu_sections(d) + _ops(d)
     links = " · ".join(f'<a href="#{k}">{v}</a>' for k, v in _CONTENTS if f'id="{k}"' in body)
     title = f"tracereader diff: {d.a.name} → {d.b.name}"
     return page(title, f"<nav><p>{links}</p></nav>{body}")

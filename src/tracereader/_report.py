@@ -29,6 +29,7 @@ from ._regions import region_table
 from ._report_html import bar, esc, ms_columns, page, picture, table, unit
 from ._symptoms import Symptom, symptoms
 from ._tables import Table, op_table
+from ._waits import WAITING, is_wait, waits
 
 __all__ = ["Peaks", "report"]
 
@@ -125,9 +126,35 @@ def _folded(t: Table, what: str) -> str:
             f"{table(ms_columns(rows, decide_on=top))}</details>")  # fmt: skip
 
 
+def _waiting(trace: Trace) -> tuple[Table, str]:
+    """The ops by CPU time, host syncs labelled, and a line on the GPU meanwhile (B-R3)."""
+    ops = op_table(trace, sort="total_cpu_us", per_call=True, waits=True)
+    keep = [k for k, c in enumerate(ops.columns) if "gpu" not in c]  # in the GPU table
+    k = ops.columns.index("cpu_waiting_us")
+    rows = [[r[0], WAITING if is_wait(r[0]) else "partly waiting" if r[k] > 0 else "",
+             *(r[j] for j in keep[1:])] for r in ops.rows]  # fmt: skip
+    cols = [ops.columns[0], "what", *(ops.columns[j] for j in keep[1:])]
+    ops = replace(ops, columns=cols, rows=rows, title="Top ops by CPU time")
+    w = waits(trace)
+    if not w.calls:
+        return ops, "No host sync: the CPU never waited for the GPU."
+    busy = w.gpu_busy_pct
+    if busy >= 50:
+        meaning = ("it ran work the CPU had queued, so the wait cost the GPU nothing then; "
+                   "the GPU idles after it, while the CPU launches again (the gap table's "
+                   "sync cause)")  # fmt: skip
+    else:
+        meaning = "the GPU had little queued: both sides waited"
+    line = (f"{WAITING}: {w.wait_us / 1e3:,.1f} ms in {w.calls} synchronize call(s) "
+            "(cudaStreamSynchronize under aten::item and .cpu() copies, "
+            "cudaDeviceSynchronize...); cpu_waiting_us is that time inside each op. The GPU "
+            f"was busy {busy:.1f} % of the wait: {meaning}.")  # fmt: skip
+    return ops, line
+
+
 def _kernels(trace: Trace) -> str:
-    ops_cpu = op_table(trace, sort="total_cpu_us", per_call=True)
-    ops_gpu = op_table(trace, sort="total_gpu_us", per_call=True)
+    ops_cpu, waited = _waiting(trace)
+    ops_gpu = op_table(trace, sort="total_gpu_us")
     shapes = ""
     if (trace.extra["input_dims"] >= 0).any():
         by_shape = op_table(trace, sort="total_gpu_us", by_shape=True, per_call=True)
@@ -142,7 +169,7 @@ def _kernels(trace: Trace) -> str:
             + _folded(kernel_detail(trace, top=None), "GPU ops")
             + table(ms_columns(launch_table(trace, top=TOP)))
             + f'<p class="note">{esc(OCCUPANCY_NOTE + mean_occ)}</p>'
-            + _folded(replace(ops_cpu, title="Top ops by CPU time"), "ops")
+            + _folded(ops_cpu, "ops") + f'<p class="note">{esc(waited)}</p>'
             + _folded(replace(ops_gpu, title="Top ops by GPU time"), "ops")
             + shapes
             + '<p class="note">Columns of long times are in ms (<code>_ms</code>), short '

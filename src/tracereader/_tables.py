@@ -203,6 +203,7 @@ def op_table(
     *,
     by_shape: bool = False,
     per_call: bool = False,
+    waits: bool = False,
 ) -> Table:
     """Per op name: calls, self/total CPU time and self/total GPU time, in µs.
 
@@ -223,7 +224,10 @@ def op_table(
     ``record_shapes``; an ``input_dims`` column follows the name, blank for
     calls without shapes), as the TensorBoard plugin's "group by operator +
     input shape". ``per_call`` adds the mean, min and max total CPU time of
-    one call (``mean_cpu_us``, ``min_cpu_us``, ``max_cpu_us``).
+    one call (``mean_cpu_us``, ``min_cpu_us``, ``max_cpu_us``). ``waits``
+    adds ``cpu_waiting_us``: the time of the synchronize calls
+    (``cudaStreamSynchronize``...) inside the op, or the op's own when it is
+    one: the CPU waiting for the GPU, not working.
     """
     ln = link(trace)
     n = len(trace)
@@ -250,6 +254,16 @@ def op_table(
         np.add.at(gpu_ops, owner, 1)
         owner = up[owner]
         g, owner = g[owner >= 0], owner[owner >= 0]
+    waited = np.zeros(n)
+    if waits:
+        from ._waits import wait_rows
+
+        owner = wait_rows(trace)
+        spent = dur[owner]
+        while owner.size:
+            np.add.at(waited, owner, spent)
+            owner = up[owner]
+            spent, owner = spent[owner >= 0], owner[owner >= 0]
     sel = np.flatnonzero(is_row)
     if window is not None:
         sel = sel[(trace.ts_ns[sel] >= window[0]) & (trace.ts_ns[sel] < window[1])]
@@ -265,6 +279,7 @@ def op_table(
     calls = np.bincount(ids, minlength=m)
     sums = [per_group(v) / 1e3 for v in (self_cpu, dur, self_gpu, total_gpu)]
     n_gpu = per_group(gpu_ops.astype(np.float64))
+    wait_sum = per_group(waited) / 1e3
     lo, hi = np.full(m, np.inf), np.full(m, -np.inf)
     np.minimum.at(lo, ids, dur[sel] / 1e3)
     np.maximum.at(hi, ids, dur[sel] / 1e3)
@@ -276,11 +291,14 @@ def op_table(
                           *(float(s[k]) for s in sums), int(n_gpu[k])]  # fmt: skip
         if per_call:
             row += [float(sums[1][k] / calls[k]), float(lo[k]), float(hi[k])]
+        if waits:
+            row.append(float(wait_sum[k]))
         if by_shape:
             text = int(groups[k] & 0xFFFFFFFF) - 1
             row.insert(1, trace.texts[text] if text >= 0 else "")
         rows.append(row)
     cols += ["mean_cpu_us", "min_cpu_us", "max_cpu_us"] * per_call
+    cols += ["cpu_waiting_us"] * waits
     cols[1:1] = ["input_dims"] * by_shape
     key, total_cpu = cols.index(sort), cols.index("total_cpu_us")
     rows.sort(key=lambda r: (-r[key], -r[total_cpu], r[0], r[1]))
