@@ -322,3 +322,23 @@ def test_waits_count_the_gpu_busy_during_a_sync():
               call("cudaLaunchKernel", 0, 5, corr=1), gpu("k", 6, 44, corr=1)])  # fmt: skip
     w = waits(t)
     assert (w.calls, w.wait_us, w.gpu_busy_us, w.gpu_busy_pct) == (1, 80.0, 40.0, 50.0)
+
+
+def test_trimmed_trace_is_flagged_in_the_header():
+    """R-E12: GPU annotations with no GPU op under them: the file lost its kernels."""
+    from tracereader._trimmed import empty_annotations
+
+    ann = {"device": 0, "stream": 7}
+    events = [op("loss", 0, 50, ext=1), call("cudaLaunchKernel", 1, 2, corr=1),
+              gpu("k", 10, 20, corr=1),
+              ev("forward", 5, 300, "gpu_user_annotation", pid=0, tid=7, **ann),  # holds k
+              ev("loss", 400, 12_700, "gpu_user_annotation", pid=0, tid=7, **ann),  # empty
+              ev("tiny", 13_200, 50, "gpu_user_annotation", pid=0, tid=7, **ann)]  # fmt: skip
+    t = make(events)
+    assert empty_annotations(t) == [("loss", 12_700.0)]  # "tiny" is under 100 µs
+    text = report(_recording("06_train_step", "loader_inline", "r0", "trace.json.gz"), draw=False)
+    assert ("repairs: none. <b class=\"verdict-CPU-bound\">Incomplete: it looks trimmed: 2 "
+            "GPU-side record_function range(s) (loss 12.7 ms, Optimizer.step#AdamW.step "
+            "10.1 ms) hold no GPU op") in text  # fmt: skip
+    whole = report(_recording("06_train_step", "eager", "r0", "trace.json.gz"), draw=False)
+    assert "looks trimmed" not in whole and "repairs: none.</p>" in whole

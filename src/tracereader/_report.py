@@ -29,6 +29,7 @@ from ._regions import region_table
 from ._report_html import bar, esc, ms_columns, page, picture, table, unit
 from ._symptoms import Symptom, symptoms
 from ._tables import Table, op_table
+from ._trimmed import trimmed_note
 from ._waits import WAITING, is_wait, waits
 
 __all__ = ["Peaks", "report"]
@@ -265,8 +266,11 @@ def _cpu_only(trace: Trace) -> str:
 
 
 def _one(trace: Trace, peaks: Peaks, draw: bool) -> str:
+    trimmed = trimmed_note(trace)
+    cut = f' <b class="verdict-CPU-bound">Incomplete: it {esc(trimmed)}.</b>' if trimmed else ""
     head = (f"<p>Trace <code>{esc(Path(trace.source).name)}</code>: {len(trace):,} events, "
-            f"{len(trace.steps)} step(s), repairs: {esc('; '.join(trace.repairs) or 'none')}.</p>")  # fmt: skip
+            f"{len(trace.steps)} step(s), repairs: {esc('; '.join(trace.repairs) or 'none')}."
+            f"{cut}</p>")  # fmt: skip
     if not len(link(trace).gpu_ops):
         mtia = trace.mtia_device_ops
         note = f"<p>{mtia:,} MTIA device ops are not read (MTIA is not supported yet).</p>"
