@@ -72,15 +72,7 @@ def facts(f: Facts) -> None:
             totals64=rec("64_bf16").table_totals_us(),
             totals4k=rec("4096_bf16").table_totals_us(),
         )
-        num("cpu64", table["cpu64"])
-        num("gpu64", table["gpu64"])
-        num("gpu4k", table["gpu4k"])
-        num("steps64", table["steps64"])
-        num("steps4k", table["steps4k"])
-        num("pct64", table["pct64"])
-        num("pct4k", table["pct4k"])
-        num("gpu_growth", table["gpu_growth"])
-        num("flops_ratio", table["flops_ratio"])
+        f.num_from(table, "cpu64 gpu64 gpu4k steps64 steps4k pct64 pct4k gpu_growth flops_ratio")
         check_op_table(
             recorded("64_bf16"), rec("64_bf16").table_rows(), rec("64_bf16").table_totals_us()
         )
@@ -144,26 +136,13 @@ def facts(f: Facts) -> None:
             recorded("4096_bf16_20steps"),
             recorded("4096_bf16"),
         )
-        num("peak_tflops", sp["peak_tflops"])
-        num("peak_tbs", sp["peak_tbs"])
-        num("peak_pct", sp["peak_pct"])
-        num("g64_us", sp["g64_us"])
-        num("g4k_us", sp["g4k_us"])
-        num("gemm_time_ratio", sp["gemm_time_ratio"])
-        num("r64_tflops", sp["r64_tflops"])
-        num("r4k_tflops", sp["r4k_tflops"])
-        num("r64_pct", sp["r64_pct"])
-        num("r4k_pct", sp["r4k_pct"])
-        num("blocks64", sp["blocks64"])
-        num("sm_bound", sp["sm_bound"])
-        num("add64_us", sp["add64_us"])
-        num("add_tbs", sp["add_tbs"])
+        f.num_from(
+            sp,
+            "peak_tflops peak_tbs peak_pct g64_us g4k_us gemm_time_ratio r64_tflops r4k_tflops "
+            "r64_pct r4k_pct blocks64 sm_bound add64_us add_tbs",
+        )
         dist = m.distribution_facts(recorded("4096_bf16_20steps"))
-        num("k20_n", dist["k20_n"])
-        num("k20_med", dist["k20_med"])
-        num("k20_spread", dist["k20_spread"])
-        num("gemm_speedup", dist["gemm_speedup"])
-        num("a100_gemm", dist["a100_gemm"])
+        f.num_from(dist, "k20_n k20_med k20_spread gemm_speedup a100_gemm")
 
     f.repeats(speed)
 
@@ -175,14 +154,9 @@ def facts(f: Facts) -> None:
             recorded("64_bf16_cold"),
             warm_meta=rec("64_bf16_20steps").meta,
         )
-        num("cold_first", first["cold_first"])
-        num("cold_rest", first["cold_rest"])
-        num("warm_first", first["warm_first"])
-        num("warm_rest", first["warm_rest"])
-        num("cold_ratio", first["cold_ratio"])
-        num("warm_ratio", first["warm_ratio"])
-        num("gap2", first["gap2"])
-        num("gap3", first["gap3"])
+        f.num_from(
+            first, "cold_first cold_rest warm_first warm_rest cold_ratio warm_ratio gap2 gap3"
+        )
 
     f.repeats(first_step)
 
@@ -194,9 +168,7 @@ def facts(f: Facts) -> None:
             recorded("64_bf16_nowait"),
             recorded("64_bf16_20steps_cold"),
         )
-        num("off_warm", off["off_warm"])
-        num("l2s_warm", off["l2s_warm"])
-        num("n_abr", off["n_abr"])
+        f.num_from(off, "off_warm l2s_warm n_abr")
         share = m.request_share_facts(recorded("peaks"))
         num("pk_off_ms", share["pk_off_ms"])
         num("pk_share", share["pk_share"])
@@ -206,14 +178,7 @@ def facts(f: Facts) -> None:
             recorded("4096_fp32"),
             recorded("64_bf16_cold"),
         )
-        num("s64_us", sync["s64_us"])
-        num("s64_busy", sync["s64_busy"])
-        num("s4k_us", sync["s4k_us"])
-        num("s4k_busy", sync["s4k_busy"])
-        num("s64c_us", sync["s64c_us"])
-        num("s64c_busy", sync["s64c_busy"])
-        num("a100_sync_pct", sync["a100_sync_pct"])
-        num("l2s32_ms", sync["l2s32_ms"])
+        f.num_from(sync, "s64_us s64_busy s4k_us s4k_busy s64c_us s64c_busy a100_sync_pct l2s32_ms")
         window = m.window_facts(recordings=[(recorded(n), rec(n).meta) for n in m.VARIANTS])
         num("idle_sync_min", window["idle_sync_min"])
         num("idle_sync_max", window["idle_sync_max"])
@@ -241,15 +206,11 @@ def facts(f: Facts) -> None:
         num("c_ops", comp["c_ops"])
         timings: Any = rec("interleaved_64").timings()  # what the harness timed, unprofiled
         inter = m.interleaved_facts(recorded("interleaved_64"), bare=timings["calls"])
-        num("c_over_e", inter["c_over_e"])
-        num("u_c_over_e", inter["u_c_over_e"])
-        num("u_r_over_e", inter["u_r_over_e"])
+        f.num_from(inter, "c_over_e u_c_over_e u_r_over_e")
         cold = m.cold_table_facts(
             recorded("64_bf16_cold"), totals_cold=rec("64_bf16_cold").table_totals_us()
         )
-        num("cold_pct_work", cold["cold_pct_work"])
-        num("a100_pct_work", cold["a100_pct_work"])
-        num("cold_cpu64", cold["cold_cpu64"])
+        f.num_from(cold, "cold_pct_work a100_pct_work cold_cpu64")
         m.same_process(
             [rec("64_bf16").meta, rec("64_bf16_compile").meta], "64_bf16", "64_bf16_compile"
         )

@@ -104,30 +104,17 @@ def facts(f: Facts) -> None:
             trace("64_bf16_cold"),
             warm_meta=rec("64_bf16_20steps").meta,
         )
-        num("cold_ratio", first["cold_ratio"])
-        num("warm_ratio", first["warm_ratio"])
-        num("gap2", first["gap2"])
-        num("gap3", first["gap3"])
-        num("gap4", first["gap4"])
+        f.num_from(first, "cold_ratio warm_ratio gap2 gap3 gap4")
         unscheduled = m.unscheduled_facts(trace("64_bf16_nowait"))
-        num("s0_ms", unscheduled["s0_ms"])
-        num("mm0_ms", unscheduled["mm0_ms"])
-        num("s2_us", unscheduled["s2_us"])
-        num("n_attr", unscheduled["n_attr"])
-        num("n_clusters", unscheduled["n_clusters"])
-        num("n_occ", unscheduled["n_occ"])
-        num("n_malloc", unscheduled["n_malloc"])
-        num("n_modload", unscheduled["n_modload"])
-        num("silent_ms", unscheduled["silent_ms"])
-        num("add0_ms", unscheduled["add0_ms"])
+        f.num_from(
+            unscheduled,
+            "s0_ms mm0_ms s2_us n_attr n_clusters n_occ n_malloc n_modload silent_ms add0_ms",
+        )
         warm = m.warm_step_facts(
             trace("64_bf16"),
             warm_traces=[trace(n) for n in ("64_bf16", "64_bf16_20steps", "4096_bf16")],
         )
-        num("slow_min", warm["slow_min"])
-        num("slow_max", warm["slow_max"])
-        num("mm_growth", warm["mm_growth"])
-        num("mm_launch_growth", warm["mm_launch_growth"])
+        f.num_from(warm, "slow_min slow_max mm_growth mm_launch_growth")
 
     f.repeats(first_step)
 
@@ -139,22 +126,12 @@ def facts(f: Facts) -> None:
             trace("64_bf16_nowait"),
             trace("64_bf16_20steps_cold"),
         )
-        num("off_warm", off["off_warm"])
-        num("l2s_warm", off["l2s_warm"])
-        num("off_cold", off["off_cold"])
-        num("l2s_cold", off["l2s_cold"])
-        num("off_nw", off["off_nw"])
-        num("l2s_nw", off["l2s_nw"])
-        num("n_abr", off["n_abr"])
-        num("abr_ms", off["abr_ms"])
-        num("n_abr_20", off["n_abr_20"])
+        f.num_from(off, "off_warm l2s_warm off_cold l2s_cold off_nw l2s_nw n_abr abr_ms n_abr_20")
         share = m.request_share_facts(trace("peaks"))
         num("pk_off_ms", share["pk_off_ms"])
         num("pk_share", share["pk_share"])
         window = m.window_facts(recordings=[(trace(n), rec(n).meta) for n in m.VARIANTS])
-        num("n_idle_sync", window["n_idle_sync"])
-        num("idle_sync_min", window["idle_sync_min"])
-        num("idle_sync_max", window["idle_sync_max"])
+        f.num_from(window, "n_idle_sync idle_sync_min idle_sync_max")
 
     f.repeats(offset)
 
@@ -182,38 +159,22 @@ def facts(f: Facts) -> None:
         sync = m.sync_facts(
             trace("64_bf16"), trace("4096_bf16"), trace("4096_fp32"), trace("64_bf16_cold")
         )
-        num("s64_us", sync["s64_us"])
-        num("s64_busy", sync["s64_busy"])
-        num("s4k_us", sync["s4k_us"])
-        num("s4k_busy", sync["s4k_busy"])
-        num("s4k_pct", sync["s4k_pct"])
-        num("s32_us", sync["s32_us"])
-        num("s32_busy", sync["s32_busy"])
-        num("s32_pct", sync["s32_pct"])
-        num("s32_unrec", sync["s32_unrec"])
-        num("s64c_us", sync["s64c_us"])
-        num("s64c_busy", sync["s64c_busy"])
-        num("a100_sync_pct", sync["a100_sync_pct"])
-        num("l2s32_ms", sync["l2s32_ms"])
+        f.num_from(
+            sync,
+            "s64_us s64_busy s4k_us s4k_busy s4k_pct s32_us s32_busy s32_pct s32_unrec s64c_us "
+            "s64c_busy a100_sync_pct l2s32_ms",
+        )
         cold = m.cold_table_facts(
             trace("64_bf16_cold"), totals_cold=rec("64_bf16_cold").table_totals_us()
         )
-        num("cold_pct_work", cold["cold_pct_work"])
-        num("a100_pct_work", cold["a100_pct_work"])
-        num("cold_cpu64", cold["cold_cpu64"])
-        num("cold_gpu64", cold["cold_gpu64"])
+        f.num_from(cold, "cold_pct_work a100_pct_work cold_cpu64 cold_gpu64")
 
     f.repeats(closing_sync)
 
     # One GEMM twenty times, and three dtypes
     def kernels() -> None:
         dist = m.distribution_facts(trace("4096_bf16_20steps"))
-        num("k20_n", dist["k20_n"])
-        num("k20_min", dist["k20_min"])
-        num("k20_med", dist["k20_med"])
-        num("k20_max", dist["k20_max"])
-        num("k20_spread", dist["k20_spread"])
-        num("gemm_speedup", dist["gemm_speedup"])
+        f.num_from(dist, "k20_n k20_min k20_med k20_max k20_spread gemm_speedup")
         speed = m.speed_facts(
             trace("peaks"), trace("64_bf16"), trace("4096_bf16_20steps"), trace("4096_bf16")
         )
@@ -225,13 +186,7 @@ def facts(f: Facts) -> None:
         md("g16", dtype["g16"])
         md("g32", dtype["g32"])
         md("gtf", dtype["gtf"])
-        num("g16_us", dtype["g16_us"])
-        num("g32_us", dtype["g32_us"])
-        num("gtf_us", dtype["gtf_us"])
-        num("fp32_x", dtype["fp32_x"])
-        num("tf32_x", dtype["tf32_x"])
-        num("r32_pct", dtype["r32_pct"])
-        num("rtf_pct", dtype["rtf_pct"])
+        f.num_from(dtype, "g16_us g32_us gtf_us fp32_x tf32_x r32_pct rtf_pct")
 
     f.repeats(kernels)
 
@@ -244,12 +199,7 @@ def facts(f: Facts) -> None:
             trace("64_bf16_reduce_overhead"),
             trace("4096_bf16_compile"),
         )
-        num("r_ops", comp["r_ops"])
-        num("cp_mb", comp["cp_mb"])
-        num("cp_us", comp["cp_us"])
-        num("copy_tbs", comp["copy_tbs"])
-        num("a100_copy_tbs", comp["a100_copy_tbs"])
-        num("per_graph", comp["per_graph"])
+        f.num_from(comp, "r_ops cp_mb cp_us copy_tbs a100_copy_tbs per_graph")
         fused: dict[str, Any] = fused_facts(
             trace("4096_bf16"),
             trace("4096_bf16_compile"),
@@ -276,15 +226,10 @@ def facts(f: Facts) -> None:
             num("fused_step_pct", fused["fused_step_pct"])
         timings: Any = rec("interleaved_64").timings()  # what the harness timed, unprofiled
         inter = m.interleaved_facts(trace("interleaved_64"), bare=timings["calls"])
-        num("rounds", inter["rounds"])
-        num("n_unprof", inter["n_unprof"])
-        num("prof_cost", inter["prof_cost"])
-        num("c_over_e", inter["c_over_e"])
-        num("a_over_e", inter["a_over_e"])
-        num("r_over_e", inter["r_over_e"])
-        num("u_c_over_e", inter["u_c_over_e"])
-        num("u_a_over_e", inter["u_a_over_e"])
-        num("u_r_over_e", inter["u_r_over_e"])
+        f.num_from(
+            inter,
+            "rounds n_unprof prof_cost c_over_e a_over_e r_over_e u_c_over_e u_a_over_e u_r_over_e",
+        )
         m.same_process(
             [rec("64_bf16").meta, rec("64_bf16_compile").meta], "64_bf16", "64_bf16_compile"
         )

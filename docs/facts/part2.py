@@ -51,18 +51,11 @@ def facts(f: Facts) -> None:
         md("k_down", e["k_down"])
         md("k_down_big", e["k_down_big"])
         md("views", e["views"])
-        num("gemm_gflop", e["gemm_gflop"])
-        num("gate_us", e["gate_us"])
-        num("down_us", e["down_us"])
-        num("pair_us", e["pair_us"])
-        num("t_mib", e["t_mib"])
-        num("same_name_small_us", e["same_name_small_us"])
-        num("same_name_big_us", e["same_name_big_us"])
-        num("same_name_small_grid", e["same_name_small_grid"])
-        num("same_name_block", e["same_name_block"])
-        num("mul_us", e["mul_us"])
-        num("mul_tbs", e["mul_tbs"])
-        num("mul_pct", e["mul_pct"])
+        f.num_from(
+            e,
+            "gemm_gflop gate_us down_us pair_us t_mib same_name_small_us same_name_big_us "
+            "same_name_small_grid same_name_block mul_us mul_tbs mul_pct",
+        )
 
     f.repeats(mlp_eager)
 
@@ -71,9 +64,7 @@ def facts(f: Facts) -> None:
         cold = m.first_forward(
             trace("eager_cold"), [trace(v) for v in ("eager", "eager_big", "compile", "liger")]
         )
-        num("cold_occ", cold["cold_occ"])
-        num("cold_gate_ms", cold["cold_gate_ms"])
-        num("cold_occ_us", cold["cold_occ_us"])
+        f.num_from(cold, "cold_occ cold_gate_ms cold_occ_us")
 
     f.repeats(first_forward)
 
@@ -138,9 +129,7 @@ def facts(f: Facts) -> None:
             trace("liger_big"),
             rec("liger_big").params,
         )
-        num("pair_big_us", big["pair_big_us"])
-        num("fused_big_us", big["fused_big_us"])
-        num("liger_big_vs_pair", big["liger_big_vs_pair"])
+        f.num_from(big, "pair_big_us fused_big_us liger_big_vs_pair")
         if f.gpu == "h200":
             claim(
                 about(big["liger_big_us"], big["pair_big_us"]),

@@ -35,11 +35,7 @@ def facts(f: Facts) -> None:
         )
         md("k_small", lin["k_small"])
         md("k_big", lin["k_big"])
-        num("small_us", lin["small_us"])
-        num("big_us", lin["big_us"])
-        num("small_tflops", lin["small_tflops"])
-        num("big_tflops", lin["big_tflops"])
-        num("big_pct", lin["big_pct"])
+        f.num_from(lin, "small_us big_us small_tflops big_tflops big_pct")
 
     f.repeats(one_linear)
 
@@ -48,20 +44,11 @@ def facts(f: Facts) -> None:
     # The eager MLP
     def mlp_eager() -> None:
         e = m.mlp_eager(trace("eager"), trace("eager_big"), m.HBM_TBS[f.gpu])
-        num("mlp_kernels", e["mlp_kernels"])
-        num("mlp_memsets", e["mlp_memsets"])
-        num("memset_bytes", e["memset_bytes"])
-        num("big_memsets", e["big_memsets"])
-        num("gate_us", e["gate_us"])
-        num("down_us", e["down_us"])
-        num("gate_tflops", e["gate_tflops"])
-        num("down_tflops", e["down_tflops"])
-        num("gelu_us", e["gelu_us"])
-        num("mul_us", e["mul_us"])
-        num("gelu_tbs", e["gelu_tbs"])
-        num("mul_tbs", e["mul_tbs"])
-        num("t_mib", e["t_mib"])
-        num("same_name_big_us", e["same_name_big_us"])
+        f.num_from(
+            e,
+            "mlp_kernels mlp_memsets memset_bytes big_memsets gate_us down_us gate_tflops "
+            "down_tflops gelu_us mul_us gelu_tbs mul_tbs t_mib same_name_big_us",
+        )
         md("k_gate", e["k_gate"])
         md("k_down", e["k_down"])
         md("k_gate_big", e["k_gate_big"])
@@ -89,17 +76,11 @@ def facts(f: Facts) -> None:
         cold = m.first_forward(
             trace("eager_cold"), [trace(v) for v in ("eager", "eager_big", "compile", "liger")]
         )
-        num("cold_fwd_ms", cold["cold_fwd_ms"])
-        num("cold_occ", cold["cold_occ"])
-        num("warm_fwd_us", cold["warm_fwd_us"])
-        num("cold_clusters", cold["cold_clusters"])
-        num("cold_gate_ms", cold["cold_gate_ms"])
-        num("cold_up_ms", cold["cold_up_ms"])
-        num("cold_down_ms", cold["cold_down_ms"])
-        num("cold_gelu_ms", cold["cold_gelu_ms"])
-        num("cold_gelu_rec_ms", cold["cold_gelu_rec_ms"])
-        num("cold_mul_ms", cold["cold_mul_ms"])
-        num("cold_mul_rec_ms", cold["cold_mul_rec_ms"])
+        f.num_from(
+            cold,
+            "cold_fwd_ms cold_occ warm_fwd_us cold_clusters cold_gate_ms cold_up_ms cold_down_ms "
+            "cold_gelu_ms cold_gelu_rec_ms cold_mul_ms cold_mul_rec_ms",
+        )
 
     f.repeats(first_forward)
 
@@ -147,10 +128,7 @@ def facts(f: Facts) -> None:
             trace("liger_big"),
             rec("liger_big").params,
         )
-        num("liger_block", big["liger_block"])
-        num("liger_masked_pct", big["liger_masked_pct"])
-        num("liger_small_block", big["liger_small_block"])
-        num("liger_small_masked_pct", big["liger_small_masked_pct"])
+        f.num_from(big, "liger_block liger_masked_pct liger_small_block liger_small_masked_pct")
         if f.gpu == "h200":
             claim(
                 about(big["liger_big_us"], big["pair_big_us"]),
@@ -167,23 +145,17 @@ def facts(f: Facts) -> None:
     # Compile modes
     def compile_modes() -> None:
         ro = m.reduce_overhead(trace("reduce_overhead"))
-        num("ro_per_graph", ro["ro_per_graph"])
-        num("ro_copy_us", ro["ro_copy_us"])
-        num("ro_x_mib", ro["ro_x_mib"])
+        f.num_from(ro, "ro_per_graph ro_copy_us ro_x_mib")
         out = m.autotune_cold(
             rec("autotune_cold").timings(),  # type: ignore[arg-type]  # both have timings.json
             rec("compile_cold").timings(),  # type: ignore[arg-type]
             trace("autotune_cold"),
         )
-        num("cold_compile_s", out["cold_compile_s"])
-        num("cold_autotune_s", out["cold_autotune_s"])
-        num("autotune_x", out["autotune_x"])
-        num("n_races", out["n_races"])
-        num("n_candidates", out["n_candidates"])
-        num("n_failed", out["n_failed"])
-        num("smem_need_kib", out["smem_need_kib"])
-        num("smem_limit_kib", out["smem_limit_kib"])
-        num("race_s", out["race_s"])
+        f.num_from(
+            out,
+            "cold_compile_s cold_autotune_s autotune_x n_races n_candidates n_failed "
+            "smem_need_kib smem_limit_kib race_s",
+        )
         md("tri_example", out["tri_example"])
 
     f.repeats(compile_modes)
@@ -223,9 +195,7 @@ def facts(f: Facts) -> None:
     def a100() -> None:
         e = m.mlp_eager(trace("eager"), trace("eager_big"), m.HBM_TBS[f.gpu])
         a = m.a100(e["gate_us"], e["down_us"])
-        num("gate_x", a["gate_x"])
-        num("down_x", a["down_x"])
-        num("peak_x", a["peak_x"])
+        f.num_from(a, "gate_x down_x peak_x")
         num("peak_h", m.SPEC_TFLOPS)
         num("peak_a", m.A100["bf16_tflops"])
         num("a100_gate_us", m.A100["gate_us"])

@@ -42,15 +42,11 @@ def facts(f: Facts) -> None:
             peak_mib("naive_inplace"),
             SHAPE,
         )
-        num("naive_ops", nf["naive_ops"])
-        num("score_mib", nf["score_mib"])
-        num("naive_us", nf["naive_us"])
-        num("naive_gemm_pct", nf["naive_gemm_pct"])
-        num("fill_tbs", nf["fill_tbs"])
-        num("mul_tbs", nf["mul_tbs"])
-        num("naive_peak_mib", nf["naive_peak_mib"])
-        num("ip_us", nf["ip_us"])
-        num("ip_saved_pct", nf["ip_saved_pct"])
+        f.num_from(
+            nf,
+            "naive_ops score_mib naive_us naive_gemm_pct fill_tbs mul_tbs naive_peak_mib ip_us "
+            "ip_saved_pct",
+        )
 
     f.repeats(naive)
 
@@ -70,18 +66,11 @@ def facts(f: Facts) -> None:
             OUT_MIB,
             rec("sdpa_default").env["cudnn"],
         )
-        num("naive_x", b["naive_x"])
-        num("cudnn_us", b["cudnn_us"])
-        num("cudnn_peak", b["cudnn_peak"])
-        num("flash_us", b["flash_us"])
-        num("flash_peak", b["flash_peak"])
-        num("flash_x", b["flash_x"])
-        num("eff_us", b["eff_us"])
-        num("eff_peak", b["eff_peak"])
-        num("eff_x", b["eff_x"])
-        num("math_us", b["math_us"])
-        num("math_peak", b["math_peak"])
-        num("math_x", b["math_x"])
+        f.num_from(
+            b,
+            "naive_x cudnn_us cudnn_peak flash_us flash_peak flash_x eff_us eff_peak eff_x "
+            "math_us math_peak math_x",
+        )
         md("cudnn_version", b["cudnn_version"])
         md("cudnn_kernel", b["cudnn_kernel"])
         md("flash_kernel", b["flash_kernel"])
@@ -93,23 +82,13 @@ def facts(f: Facts) -> None:
     # Why is the math backend slower than writing it by hand?
     def math() -> None:
         mf = m.math_facts(trace("sdpa_math"), trace("naive"))
-        num("math_gap_us", mf["math_gap_us"])
-        num("math_gemm_gap_pct", mf["math_gemm_gap_pct"])
-        num("math_gemm_us", mf["math_gemm_us"])
-        num("math_gemm_naive_us", mf["math_gemm_naive_us"])
-        num("math_gemm_diff_us", mf["math_gemm_diff_us"])
-        num("math_safe_us", mf["math_safe_us"])
-        num("math_safe_naive_us", mf["math_safe_naive_us"])
-        num("math_safe_diff_us", mf["math_safe_diff_us"])
-        num("math_mask_us", mf["math_mask_us"])
-        num("math_mask_naive_us", mf["math_mask_naive_us"])
-        num("math_mask_diff_us", mf["math_mask_diff_us"])
-        num("math_conv_us", mf["math_conv_us"])
-        num("math_conv_naive_us", mf["math_conv_naive_us"])
-        num("math_conv_diff_us", mf["math_conv_diff_us"])
-        num("math_rest_us", mf["math_rest_us"])
-        num("math_rest_naive_us", mf["math_rest_naive_us"])
-        num("math_rest_diff_us", mf["math_rest_diff_us"])
+        f.num_from(
+            mf,
+            "math_gap_us math_gemm_gap_pct math_gemm_us math_gemm_naive_us math_gemm_diff_us "
+            "math_safe_us math_safe_naive_us math_safe_diff_us math_mask_us math_mask_naive_us "
+            "math_mask_diff_us math_conv_us math_conv_naive_us math_conv_diff_us math_rest_us "
+            "math_rest_naive_us math_rest_diff_us",
+        )
         gemm, safe = float(mf["math_gemm_diff_us"]), float(mf["math_safe_diff_us"])
         if f.gpu == "h200":
             claim(gemm > safe, "on the H200 the fp32 GEMMs' share of the gap was the larger")
@@ -127,10 +106,7 @@ def facts(f: Facts) -> None:
             peak_mib("naive_compile"),
             SHAPE,
         )
-        num("c_total_us", c["c_total_us"])
-        num("c_vs_naive", c["c_vs_naive"])
-        num("c_vs_cudnn", c["c_vs_cudnn"])
-        num("c_peak", c["c_peak"])
+        f.num_from(c, "c_total_us c_vs_naive c_vs_cudnn c_peak")
 
     f.repeats(compiled)
 
@@ -161,34 +137,15 @@ def facts(f: Facts) -> None:
             trace("streams_small"),
             kernel_us,
         )
-        num("calls_per_stream", st["calls_per_stream"])
-        num("profiled_calls", st["profiled_calls"])
-        num("st_cudnn_cpu", st["st_cudnn_cpu"])
-        num("st_cudnn_wall", st["st_cudnn_wall"])
-        num("sm_cudnn_cpu", st["sm_cudnn_cpu"])
-        num("sm_cudnn_wall", st["sm_cudnn_wall"])
-        num("sm_cudnn_kernel", st["sm_cudnn_kernel"])
-        num("st_flash_cpu", st["st_flash_cpu"])
-        num("st_flash_wall", st["st_flash_wall"])
-        num("sm_flash_cpu", st["sm_flash_cpu"])
-        num("sm_flash_wall", st["sm_flash_wall"])
-        num("sm_flash_kernel", st["sm_flash_kernel"])
-        num("st_efficient_cpu", st["st_efficient_cpu"])
-        num("st_efficient_wall", st["st_efficient_wall"])
-        num("sm_efficient_cpu", st["sm_efficient_cpu"])
-        num("sm_efficient_wall", st["sm_efficient_wall"])
-        num("sm_efficient_kernel", st["sm_efficient_kernel"])
-        num("st_math_cpu", st["st_math_cpu"])
-        num("st_math_wall", st["st_math_wall"])
-        num("sm_math_cpu", st["sm_math_cpu"])
-        num("sm_math_wall", st["sm_math_wall"])
-        num("sm_math_kernel", st["sm_math_kernel"])
-        num("st_default_cpu", st["st_default_cpu"])
-        num("st_default_wall", st["st_default_wall"])
-        num("sm_default_cpu", st["sm_default_cpu"])
-        num("sm_default_wall", st["sm_default_wall"])
-        num("sm_default_kernel", st["sm_default_kernel"])
-        num("sm_cudnn_eff_x", st["sm_cudnn_eff_x"])
+        f.num_from(
+            st,
+            "calls_per_stream profiled_calls st_cudnn_cpu st_cudnn_wall sm_cudnn_cpu "
+            "sm_cudnn_wall sm_cudnn_kernel st_flash_cpu st_flash_wall sm_flash_cpu sm_flash_wall "
+            "sm_flash_kernel st_efficient_cpu st_efficient_wall sm_efficient_cpu "
+            "sm_efficient_wall sm_efficient_kernel st_math_cpu st_math_wall sm_math_cpu "
+            "sm_math_wall sm_math_kernel st_default_cpu st_default_wall sm_default_cpu "
+            "sm_default_wall sm_default_kernel sm_cudnn_eff_x",
+        )
         sb, ss = rec("streams_small").params, rec("streams_backends").params
         claim(
             [ss[k] for k in ("batch", "heads", "seq", "head_dim")] == list(SHAPE),

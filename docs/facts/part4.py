@@ -80,42 +80,14 @@ def facts(f: Facts) -> None:
     md("lesson_path_table", ch["lesson_path_table"])
     md("lesson_beating", ch["lesson_beating"])
     md("class_table_final", ch["class_table_final"])
-    num("gsc8_sync_ms", ch["gsc8_sync_ms"])
-    num("gsc8_prof_ms", ch["gsc8_prof_ms"])
-    num("gsc8_ms", ch["gsc8_ms"])
-    num("gsc1_tps", ch["gsc1_tps"])
-    num("gd1_tps", ch["gd1_tps"])
-    num("gsc8_busy", ch["gsc8_busy"])
-    num("lc8_launches", ch["lc8_launches"])
-    num("lc8_busy", ch["lc8_busy"])
-    num("lu8_tps", ch["lu8_tps"])
-    num("fused_diff", ch["fused_diff"])
-    num("b8_gb", ch["b8_gb"])
-    num("copy_tbs_lo", ch["copy_tbs_lo"])
-    num("copy_tbs_hi", ch["copy_tbs_hi"])
-    num("copy_spec_pct", ch["copy_spec_pct"])
-    num("floor_spec_ms", ch["floor_spec_ms"])
-    num("max_tps", ch["max_tps"])
-    num("lf8_frac", ch["lf8_frac"])
-    num("spec_tbs", ch["spec_tbs"])
-    num("goal_pct", ch["goal_pct"])
-    num("gemv_pct", ch["gemv_pct"])
-    num("final_frac", ch["final_frac"])
-    num("f_token_us", ch["f_token_us"])
-    num("f_gemv_over_us", ch["f_gemv_over_us"])
-    num("f_small_us", ch["f_small_us"])
-    num("f_rest_us", ch["f_rest_us"])
-    num("f_floor_us", ch["f_floor_us"])
-    num("f_gemv_pct", ch["f_gemv_pct"])
-    num("f_lost_us", ch["f_lost_us"])
-    num("f_o_gbs", ch["f_o_gbs"])
-    num("f_gate_up_gbs", ch["f_gate_up_gbs"])
-    num("lg_positions", ch["lg_positions"])
-    num("lg_agree", ch["lg_agree"])
-    num("item_us", ch["item_us"])
-    num("item_us_lo", ch["item_us_lo"])
-    num("item_us_hi", ch["item_us_hi"])
-    num("lg_abs_med", ch["lg_abs_med"])
+    f.num_from(
+        ch,
+        "gsc8_sync_ms gsc8_prof_ms gsc8_ms gsc1_tps gd1_tps gsc8_busy lc8_launches lc8_busy "
+        "lu8_tps fused_diff b8_gb copy_tbs_lo copy_tbs_hi copy_spec_pct floor_spec_ms max_tps "
+        "lf8_frac spec_tbs goal_pct gemv_pct final_frac f_token_us f_gemv_over_us f_small_us "
+        "f_rest_us f_floor_us f_gemv_pct f_lost_us f_o_gbs f_gate_up_gbs lg_positions lg_agree "
+        "item_us item_us_lo item_us_hi lg_abs_med",
+    )
     num("read_gap_ms", ch["read_gap_ms"])  # not pasted: a picture's caption reads it
 
     # The final loop's token time plus the host read's cost per token (medians), over the bytes
@@ -151,14 +123,11 @@ def facts(f: Facts) -> None:
         gen: dict[str, Any] = generate_facts(
             rec("generate_dynamic_1b"), rec("generate_static_1b"), C.shapes["1b"]
         )
-        num("dyn_dec_kernels", gen["dyn_dec_kernels"])
-        num("dyn_dec_cpu_ms", gen["dyn_dec_cpu_ms"])
-        num("dyn_dec_busy_ms", gen["dyn_dec_busy_ms"])
-        num("dyn_busy_pct", gen["dyn_busy_pct"])
-        num("dyn_unprof_ms", gen["dyn_unprof_ms"])
-        num("dec_tnn", gen["dec_tnn"])
-        num("tnn_n", gen["tnn_n"])
-        num("eager_sync_us", gen["eager_sync_us"])
+        f.num_from(
+            gen,
+            "dyn_dec_kernels dyn_dec_cpu_ms dyn_dec_busy_ms dyn_busy_pct dyn_unprof_ms dec_tnn "
+            "tnn_n eager_sync_us",
+        )
         md("pre_tile", gen["pre_tile"])
 
     f.repeats(each_repeat)

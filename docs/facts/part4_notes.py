@@ -132,73 +132,19 @@ def facts(f: PageFacts) -> None:
     md("o_runs", found["o_runs"])
     md("class_table", found["class_table"])
     md("class_table_1b", found["class_table_1b"])
-    num("gs1_kernels", found["gs1_kernels"])
-    num("gd1_kernels", found["gd1_kernels"])
-    num("gsc8_sync_ms", found["gsc8_sync_ms"])
-    num("gsc1_kernel_calls", found["gsc1_kernel_calls"])
-    num("gsc1_copy_calls", found["gsc1_copy_calls"])
-    num("gsc1_launches", found["gsc1_launches"])
-    num("gd1_tps", found["gd1_tps"])
-    num("gd1_tps_lo", found["gd1_tps_lo"])
-    num("gd1_tps_hi", found["gd1_tps_hi"])
-    num("gd1_launches", found["gd1_launches"])
-    num("gs1_tps", found["gs1_tps"])
-    num("gs1_tps_lo", found["gs1_tps_lo"])
-    num("gs1_tps_hi", found["gs1_tps_hi"])
-    num("gsc8_tps", found["gsc8_tps"])
-    num("gsc8_tps_lo", found["gsc8_tps_lo"])
-    num("gsc8_tps_hi", found["gsc8_tps_hi"])
-    num("lc8_tps", found["lc8_tps"])
-    num("lc8_tps_lo", found["lc8_tps_lo"])
-    num("lc8_tps_hi", found["lc8_tps_hi"])
-    num("lc8_launches", found["lc8_launches"])
-    num("lf8_tps", found["lf8_tps"])
-    num("lf8_tps_lo", found["lf8_tps_lo"])
-    num("lf8_tps_hi", found["lf8_tps_hi"])
-    num("same_tokens", found["same_tokens"])
-    num("lc_diverge", found["lc_diverge"])
-    num("fused_diff", found["fused_diff"])
-    num("b8_gb", found["b8_gb"])
-    num("b8_kv_mb", found["b8_kv_mb"])
-    num("b1_gb", found["b1_gb"])
-    num("b_ratio", found["b_ratio"])
-    num("copy_tbs", found["copy_tbs"])
-    num("copy_tbs_lo", found["copy_tbs_lo"])
-    num("copy_tbs_hi", found["copy_tbs_hi"])
-    num("at_copy_ms", found["at_copy_ms"])
-    num("lf8_frac", found["lf8_frac"])
-    num("lf8_frac_lo", found["lf8_frac_lo"])
-    num("lf8_frac_hi", found["lf8_frac_hi"])
-    num("lf8_ms", found["lf8_ms"])
-    num("goal_pct", found["goal_pct"])
-    num("cls_token_us", found["cls_token_us"])
-    num("stretch_pct", found["stretch_pct"])
-    num("cls_attention_us", found["cls_attention_us"])
-    num("cls_norms_us", found["cls_norms_us"])
-    num("cls_pointwise_us", found["cls_pointwise_us"])
-    num("cls_qkv_gbs", found["cls_qkv_gbs"])
-    num("cls_o_gbs", found["cls_o_gbs"])
-    num("cls_gate_up_gbs", found["cls_gate_up_gbs"])
-    num("cls_down_gbs", found["cls_down_gbs"])
-    num("cls_lm_head_gbs", found["cls_lm_head_gbs"])
-    num("gemv_us", found["gemv_us"])
-    num("lost_down_us", found["lost_down_us"])
-    num("lost_o_us", found["lost_o_us"])
-    num("s1_frac", found["s1_frac"])
-    num("s8_frac", found["s8_frac"])
-    num("s1_kernels", found["s1_kernels"])
-    num("s8_kernels", found["s8_kernels"])
-    num("s1_o_gbs", found["s1_o_gbs"])
-    num("s1_down_gbs", found["s1_down_gbs"])
-    num("s1_qkv_gbs", found["s1_qkv_gbs"])
-    num("s1_other_pct", found["s1_other_pct"])
-    num("s8_other_pct", found["s8_other_pct"])
-    num("s1_attention_per_layer", found["s1_attention_per_layer"])
-    num("s8_attention_per_layer", found["s8_attention_per_layer"])
-    num("s1_norms_per_layer", found["s1_norms_per_layer"])
-    num("s8_norms_per_layer", found["s8_norms_per_layer"])
-    num("s1_pointwise_per_layer", found["s1_pointwise_per_layer"])
-    num("s8_pointwise_per_layer", found["s8_pointwise_per_layer"])
+    f.num_from(
+        found,
+        "gs1_kernels gd1_kernels gsc8_sync_ms gsc1_kernel_calls gsc1_copy_calls gsc1_launches "
+        "gd1_tps gd1_tps_lo gd1_tps_hi gd1_launches gs1_tps gs1_tps_lo gs1_tps_hi gsc8_tps "
+        "gsc8_tps_lo gsc8_tps_hi lc8_tps lc8_tps_lo lc8_tps_hi lc8_launches lf8_tps lf8_tps_lo "
+        "lf8_tps_hi same_tokens lc_diverge fused_diff b8_gb b8_kv_mb b1_gb b_ratio copy_tbs "
+        "copy_tbs_lo copy_tbs_hi at_copy_ms lf8_frac lf8_frac_lo lf8_frac_hi lf8_ms goal_pct "
+        "cls_token_us stretch_pct cls_attention_us cls_norms_us cls_pointwise_us cls_qkv_gbs "
+        "cls_o_gbs cls_gate_up_gbs cls_down_gbs cls_lm_head_gbs gemv_us lost_down_us lost_o_us "
+        "s1_frac s8_frac s1_kernels s8_kernels s1_o_gbs s1_down_gbs s1_qkv_gbs s1_other_pct "
+        "s8_other_pct s1_attention_per_layer s8_attention_per_layer s1_norms_per_layer "
+        "s8_norms_per_layer s1_pointwise_per_layer s8_pointwise_per_layer",
+    )
 
     def each_repeat() -> None:  # generate() per token, and packed GQA, one repeat
         each: dict[str, Any] = {
@@ -208,27 +154,13 @@ def facts(f: PageFacts) -> None:
         md("dec_tiles", each["dec_tiles"])
         md("pre_tile", each["pre_tile"])
         md("gen_outside_names", each["gen_outside_names"])
-        num("dyn_pre_kernels", each["dyn_pre_kernels"])
-        num("dyn_dec_kernels", each["dyn_dec_kernels"])
-        num("dyn_dec_cpu_ms", each["dyn_dec_cpu_ms"])
-        num("dyn_unprof_ms", each["dyn_unprof_ms"])
-        num("dec_nvjet", each["dec_nvjet"])
-        num("dec_tnn", each["dec_tnn"])
-        num("kv_out", each["kv_out"])
-        num("eager_sync_us", each["eager_sync_us"])
-        num("dyn_dtoh", each["dyn_dtoh"])
-        num("dyn_dtod", each["dyn_dtod"])
-        num("gen_outside_ops", each["gen_outside_ops"])
-        num("gen_inside_ops", each["gen_inside_ops"])
-        num("gen_outside_us", each["gen_outside_us"])
-        num("fwd_ms", each["fwd_ms"])
-        num("gqa_copy_kernels_before", each["gqa_copy_kernels_before"])
-        num("gqa_copy_kernels_after", each["gqa_copy_kernels_after"])
-        num("gqa_copy_us_before", each["gqa_copy_us_before"])
-        num("gqa_copy_us_after", each["gqa_copy_us_after"])
-        num("att_us_before", each["att_us_before"])
-        num("att_us_after", each["att_us_after"])
-        num("cudnn_us", each["cudnn_us"])
+        f.num_from(
+            each,
+            "dyn_pre_kernels dyn_dec_kernels dyn_dec_cpu_ms dyn_unprof_ms dec_nvjet dec_tnn "
+            "kv_out eager_sync_us dyn_dtoh dyn_dtod gen_outside_ops gen_inside_ops gen_outside_us "
+            "fwd_ms gqa_copy_kernels_before gqa_copy_kernels_after gqa_copy_us_before "
+            "gqa_copy_us_after att_us_before att_us_after cudnn_us",
+        )
 
     f.repeats(each_repeat)
 

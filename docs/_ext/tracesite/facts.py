@@ -186,6 +186,13 @@ class Facts:
         else:
             self._collect_md.setdefault(key, []).append(value)
 
+    def num_from(self, values: dict[str, Any], keys: str) -> None:
+        """:meth:`num` for each of the space-separated ``keys``, the value under the same key
+        in ``values``: ``f.num_from(off, "off_warm l2s_warm")``, each key spelled whole so
+        that a search for it finds where it is pasted."""
+        for key in keys.split():
+            self.num(key, values[key])
+
     def nums(self, values: dict[str, Any]) -> None:
         """:meth:`num` for each key and value: ``f.nums({"s_step_ms": s["step_ms"], ...})``,
         each key spelled whole so that a search for it finds where it is made. Numbers are
