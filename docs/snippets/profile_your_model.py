@@ -14,6 +14,7 @@ with profile(
     for _ in range(5):  # wait 1 + warmup 1 + active 3 steps
         with record_function("forward"):  # your step, labelled
             model(inputs)
+        # training: label loss.backward() and opt.step() the same way
         prof.step()  # ends one step
 avg = prof.key_averages()  # each op, summed over the kept steps
 print(avg.table(sort_by="self_cpu_time_total", row_limit=10))
