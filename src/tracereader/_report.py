@@ -36,7 +36,7 @@ __all__ = ["Peaks", "report"]
 
 TOP = 20
 #: Most rows of a folded full table.
-FOLDED = 1000
+FOLDED = 300
 
 
 @dataclass(frozen=True)
@@ -170,8 +170,9 @@ def _kernels(trace: Trace) -> str:
             + _folded(kernel_detail(trace, top=None), "GPU ops")
             + table(ms_columns(launch_table(trace, top=TOP)))
             + f'<p class="note">{esc(OCCUPANCY_NOTE + mean_occ)}</p>'
-            + _folded(ops_cpu, "ops") + f'<p class="note">{esc(waited)}</p>'
-            + _folded(replace(ops_gpu, title="Top ops by GPU time"), "ops")
+            + table(ms_columns(ops_cpu.head(TOP))) + f'<p class="note">{esc(waited)}</p>'
+            + _folded(replace(ops_gpu, title="Top ops by GPU time"), "ops (click a header to "
+                      "sort by it)")
             + shapes
             + '<p class="note">Columns of long times are in ms (<code>_ms</code>), short '
             "ones in µs (<code>_us</code>); min and max: the shortest and longest call.</p>")  # fmt: skip
