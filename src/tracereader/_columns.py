@@ -178,6 +178,7 @@ class Columns:
         self.label, self.base_ns = label, base_ns
         self.names, self.cats, self.lanes = _Interner(), _Interner(), _Interner()
         self.texts = _Interner()  # args.Input Dims, whitespace dropped
+        self._raw_ids: dict[bytes, int] = {}  # Input Dims as written -> id in texts
         self.cat_kind: list[int] = []
         self.thread_names: dict[tuple[Any, Any], str] = {}
         self.chunks: dict[str, list[npt.NDArray[Any]]] = {}
@@ -278,9 +279,13 @@ class Columns:
             text = json.dumps(value, separators=(",", ":"))
         else:
             raw = bytes(value)
+            known = self._raw_ids.get(raw)
+            if known is not None:
+                return known
             if not raw:
                 return -1
             text = raw.translate(None, b" \t\r\n").decode("utf-8", "replace")
+            self._raw_ids[raw] = self.texts[text]
         return self.texts[text]
 
     def _ints(self, args: Sequence[Any], attr: str) -> npt.NDArray[np.int64]:
