@@ -495,3 +495,18 @@ def test_input_dims_and_3d_sizes_read_alike_on_both_paths(tmp_path):
         assert unpack_xyz(int(t.extra["grid_xyz"][k])) == (2, 66, 1)
         assert unpack_xyz(int(t.extra["block_xyz"][k])) == (384, 1, 1)
         assert int(t.extra["grid"][k]) == 132
+
+
+def test_forked_workers_keep_input_dims(tiny_pieces, tmp_path):
+    """Helpers' texts are merged: each row keeps its Input Dims text (ids may differ)."""
+    shapes = [[[4, 8]], [[8, 8], [8]], [[4, 8]], [[2]]] * 40
+    events = [{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": k,
+               "dur": 1, "args": {"External id": k, "Input Dims": d}}
+              for k, d in enumerate(shapes)]  # fmt: skip
+    path = tmp_path / "shapes.json"
+    path.write_text(json.dumps({"traceEvents": events}, indent=1))
+    one, two = load(path, workers=1), load(path, workers=3)
+    for t in (one, two):
+        dims = t.extra["input_dims"]
+        assert [t.texts[d] for d in dims] == [json.dumps(d, separators=(",", ":")) for d in shapes]
+        assert len(t.texts) == 3
