@@ -329,3 +329,16 @@ def test_eager_vs_compile_verdict_first_syncs_once_as_waiting():
     assert ("57 GPU op name(s) only in A (gone in B), by class: elementwise 35 (58.2 ms), "
             "reduction 16 (9,928.1 µs)") in " ".join(changed)  # fmt: skip
     assert d.waits_a == [pytest.approx(59927.2, abs=0.1)]  # the steps' syncs
+
+
+def test_diff_page_says_which_side_looks_trimmed():
+    """R-E12 on the diff page: loader_inline lost its loss and optimizer kernels."""
+    rec = ROOT / "docs" / "recordings" / "h200" / "06_train_step"
+    a, b = (rec / v / "r0" / "trace.json.gz" for v in ("eager", "loader_inline"))
+    if not a.exists():
+        pytest.skip(f"{a} is not in this checkout")
+    text = diff_report(a, b)
+    head = text[: text.index('id="changed"')]
+    assert head.count("Incomplete: it looks trimmed") == 1
+    b_side = head[head.index("<li><b>B</b>") :]
+    assert "looks trimmed: 2 GPU-side record_function range(s) (loss 12.7 ms" in b_side

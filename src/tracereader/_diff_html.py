@@ -9,11 +9,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ._diff import BUSY, Diff, diff, verdict_line, what_changed
+from ._diff import BUSY, Diff, Side, diff, verdict_line, what_changed
 from ._load import load
 from ._names import shorten_kernel_name
 from ._overview import SPLIT_KINDS
 from ._report_html import bar, esc, page, table
+from ._trimmed import trimmed_note
 
 __all__ = ["diff_page", "diff_report"]
 
@@ -22,9 +23,13 @@ _CONTENTS = (("changed", "What changed"), ("steps", "Time per step"),
 
 
 def _head(d: Diff) -> str:
+    def cut(s: Side) -> str:
+        note = trimmed_note(s.trace)
+        return f' <b class="verdict-CPU-bound">Incomplete: it {esc(note)}.</b>' if note else ""
+
     sides = "".join(
         f"<li><b>{k}</b>{esc(what)}: <code>{esc(s.name)}</code>, {len(s.trace):,} events, "
-        f"{s.all_steps} step(s)</li>"
+        f"{s.all_steps} step(s){cut(s)}</li>"
         for k, what, s in (("A", " (baseline)", d.a), ("B", "", d.b))
     )
     notes = "".join(f"<li>{esc(n)}</li>" for n in d.notes)
