@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import shutil
@@ -286,6 +287,9 @@ def test_kernel_view_launch_configuration():
     assert tab.rows == [["nvjet_gemm", 1, 300.0, "[2,66,1]", "[384,1,1]", 168, 213188, 1.0, 0.0],
                         ["add_kernel", 1, 100.0, "[264,1,1]", "[128,1,1]", 32, 0, 2.0, 100.0]]  # fmt: skip
     assert weighted_occupancy_pct(t) == (25.0, 100.0, 75.0)
+    bare = dataclasses.replace(t, extra={}, _cache={})  # a trace built without arg columns
+    assert launch_table(bare).rows[0][3:] == ["", "", None, None, None, None]
+    assert weighted_occupancy_pct(bare) is None
 
 
 def test_report_kernel_and_operator_views_on_a_real_trace():

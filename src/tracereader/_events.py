@@ -329,6 +329,12 @@ class Trace:
 
 
 # ---------------------------------------------------------------------- helpers
+def arg_column(trace: Trace, name: str) -> npt.NDArray[np.int64]:
+    """``trace.extra[name]``, or all -1 where the trace has no such column."""
+    column = trace.extra.get(name)
+    return column if column is not None else np.full(len(trace), -1, dtype=np.int64)
+
+
 def kind_mask(trace: Trace, kinds: Iterable[Kind]) -> npt.NDArray[np.bool_]:
     """Per-event bool: the event's :class:`Kind` is one of ``kinds``."""
     wanted = np.array([int(k) for k in kinds], dtype=trace.kind.dtype)

@@ -17,7 +17,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ._columns import unpack_xyz
-from ._events import Kind, Trace
+from ._events import Kind, Trace, arg_column
 from ._intervals import Window, launched_in
 from ._link import link
 from ._tables import Table, kernel_table
@@ -55,7 +55,7 @@ def _sms(trace: Trace) -> int | None:
 
 
 def _occupancy(trace: Trace, rows: npt.NDArray[np.int64]) -> float | None:
-    occ = trace.extra["occupancy_pct"][rows]
+    occ = arg_column(trace, "occupancy_pct")[rows]
     dur = trace.dur_ns[rows].astype(np.float64)
     ok = (occ >= 0) & (dur > 0)
     return float(np.average(occ[ok], weights=dur[ok])) if ok.any() else None
@@ -72,7 +72,7 @@ def weighted_occupancy_pct(
     the share of that kernel time at 0 %. ``None`` when no kernel has one.
     """
     rows = _kernels(trace, window)
-    occ = trace.extra["occupancy_pct"][rows]
+    occ = arg_column(trace, "occupancy_pct")[rows]
     dur = trace.dur_ns[rows].astype(np.float64)
     ok = (occ >= 0) & (dur > 0)
     if not ok.any():
@@ -105,16 +105,19 @@ def launch_table(trace: Trace, window: Window | None = None, top: int | None = 2
     names = trace.name_id[rows]
     index = {n: i for i, n in enumerate(trace.names)}
     sms = _sms(trace)
-    ex = trace.extra
+
+    def col(name: str) -> npt.NDArray[np.int64]:
+        return arg_column(trace, name)
+
     out: list[list[Any]] = []
     for r in kernel_table(trace, window).rows:
         mine = rows[names == index[r[0]]]
         if not len(mine):
             continue  # a memcpy or memset
-        grid = _common(ex["grid_xyz"][mine])
-        volume = _common(ex["grid"][mine])
-        out.append([r[0], r[1], r[2], _xyz(grid), _xyz(_common(ex["block_xyz"][mine])),
-                    _common(ex["registers"][mine]), _common(ex["shared_mem"][mine]),
+        grid = _common(col("grid_xyz")[mine])
+        volume = _common(col("grid")[mine])
+        out.append([r[0], r[1], r[2], _xyz(grid), _xyz(_common(col("block_xyz")[mine])),
+                    _common(col("registers")[mine]), _common(col("shared_mem")[mine]),
                     volume / sms if volume is not None and sms else None,
                     _occupancy(trace, mine)])  # fmt: skip
         if top is not None and len(out) >= top:

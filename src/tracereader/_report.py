@@ -16,7 +16,7 @@ from typing import Any
 
 from ._classify import class_table
 from ._datasheet import trace_datasheet
-from ._events import Trace
+from ._events import Trace, arg_column
 from ._gaps import CAUSES_HELP, gaps
 from ._headline import headline
 from ._kernel_view import OCCUPANCY_NOTE, launch_table, weighted_occupancy_pct
@@ -157,7 +157,7 @@ def _kernels(trace: Trace) -> str:
     ops_cpu, waited = _waiting(trace)
     ops_gpu = op_table(trace, sort="total_gpu_us")
     shapes = ""
-    if (trace.extra["input_dims"] >= 0).any():
+    if (arg_column(trace, "input_dims") >= 0).any():
         by_shape = op_table(trace, sort="total_gpu_us", by_shape=True, per_call=True)
         shapes = _folded(replace(by_shape, title="Top ops by GPU time, grouped by name and "
                                  "input shapes (record_shapes)"), "ops and shapes")  # fmt: skip

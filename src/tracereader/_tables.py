@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from ._events import Kind, Trace, kind_mask
+from ._events import Kind, Trace, arg_column, kind_mask
 from ._intervals import Window, launched_in
 from ._link import link
 from ._measure import gpu_busy_us, step_times
@@ -267,7 +267,7 @@ def op_table(
     sel = np.flatnonzero(is_row)
     if window is not None:
         sel = sel[(trace.ts_ns[sel] >= window[0]) & (trace.ts_ns[sel] < window[1])]
-    dims = trace.extra["input_dims"][sel] if by_shape else np.full(len(sel), -1, np.int64)
+    dims = arg_column(trace, "input_dims")[sel] if by_shape else np.full(len(sel), -1, np.int64)
     groups, ids = np.unique(trace.name_id[sel].astype(np.int64) << 32 | (dims + 1),
                             return_inverse=True)  # fmt: skip
     ids = ids.reshape(-1)
