@@ -26,11 +26,17 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+from part5_snapshot_measures import _alive_at_peak as _alive_at_peak
+from part5_snapshot_measures import snapshot_at_peak as snapshot_at_peak
+from part5_snapshot_measures import snapshot_table as snapshot_table
+from part5_snapshot_measures import snapshot_timeline as snapshot_timeline
+from tracesite.facts import claim
 
 from tracereader import Kind, Trace, gaps, link, region_times, step_times
 
 Facts = dict[str, Any]  # glue key -> float (a number) or str (Markdown)
 Rows = npt.NDArray[np.int64]
+
 PHASES = ("data", "forward", "loss", "backward", "optimizer")
 SPEC_FLOPS = 989e12  # H200 SXM datasheet: dense bf16, FLOP/s (the MFU's denominator)
 LAYERS, HIDDEN = 16, 2048  # the model's config (Llama-3.2-1B's shape): attention's 12 x L x H x seq
@@ -41,12 +47,6 @@ ATTEMPTS = ("eager", "eager_foreach", "eager_forloop", "eager_bf16", "eager_chec
 KERNEL_CLASSES = ("GEMM", "attention", "Triton", "AdamW", "other")
 #: The spread of the initial weights: transformers' ``LlamaConfig.initializer_range``.
 INIT_STD = 0.02
-
-
-def claim(ok: bool, what: str) -> None:
-    """Raise with ``what`` when a claim the page makes is false."""
-    if not ok:
-        raise AssertionError(f"claim failed: {what}")
 
 
 @cache
@@ -719,69 +719,6 @@ def check_attempts(r: dict[str, dict[str, Any]]) -> None:
     claim(r["compile"]["mfu_max"] < 0.5, "with fp32 weights no variant reaches 0.50")
 
 
-def snapshot_at_peak(path: str) -> tuple[float, list[tuple[str, float]]]:
-    """The memory snapshot's peak over the recorded step (GiB allocated during the step,
-    on top of what was allocated before it), and what is alive then, in GiB, by the
-    innermost Python frame that asked for it ("no Python frame": C++ code, such as the
-    autograd thread's)."""
-    with open(path, "rb") as f:
-        snapshot = pickle.load(f)  # plain dicts and lists: torch is not needed to read it
-    peak, alive = _alive_at_peak(snapshot)
-    by: Counter[str] = Counter()
-    for e in alive:
-        by[_label(e)] += e["size"]
-    return peak / 2**30, [(k, v / 2**30) for k, v in by.most_common()]
-
-
-def snapshot_timeline(
-    path: str, labels: Sequence[str]
-) -> tuple[npt.NDArray[np.float64], dict[str, npt.NDArray[np.float64]]]:
-    """The snapshot's memory over the recorded step: ms since its first event, and the GiB
-    allocated during the step, alive after each event, per group (``labels``, as
-    ``snapshot_at_peak`` names them, and "other")."""
-    with open(path, "rb") as f:
-        snapshot = pickle.load(f)
-    events = snapshot["device_traces"][0]
-    groups = {label: k for k, label in enumerate(labels)}
-    size = np.zeros((len(events), len(labels) + 1))
-    live: dict[int, tuple[int, int]] = {}
-    for n, e in enumerate(events):
-        if e["action"] == "alloc":
-            live[e["addr"]] = (groups.get(_label(e), len(labels)), e["size"])
-            size[n, live[e["addr"]][0]] += e["size"]
-        elif e["action"] == "free_completed" and e["addr"] in live:
-            group, bytes_ = live.pop(e["addr"])
-            size[n, group] -= bytes_
-    curves = np.cumsum(size, axis=0) / 2**30
-    t0 = events[0]["time_us"]
-    ms = np.array([(e["time_us"] - t0) / 1e3 for e in events])
-    return ms, {label: curves[:, k] for k, label in enumerate([*labels, "other"])}
-
-
-def _label(e: dict[str, Any]) -> str:
-    """A block's group: the innermost Python frame that allocated it."""
-    frame = e["frames"][0] if e["frames"] else None
-    if frame is None:
-        return "no Python frame"
-    return f"`{frame['name']}` ({Path(frame['filename']).name}:{frame['line']})"
-
-
-def _alive_at_peak(snapshot: dict[str, Any]) -> tuple[int, list[dict[str, Any]]]:
-    """(peak bytes allocated during the step, the blocks alive then) of a snapshot's trace."""
-    live: dict[int, dict[str, Any]] = {}
-    current = peak = 0
-    at_peak: dict[int, dict[str, Any]] = {}
-    for e in snapshot["device_traces"][0]:
-        if e["action"] == "alloc":
-            live[e["addr"]] = e
-            current += e["size"]
-        elif e["action"] == "free_completed" and e["addr"] in live:
-            current -= live.pop(e["addr"])["size"]
-        if current > peak:
-            peak, at_peak = current, dict(live)
-    return peak, list(at_peak.values())
-
-
 def linear_roles(path: str, params: int) -> dict[str, float]:
     """GiB alive at the snapshot's peak that ``nn.Linear`` (linear.py) allocated, by role.
     One call of a Linear under autocast allocates, in this order, the bf16 copy of its
@@ -816,10 +753,3 @@ def linear_roles(path: str, params: int) -> dict[str, float]:
             out[role[id(e)]] += e["size"] / 2**30
     claim(out["weight"] == weights / 2**30, "every weight copy is alive at the peak")
     return out
-
-
-def snapshot_table(rows: Sequence[tuple[str, float]], top: int = 5) -> str:
-    """Markdown: the ``top`` largest groups alive at the snapshot's peak."""
-    lines = ["| allocated in | GiB alive at the peak |", "|---|--:|"]
-    lines += [f"| {label} | {gib:.2f} |" for label, gib in rows[:top]]
-    return "\n".join(lines)

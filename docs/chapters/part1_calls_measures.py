@@ -1,0 +1,64 @@
+"""Part 1's interleaved calls (story 01g of ``01_matmul_add``): four versions of the step
+(eager, addmm, compiled, reduce-overhead) called in turn in one process, each call a
+``record_function`` span, timed under the profiler and without it (``timings.json``). Part 1,
+the quick start and the timing page read them through :mod:`part1_measures`."""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Iterable, Sequence
+
+from tracereader import Kind, Trace
+
+Facts = dict[str, float | str]
+
+
+VERSIONS = ("eager", "addmm", "compiled", "reduce-overhead")
+
+
+def calls_of(tr: Trace, versions: Sequence[str] = VERSIONS) -> list[tuple[str, float]]:
+    """The interleaved calls in run order, as (version, µs): each a record_function span."""
+    rows = sorted(
+        (int(i) for v in versions for i in tr.where(name=v, kind=Kind.USER_ANNOTATION)),
+        key=lambda i: int(tr.ts_ns[i]),
+    )
+    return [(tr.name(i), float(tr.dur_ns[i]) / 1e3) for i in rows]
+
+
+def medians(calls: Iterable[tuple[str, float]]) -> dict[str, float]:
+    """The median duration of each version's calls."""
+    by: dict[str, list[float]] = {}
+    for name, us in calls:
+        by.setdefault(name, []).append(us)
+    return {name: statistics.median(v) for name, v in by.items()}
+
+
+def interleaved_facts(tr: Trace, bare: Sequence[tuple[str, float]]) -> Facts:
+    """Four versions interleaved in one process, timed under the profiler and without it."""
+    calls = calls_of(tr)
+    rounds = sum(1 for name, _ in calls if name == "eager")
+    assert rounds >= 20 and all(sum(1 for n, _ in calls if n == v) == rounds for v in VERSIONS)
+    n_unprof = sum(1 for name, _ in bare if name == "eager")
+    assert n_unprof >= rounds and all(
+        sum(1 for n, _ in bare if n == v) == n_unprof for v in VERSIONS
+    )
+    med, umed = medians(calls), medians(bare)
+    out: Facts = {"rounds": rounds, "n_unprof": n_unprof, "prof_cost": med["eager"] / umed["eager"]}
+    for key, version in (
+        ("ie", "eager"),
+        ("ia", "addmm"),
+        ("ic", "compiled"),
+        ("ir", "reduce-overhead"),
+    ):
+        out |= {f"{key}_us": med[version], f"u{key}_us": umed[version]}
+    for prefix, m in (("", med), ("u_", umed)):
+        assert m["compiled"] > 1.5 * m["eager"]  # compile's frames cost CPU
+        assert m["reduce-overhead"] > 1.5 * m["eager"]  # graphs did not make this step cheaper
+        out |= {
+            f"{prefix}c_over_e": m["compiled"] / m["eager"],
+            f"{prefix}a_over_e": m["addmm"] / m["eager"],
+            f"{prefix}r_over_c": m["reduce-overhead"] / m["compiled"],
+            f"{prefix}r_over_e": m["reduce-overhead"] / m["eager"],
+        }
+    assert med["eager"] > umed["eager"]  # the profiler's own cost
+    return out
