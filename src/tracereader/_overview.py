@@ -108,17 +108,27 @@ def gpu_split(trace: Trace) -> list[GpuSplit]:
     return out
 
 
-def _most_common(values: npt.NDArray[np.int64]) -> int | None:
-    values = values[values >= 0]
-    return int(Counter(values.tolist()).most_common(1)[0][0]) if len(values) else None
+#: Launching ops named per kernel in :func:`kernel_detail`.
+LAUNCHERS = 3
+
+
+def _launched_by(trace: Trace, name_ids: npt.NDArray[np.int64]) -> str:
+    """The ops (by name id) that launched a kernel name; with calls when several did."""
+    by = Counter(name_ids[name_ids >= 0].tolist()).most_common()
+    if len(by) <= 1:
+        return trace.names[by[0][0]] if by else ""
+    more = f", +{len(by) - LAUNCHERS} more" if len(by) > LAUNCHERS else ""
+    return ", ".join(f"{trace.names[op]} ×{n}" for op, n in by[:LAUNCHERS]) + more
 
 
 def kernel_detail(trace: Trace, window: Window | None = None, top: int | None = 20) -> Table:
     """The top GPU ops by total time, with class, call times and launching op.
 
     ``min_us`` and ``max_us`` are the shortest and longest call, beside the
-    mean. ``launched_by`` is the CPU op that most often launched the name (the
-    linker's issuing op). Grid and block sizes are in
+    mean. ``launched_by`` is the CPU op that launched the name (the linker's
+    issuing op); where several did (one NCCL kernel name serves all-to-all,
+    all-reduce and all-gather), each with its calls, most first, up to
+    :data:`LAUNCHERS` of them. Grid and block sizes are in
     :func:`~tracereader._kernel_view.launch_table`.
     """
     kt = kernel_table(trace, window, top=top)
@@ -133,9 +143,9 @@ def kernel_detail(trace: Trace, window: Window | None = None, top: int | None = 
     for r in kt.rows:
         mine = rows[trace.name_id[rows] == index[r[0]]]
         who = issuer[trace.name_id[rows] == index[r[0]]]
-        op = _most_common(trace.name_id[who[who >= 0]].astype(np.int64))
+        by = _launched_by(trace, trace.name_id[who[who >= 0]].astype(np.int64))
         out.append([r[0], kernel_class(r[0], int(trace.kind[mine[0]])), r[1], r[2], r[3],
-                    r[4], r[6], trace.names[op] if op is not None else "", r[7]])  # fmt: skip
+                    r[4], r[6], by, r[7]])  # fmt: skip
     cols = ["name", "class", "calls", "total_us", "mean_us", "min_us", "max_us", "launched_by",
             "pct"]  # fmt: skip
     return Table(cols, out, "Top GPU ops by total time", name_columns=("name",))

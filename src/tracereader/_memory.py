@@ -1,0 +1,224 @@
+"""Device memory over time, from the ``[memory]`` events of ``profile_memory=True``.
+
+Each allocation or free by PyTorch's allocators is an instant event named
+``[memory]`` whose args hold ``Bytes`` (positive: allocated, negative:
+freed), ``Addr``, ``Total Allocated`` and ``Total Reserved`` (the device's
+totals just after it), ``Device Type`` (1: CUDA, 0: CPU) and ``Device Id``.
+The loader does not keep instant events, so :func:`memory_view` reads them
+from the trace file again (:func:`~tracereader._raw.raw_events`).
+
+Per device it gives the allocated and reserved series, their peaks with the
+profiler step, ``record_function`` region and CPU op open at each, a peak per
+step, and the largest blocks alive at the allocated peak, rebuilt by pairing
+each allocation with the free of the same ``Addr``. Blocks allocated before
+the profiler started have no event; their total (the first event's
+``Total Allocated`` minus its ``Bytes``) is reported, not their sizes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from ._events import Kind, Trace
+from ._raw import raw_events, ts_ns_of
+from ._tables import Table
+
+__all__ = ["SNAPSHOT_NOTE", "DeviceMemory", "MemoryView", "memory_view"]
+
+GIB = float(1 << 30)
+#: Largest live blocks listed at the peak.
+TOP_BLOCKS = 10
+#: torch's ``c10::DeviceType`` numbers for the devices a trace names.
+DEVICE_TYPES = {0: "cpu", 1: "cuda", 6: "hip", 12: "xpu", 13: "mps", 19: "mtia"}
+SNAPSHOT_NOTE = (
+    "A memory snapshot (torch.cuda.memory._record_memory_history, then "
+    "_dump_snapshot) adds what this trace lacks: the Python and C++ stack of every "
+    "allocation, and the allocator's segments and blocks (fragmentation)."
+)
+
+
+@dataclass
+class DeviceMemory:
+    """One device's memory events in time order, and what they show.
+
+    ``ts_ns`` is on the trace's clock; ``allocated_bytes`` and
+    ``reserved_bytes`` are the totals just after each event.
+    """
+
+    device: str
+    ts_ns: npt.NDArray[np.int64]
+    delta_bytes: npt.NDArray[np.int64]
+    allocated_bytes: npt.NDArray[np.int64]
+    reserved_bytes: npt.NDArray[np.int64]
+    addr: npt.NDArray[np.int64]
+    lane: npt.NDArray[np.int64]
+    before_bytes: int
+    peak: dict[str, Any] = field(default_factory=dict)
+    peak_reserved: dict[str, Any] = field(default_factory=dict)
+    blocks: list[dict[str, Any]] = field(default_factory=list)
+    blocks_note: str = ""
+
+    @property
+    def events(self) -> int:
+        return int(len(self.ts_ns))
+
+
+@dataclass
+class MemoryView:
+    """Memory per device: peaks, a peak per step, the live blocks at the peak."""
+
+    devices: list[DeviceMemory]
+    steps: Table
+    t0_ns: int
+
+    def peaks(self) -> Table:
+        """One row per device: its events and both peaks, when (ms into the trace) and where."""
+        rows = []
+        for d in self.devices:
+            p, r = d.peak, d.peak_reserved
+            rows.append([d.device, d.events, p["bytes"] / GIB, (p["ts_ns"] - self.t0_ns) / 1e6,
+                         p["step"], p["region"], p["op"], r["bytes"] / GIB,
+                         (r["ts_ns"] - self.t0_ns) / 1e6, d.before_bytes / GIB])  # fmt: skip
+        cols = ["device", "events", "peak_allocated_gib", "at_ms", "step", "region", "cpu_op",
+                "peak_reserved_gib", "reserved_at_ms", "allocated_before_trace_gib"]  # fmt: skip
+        return Table(cols, rows, "Memory peaks per device (ms from the trace's start)", (), 40)
+
+    def block_table(self, device: DeviceMemory) -> Table:
+        """The largest blocks alive at ``device``'s allocated peak."""
+        rows = [[b["bytes"] / GIB, (b["ts_ns"] - self.t0_ns) / 1e6, b["step"], b["region"],
+                 b["op"]] for b in device.blocks]  # fmt: skip
+        return Table(["size_gib", "allocated_at_ms", "step", "region", "cpu_op"], rows,
+                     f"Largest blocks alive at the peak ({device.device})", (), 50)  # fmt: skip
+
+    def series(self, device: DeviceMemory, points: int = 40) -> Table:
+        """``device``'s series cut into ``points`` equal time bins: the highest totals in each."""
+        t = device.ts_ns
+        edges = np.linspace(t[0], t[-1] + 1, points + 1)
+        k = np.clip(np.searchsorted(edges, t, "right") - 1, 0, points - 1)
+        rows = []
+        for b in np.unique(k):
+            on = k == b
+            rows.append([(edges[b] - self.t0_ns) / 1e6, int(on.sum()),
+                         device.allocated_bytes[on].max() / GIB,
+                         device.reserved_bytes[on].max() / GIB])  # fmt: skip
+        cols = ["from_ms", "events", "max_allocated_gib", "max_reserved_gib"]
+        return Table(cols, rows, f"Memory over time ({device.device}, highest per bin)", ())
+
+
+# ---------------------------------------------------------------- where in the trace
+class _Where:
+    """Step, ``record_function`` region and innermost CPU op open at a time."""
+
+    def __init__(self, trace: Trace) -> None:
+        self.trace = trace
+        ann = np.flatnonzero(trace.kind == Kind.USER_ANNOTATION).tolist()
+        self.ann = np.array([i for i in ann if not trace.name(i).startswith("ProfilerStep#")],
+                            dtype=np.int64)  # fmt: skip
+        self.ops = np.flatnonzero(trace.kind == Kind.CPU_OP)
+
+    def _innermost(self, rows: npt.NDArray[np.int64], when_ns: int) -> str:
+        t = self.trace
+        inside = rows[(t.ts_ns[rows] <= when_ns) & (when_ns < t.end_ns[rows])]
+        return t.name(int(inside[-1])) if len(inside) else ""  # sorted by start: last is inner
+
+    def __call__(self, when_ns: int, lane: int) -> dict[str, Any]:
+        step = next((s.name for s in self.trace.steps if s.start_ns <= when_ns < s.end_ns), "")
+        ops = self.ops[self.trace.lane[self.ops] == lane] if lane >= 0 else self.ops[:0]
+        return {"ts_ns": when_ns, "step": step, "region": self._innermost(self.ann, when_ns),
+                "op": self._innermost(ops, when_ns)}  # fmt: skip
+
+
+# ---------------------------------------------------------------- reading
+def _int(args: dict[str, Any], key: str) -> int:
+    v = args.get(key)
+    return int(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else 0
+
+
+def _lanes(trace: Trace) -> dict[tuple[Any, Any], int]:
+    return {(ln.pid, ln.tid): ln.index for ln in trace.lanes if not ln.is_gpu}
+
+
+def _device(trace: Trace, name: str, cols: dict[str, npt.NDArray[np.int64]]) -> DeviceMemory:
+    order = np.lexsort((cols["order"], cols["ts_ns"]))
+    c = {k: v[order] for k, v in cols.items()}
+    d = DeviceMemory(name, c["ts_ns"], c["bytes"], c["allocated"], c["reserved"], c["addr"],
+                     c["lane"], int(c["allocated"][0] - c["bytes"][0]))  # fmt: skip
+    where = _Where(trace)
+    k = int(np.argmax(d.allocated_bytes))
+    d.peak = {"bytes": int(d.allocated_bytes[k]), **where(int(d.ts_ns[k]), int(d.lane[k]))}
+    j = int(np.argmax(d.reserved_bytes))
+    d.peak_reserved = {"bytes": int(d.reserved_bytes[j]), **where(int(d.ts_ns[j]), -1)}
+    live: dict[int, int] = {}  # addr -> event index of its allocation
+    unpaired = 0
+    for i in range(k + 1):
+        a = int(d.addr[i])
+        if d.delta_bytes[i] > 0:
+            live[a] = i
+        elif live.pop(a, None) is None:
+            unpaired += 1  # freed a block allocated before the trace began
+    if not live:
+        d.blocks_note = "No block allocated inside the trace is alive at the peak."
+    else:
+        idx = sorted(live.values(), key=lambda i: -int(d.delta_bytes[i]))[:TOP_BLOCKS]
+        d.blocks = [{"bytes": int(d.delta_bytes[i]), **where(int(d.ts_ns[i]), int(d.lane[i]))}
+                    for i in idx]  # fmt: skip
+        in_trace = sum(int(d.delta_bytes[i]) for i in live.values())
+        d.blocks_note = (
+            f"{len(live):,} blocks allocated inside the trace are alive at the peak, "
+            f"{in_trace / GIB:,.2f} GiB (rebuilt from Addr/Bytes pairs); the other "
+            f"{(d.peak['bytes'] - in_trace) / GIB:,.2f} GiB was allocated before the trace "
+            "began, so its blocks are unknown"
+            + (f" ({unpaired:,} frees of such blocks seen)." if unpaired else ".")
+        )
+    return d
+
+
+def _step_peaks(trace: Trace, devices: list[DeviceMemory]) -> Table:
+    rows = []
+    for d in devices:
+        for s in trace.steps:
+            on = (d.ts_ns >= s.start_ns) & (d.ts_ns < s.end_ns)
+            if on.any():
+                rows.append([d.device, s.name, int(on.sum()),
+                             d.allocated_bytes[on].max() / GIB, d.reserved_bytes[on].max() / GIB,
+                             int(d.delta_bytes[on & (d.delta_bytes > 0)].sum()) / GIB])  # fmt: skip
+    cols = ["device", "step", "events", "peak_allocated_gib", "peak_reserved_gib",
+            "allocated_in_step_gib"]  # fmt: skip
+    return Table(cols, rows, "Memory peak per profiler step", ())
+
+
+def memory_view(trace: Trace) -> MemoryView | None:
+    """The memory view of ``trace``, or ``None`` when it holds no ``[memory]`` event.
+
+    Reads the trace's file again (only when the loader counted instant
+    events); a trace loaded from bytes gives ``None``.
+    """
+    if not trace.n_instants:
+        return None
+    found = raw_events(trace, lambda n, ph, cat: n == "[memory]" and ph in ("i", "I"),
+                       b'"[memory]"')  # fmt: skip
+    lanes = _lanes(trace)
+    by_dev: dict[str, list[list[int]]] = {}
+    for n, e in enumerate(found):
+        args = e.get("args") or {}
+        when = ts_ns_of(trace, e.get("ts"))
+        if when is None or not isinstance(args, dict):
+            continue
+        kind = DEVICE_TYPES.get(_int(args, "Device Type"), f"type{_int(args, 'Device Type')}")
+        dev = kind if kind == "cpu" else f"{kind}:{_int(args, 'Device Id')}"
+        lane = lanes.get((e.get("pid"), e.get("tid")), -1)
+        by_dev.setdefault(dev, []).append([when, _int(args, "Bytes"), _int(args, "Total Allocated"),
+                                           _int(args, "Total Reserved"), _int(args, "Addr"), lane,
+                                           n])  # fmt: skip
+    if not by_dev:
+        return None
+    devices = []
+    keys = ("ts_ns", "bytes", "allocated", "reserved", "addr", "lane", "order")
+    for dev in sorted(by_dev, key=lambda d: (d == "cpu", d)):
+        arr = np.array(by_dev[dev], dtype=np.int64)
+        devices.append(_device(trace, dev, {k: arr[:, i] for i, k in enumerate(keys)}))
+    return MemoryView(devices, _step_peaks(trace, devices), trace.t0_ns)
