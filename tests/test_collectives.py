@@ -185,3 +185,19 @@ def test_launched_by_single_op_unchanged(tmp_path):
               call("cudaLaunchKernel", 21, 2, corr=2, ext=2), gpu("sm90_gemm", 60, 50, corr=2)]  # fmt: skip
     row = kernel_detail(_load(tmp_path, events)).to_records()[0]
     assert row["launched_by"] == "aten::mm"
+
+
+def test_report_section(tmp_path):
+    from tracereader._report_views import comm_section
+
+    html = comm_section(load(HTA / "sampled_rank-0.json.gz"))
+    assert html.startswith('<h2 id="comm">Communication</h2><p class="verdict-CPU-bound">')
+    assert "Exposed communication: 337.0 ms of 396.2 ms" in html and "27.6 %" in html
+    assert "Over 10 %: overlap communication with computation" in html
+    assert "<td>all_to_all</td>" in html and "419,430,400" in html
+    plain = [
+        step(1, 0, 100),
+        call("cudaLaunchKernel", 1, 2, corr=1),
+        gpu("sm90_gemm", 5, 50, corr=1),
+    ]
+    assert comm_section(_load(tmp_path, plain)) == ""

@@ -136,3 +136,24 @@ def test_real_recording():
     in_trace = sum(b["bytes"] for b in cuda.blocks)
     assert 0 < in_trace <= cuda.peak["bytes"] - cuda.before_bytes
     assert cuda.blocks[0]["bytes"] == max(b["bytes"] for b in cuda.blocks)
+
+
+def test_report_section(tmp_path):
+    from tracereader._report_views import memory_section
+
+    html = memory_section(load(RECORDING), draw=False)
+    assert html.startswith('<h2 id="memory">Memory</h2>')
+    assert "cuda:0: peak allocated 43.91 GiB at 60.9 ms (ProfilerStep#2, in backward)" in html
+    assert "Memory over time (cuda:0, highest per bin)" in html  # the table, not drawn
+    assert "Largest blocks alive at the peak (cuda:0)" in html
+    assert "stack of every allocation" in html  # what a memory snapshot adds
+    assert memory_section(load(_write(tmp_path, EVENTS[:8]))) == ""
+
+
+def test_report_section_chart():
+    pytest.importorskip("matplotlib")
+    from tracereader._report_views import memory_section
+
+    html = memory_section(load(RECORDING), draw=True)
+    assert '<img alt="Memory of cuda:0 over time' in html and "data:image/png;base64," in html
+    assert "highest per bin" not in html
