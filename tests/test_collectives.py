@@ -201,3 +201,12 @@ def test_report_section(tmp_path):
         gpu("sm90_gemm", 5, 50, corr=1),
     ]
     assert comm_section(_load(tmp_path, plain)) == ""
+
+
+def test_report_folder_has_a_communication_section_per_rank():
+    from tracereader._report import report
+
+    html = report(HTA, draw=False)
+    assert '<h2 id="comm-0">Communication</h2>' in html
+    assert '<h2 id="comm-1">Communication</h2>' in html
+    assert 'id="memory' not in html  # no [memory] events in these traces

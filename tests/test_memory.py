@@ -157,3 +157,11 @@ def test_report_section_chart():
     html = memory_section(load(RECORDING), draw=True)
     assert '<img alt="Memory of cuda:0 over time' in html and "data:image/png;base64," in html
     assert "highest per bin" not in html
+
+
+def test_report_has_memory_section_and_contents_link():
+    from tracereader._report import report
+
+    html = report(RECORDING, draw=False)
+    assert '<a href="#memory">Memory</a>' in html and '<h2 id="memory">Memory</h2>' in html
+    assert html.index('id="memory"') < html.index('id="next"')

@@ -27,6 +27,7 @@ from ._overview import SPLIT_KINDS, GpuSplit, gpu_split, kernel_detail, ranks_or
 from ._ranks import _expand, _rank_of, rank_summary
 from ._regions import region_table
 from ._report_html import bar, esc, ms_columns, page, picture, table, unit
+from ._report_views import comm_section, memory_section
 from ._symptoms import Symptom, symptoms
 from ._tables import Table, op_table
 from ._trimmed import trimmed_note
@@ -280,6 +281,7 @@ def _one(trace: Trace, peaks: Peaks, draw: bool) -> str:
     found = symptoms(trace)
     top = f'<p class="headline"><b>{esc(headline(trace, found))}</b></p>'
     body = _overview(trace, split, peaks) + _kernels(trace) + _slowest(trace, split, draw)
+    body += comm_section(trace) + memory_section(trace, draw)
     return top + head + body + _next(found)
 
 
@@ -306,9 +308,10 @@ def _ranks(traces: dict[str, Trace], why: str) -> str:
             + (f"<ul>{notes}</ul>" if notes else ""))  # fmt: skip
 
 
-_SECTION_ID = re.compile(r'id="(overview|kernels|slowest|next|regions)"')
+_SECTION_ID = re.compile(r'id="(overview|kernels|slowest|comm|memory|next|regions)"')
 _CONTENTS = (("overview", "Overview"), ("kernels", "Kernels and operators"),
-             ("slowest", "The slowest step"), ("next", "What to look at next"))  # fmt: skip
+             ("slowest", "The slowest step"), ("comm", "Communication"), ("memory", "Memory"),
+             ("next", "What to look at next"))  # fmt: skip
 
 
 def _numbered(body: str, n: int) -> str:
