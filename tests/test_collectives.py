@@ -195,6 +195,8 @@ def test_report_section(tmp_path):
     assert "Exposed communication: 337.0 ms of 396.2 ms" in html and "27.6 %" in html
     assert "Over 10 %: overlap communication with computation" in html
     assert "<td>all_to_all</td>" in html and "419,430,400" in html
+    assert "<th>mean_ms</th>" in html  # 65.3 ms calls read in ms
+    assert "<th>process_group</th>" not in html  # this trace never names its groups
     plain = [
         step(1, 0, 100),
         call("cudaLaunchKernel", 1, 2, corr=1),

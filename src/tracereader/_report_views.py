@@ -17,7 +17,7 @@ from typing import Any
 from ._collectives import collective_table, exposed_comm
 from ._events import Trace
 from ._memory import GIB, SNAPSHOT_NOTE, DeviceMemory, MemoryView, memory_view
-from ._report_html import esc, picture, table
+from ._report_html import esc, ms_columns, picture, table
 
 __all__ = ["comm_section", "memory_section"]
 
@@ -28,7 +28,7 @@ TOP_COLLECTIVES = 20
 ALGBW_NOTE = (
     "msg_bytes: the larger of the input and output buffers (In/Out msg nelems × dtype, or "
     "record_param_comms' Input Dims × Input type in older traces); empty where the trace "
-    "does not say. algbw_gb_s: bytes / kernel time (1e9 B/s). A kernel's time includes "
+    "does not say (columns the trace never fills are left out). algbw_gb_s: bytes / kernel time (1e9 B/s). A kernel's time includes "
     "waiting for the slowest peer, so a low bandwidth can mean a late rank, not a slow link."
 )
 
@@ -129,9 +129,12 @@ def comm_section(trace: Trace) -> str:
     more = len(coll) - TOP_COLLECTIVES
     if more > 0:
         coll = replace(coll.head(TOP_COLLECTIVES), title=f"{coll.title} (top {TOP_COLLECTIVES})")
+    keep = [k for k, c in enumerate(coll.columns) if any(r[k] not in (None, "") for r in coll.rows)]
+    coll = replace(coll, columns=[coll.columns[k] for k in keep],
+                   rows=[[r[k] for k in keep] for r in coll.rows])  # fmt: skip
     return (
         '<h2 id="comm">Communication</h2>'
         + f"<p{cls}>{esc(exposed.sentence())}</p>"
-        + table(coll)
+        + table(ms_columns(coll))
         + f'<p class="note">{esc(ALGBW_NOTE)}</p>'
     )
