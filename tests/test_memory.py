@@ -165,3 +165,14 @@ def test_report_has_memory_section_and_contents_link():
     html = report(RECORDING, draw=False)
     assert '<a href="#memory">Memory</a>' in html and '<h2 id="memory">Memory</h2>' in html
     assert html.index('id="memory"') < html.index('id="next"')
+
+
+def test_unreadable_second_pass_gives_no_view(tmp_path, monkeypatch):
+    path = _write(tmp_path, EVENTS)
+
+    def refuse(data, keep):
+        raise ValueError("refused")
+
+    monkeypatch.setattr(raw, "_decode_msgspec", refuse)
+    monkeypatch.setattr(raw, "_decode_json", refuse)
+    assert memory_view(load(path)) is None

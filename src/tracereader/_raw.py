@@ -56,7 +56,7 @@ def _decode_msgspec(data: Any, keep: Keep) -> list[dict[str, Any]]:
 
 
 def _decode_json(data: Any, keep: Keep) -> list[dict[str, Any]]:
-    doc = json.loads(bytes(data).decode("utf-8", "replace"))
+    doc = json.loads(bytes(data).decode("utf-8", "replace"), strict=False)
     events = doc.get("traceEvents", []) if isinstance(doc, dict) else doc
     return [e for e in events if isinstance(e, dict) and isinstance(e.get("name"), str)
             and keep(e["name"], str(e.get("ph")), str(e.get("cat")))]  # fmt: skip
@@ -67,7 +67,8 @@ def raw_events(trace: Trace, keep: Keep, marker: bytes) -> list[dict[str, Any]]:
 
     ``marker`` is a byte string every wanted event contains (``b"[memory]"``):
     a file without it is not decoded. Returns ``[]`` when the trace was not
-    loaded from a file, the file is gone, or nothing matches.
+    loaded from a file, the file is gone, neither decoder reads it (the loader
+    may have repaired it), or nothing matches.
     """
     path = Path(trace.source)
     if not trace.source or not path.is_file():
@@ -78,7 +79,11 @@ def raw_events(trace: Trace, keep: Keep, marker: bytes) -> list[dict[str, Any]]:
     try:
         return _decode_msgspec(data, keep)
     except Exception:  # msgspec missing, or bytes it refuses: the tolerant decoder
+        pass
+    try:
         return _decode_json(data, keep)
+    except ValueError:  # the loader repaired what json refuses: these views go without
+        return []
 
 
 def ts_ns_of(trace: Trace, ts_us: Any) -> int | None:
