@@ -346,3 +346,14 @@ def test_trimmed_trace_is_flagged_in_the_header():
             "10.1 ms) hold no GPU op") in text  # fmt: skip
     whole = report(_recording("06_train_step", "eager", "r0", "trace.json.gz"), draw=False)
     assert "looks trimmed" not in whole and "repairs: none.</p>" in whole
+
+
+def test_the_slowest_step_shown_is_not_the_cold_first_one(tmp_path):
+    assert len(load(DATA / "h200" / "train_eager.json.gz").steps) == 2
+    text = report(DATA / "h200" / "train_eager.json.gz", draw=False)
+    assert "The slowest step after the first: ProfilerStep#" in text and "is left out" in text
+    (tmp_path / "one.json").write_text(json.dumps(doc([
+        step(1, 0, 100), op("aten::mm", 5, 20, ext=1),
+        call("cudaLaunchKernel", 6, 4, corr=9, ext=1), gpu("k", 12, 50, 9)])))  # fmt: skip
+    text = report(tmp_path / "one.json", draw=False)
+    assert "The slowest step: ProfilerStep#1" in text and "is left out" not in text

@@ -181,13 +181,18 @@ def _kernels(trace: Trace) -> str:
 
 def _slowest(trace: Trace, split: list[GpuSplit], draw: bool) -> str:
     steps = [s.step for s in split if s.step is not None]
-    worst = max(steps, key=lambda s: s.span_us) if steps else None
+    later = steps[1:] or steps  # a cold first step is rarely the one to read
+    worst = max(later, key=lambda s: s.span_us) if steps else None
     window: tuple[int, int] | None = None
     head = '<h2 id="slowest">The slowest step</h2><p>No ProfilerStep#N: the whole trace.</p>'
     if worst is not None:
         window = worst.window
-        head = (f'<h2 id="slowest">The slowest step: {esc(worst.name)} '
+        after = " after the first" if len(steps) > 1 else ""
+        head = (f'<h2 id="slowest">The slowest step{after}: {esc(worst.name)} '
                 f"({worst.span_us:,.0f} µs)</h2>")  # fmt: skip
+        if len(steps) > 1:
+            head += (f'<p class="note">The first step, {esc(steps[0].name)} '
+                     f"({steps[0].span_us:,.0f} µs), is left out: it pays one-time costs.</p>")  # fmt: skip
     img = ""
     if draw:
         try:
