@@ -4,8 +4,8 @@ Kineto writes, on every kernel event, the grid and block sizes ``[x, y, z]``,
 the registers per thread, the shared memory per block and CUPTI's estimate of
 the achieved occupancy (``est. achieved occupancy %``). Per kernel name this
 module keeps the most common launch configuration and the occupancy weighted
-by duration. Tensor Core use is not in the trace: the TensorBoard plugin read
-it from CUPTI metrics that torch.profiler does not record.
+by duration. Tensor Core use is not in the trace: the TensorBoard plugin guessed
+it from kernel names (an allowlist of name patterns); this module does not guess.
 """
 
 from __future__ import annotations
@@ -31,8 +31,9 @@ OCCUPANCY_NOTE = (
     "not measured, and a GEMM with big tiles can run well at low occupancy; 0 can mean "
     "CUPTI made no estimate. "
     "blocks_per_sm: the grid's blocks over the GPU's SMs (above 1: several waves). "
-    "The trace does not record Tensor Core use: the TensorBoard plugin read it from "
-    "CUPTI metrics that torch.profiler traces lack."
+    "The trace does not record Tensor Core use: the TensorBoard plugin guessed it from "
+    "kernel names (an allowlist of patterns such as hmma and xmma); this report does not "
+    "guess."
 )
 
 

@@ -37,7 +37,7 @@ __all__ = ["Peaks", "report"]
 
 TOP = 20
 #: Most rows of a folded full table.
-FOLDED = 300
+FOLDED = 100
 
 
 @dataclass(frozen=True)

@@ -29,6 +29,13 @@ def empty_annotations(trace: Trace) -> list[tuple[str, float]]:
     """
     ann = trace.where(kind=Kind.GPU_ANNOTATION)
     ann = ann[trace.dur_ns[ann] >= EMPTY_MIN_US * 1e3]
+    if len(trace.steps):  # only inside the profiled steps: a file may keep some steps whole
+        from ._measure import step_times
+
+        spans = [st.window for st in step_times(trace)]
+        lo, hi = min(a for a, _ in spans), max(b for _, b in spans)
+        inside = np.minimum(trace.end_ns[ann], hi) - np.maximum(trace.ts_ns[ann], lo)
+        ann = ann[inside > 0.5 * trace.dur_ns[ann]]  # mostly inside the steps
     if not len(ann):
         return []
     devices = np.array([ln.device for ln in trace.lanes], dtype=np.int64)
