@@ -212,3 +212,18 @@ def test_report_folder_has_a_communication_section_per_rank():
     assert '<h2 id="comm-0">Communication</h2>' in html
     assert '<h2 id="comm-1">Communication</h2>' in html
     assert 'id="memory' not in html  # no [memory] events in these traces
+
+
+def test_exposed_communication_is_ranked_among_the_losses():
+    """R2-4: a rank whose communication no computation hides is told so first, not only
+    in the communication section (HTA's rank 0: 337 ms exposed, 27.6 % of the GPU span)."""
+    from tracereader._headline import headline
+    from tracereader._symptoms import symptoms
+
+    t = load(Path(__file__).parent / "data" / "hta_2rank" / "sampled_rank-0.json.gz")
+    found = {s.key: s for s in symptoms(t)}
+    assert round(found["exposed-comm"].stake_us or 0) == 336_983
+    assert "27.6 % of the GPU span" in found["exposed-comm"].what
+    assert "Biggest loss: communication no computation hides, 337.0 ms" in headline(t)
+    single = load(Path(__file__).parent / "data" / "h200" / "train_eager.json.gz")
+    assert "exposed-comm" not in {s.key for s in symptoms(single)}

@@ -26,7 +26,8 @@ LABELS = {"gpu-idle": "GPU idle inside the steps", "dataloader": "waiting for th
           "host-sync": "host syncs (.item(), .cpu(): the CPU waiting for the GPU)",
           "tiny-kernels": "launch overhead of many tiny kernels",
           "slow-first": "the slow first step (a cold start)",
-          "cold-first": "GPU idle in the cold first step", "compile": "graph breaks or recompiles"}  # fmt: skip
+          "cold-first": "GPU idle in the cold first step", "compile": "graph breaks or recompiles",
+          "exposed-comm": "communication no computation hides"}  # fmt: skip
 
 
 def _ms(us: float) -> str:

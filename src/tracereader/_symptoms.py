@@ -145,6 +145,7 @@ def symptoms(trace: Trace) -> list[Symptom]:
     out += _tiny(trace, warm, by_cause, graphs)
     out += _loader(trace)
     out += _compile(trace, steps)
+    out += _exposed(trace)
     if len(out) > 1 and out[0].key == "gpu-idle":
         g = out[0]
         out[0] = Symptom(g.key, g.what + "; the other items explain parts of it", g.todo, g.page,
@@ -241,6 +242,18 @@ def _tiny(
             f"launch overhead likely dominates (GPU idle while launching: {_ms(stake)})")  # fmt: skip
     return [Symptom("tiny-kernels", what, "fuse them: torch.compile, fused ops (e.g. fused "
                     "optimizers), CUDA graphs", _pages(2), stake)]  # fmt: skip
+
+
+def _exposed(trace: Trace) -> list[Symptom]:
+    """Communication that no computation hides, over the flag's share of the GPU span."""
+    from ._collectives import SUGGESTION, exposed_comm
+
+    found = exposed_comm(trace)
+    if found is None or not found.flagged:
+        return []
+    what = (f"{_ms(found.exposed_ms * 1e3)} of communication ran with no computation beside "
+            f"it, {found.exposed_pct:.1f} % of the GPU span")  # fmt: skip
+    return [Symptom("exposed-comm", what, SUGGESTION, SITE, found.exposed_ms * 1e3)]
 
 
 def _loader(trace: Trace) -> list[Symptom]:
