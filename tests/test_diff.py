@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from _builders import call, doc, gpu, make, op, step
+from _offline_page import offline_page, outside
 
 from tracereader import compare, load
 from tracereader._diff import CHANGED, ONE_STEP, SAME, WITHIN, diff, verdict, what_changed
@@ -241,33 +242,18 @@ def test_compare_skip_first_on_the_command_line(capsys):
 
 
 # ------------------------------------------------------------------ in a browser
-CHROMIUM = Path("/usr/bin/chromium")
-
-
 def test_diff_page_sorts_offline_in_chromium(tmp_path):
-    sync_api = pytest.importorskip("playwright.sync_api")
-    if not CHROMIUM.exists():
-        pytest.skip(f"{CHROMIUM} is missing")
     out = tmp_path / "d.html"
     out.write_text(diff_report(EAGER, COMPILED, keep_first=True), encoding="utf-8")
-    requests, errors = [], []
-    with sync_api.sync_playwright() as pw:
-        browser = pw.chromium.launch(
-            executable_path=str(CHROMIUM), headless=True, args=["--no-sandbox", "--disable-gpu"]
-        )
-        page = browser.new_page()
-        page.on("request", lambda r: requests.append(r.url))
-        page.on("pageerror", lambda e: errors.append(str(e)))
-        page.goto(out.as_uri())
+    with offline_page(out) as (page, requests, errors):
         table = page.locator("#kernels + div table")
         th = table.locator("th", has_text="diff_us")
         th.click()  # ascending: the largest gain first
         first = table.locator("tbody tr").first.locator("td").nth(5).get_attribute("data-v")
         th.click()
         last = table.locator("tbody tr").first.locator("td").nth(5).get_attribute("data-v")
-        browser.close()
     assert float(first) < 0 < float(last)
-    assert errors == [] and [u for u in requests if not u.startswith(("file:", "data:"))] == []
+    assert errors == [] and outside(requests) == []
 
 
 def test_files_of_one_name_are_told_apart_by_their_folders(tmp_path):

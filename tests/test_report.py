@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from _builders import call, doc, ev, gpu, make, op, step
+from _offline_page import offline_page, outside
 
 from tracereader import load
 from tracereader._classify import class_table, kernel_class
@@ -233,32 +234,16 @@ def test_empty_folder_is_exit_2(tmp_path, capsys):
 
 
 # ------------------------------------------------------------------ in a browser
-CHROMIUM = Path("/usr/bin/chromium")
-
-
 def test_opens_offline_in_chromium(tmp_path):
-    sync_api = pytest.importorskip("playwright.sync_api")
-    if not CHROMIUM.exists():
-        pytest.skip(f"{CHROMIUM} is missing")
     out = tmp_path / "r.html"
     out.write_text(report(DATA / "h200" / "train_eager.json.gz"), encoding="utf-8")
-    requests, errors = [], []
-    with sync_api.sync_playwright() as pw:
-        browser = pw.chromium.launch(
-            executable_path=str(CHROMIUM), headless=True, args=["--no-sandbox", "--disable-gpu"]
-        )
-        page = browser.new_page()
-        page.on("request", lambda r: requests.append(r.url))
-        page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-        page.on("pageerror", lambda e: errors.append(str(e)))
-        page.goto(out.as_uri())
+    with offline_page(out) as (page, requests, errors):
         th = page.locator("table.sortable th").nth(1)
         th.click()
         assert th.get_attribute("class") == "asc"
         if 'src="data:image/png' in out.read_text(encoding="utf-8"):
             assert page.eval_on_selector("img", "i => i.complete && i.naturalWidth > 0")
-        browser.close()
-    assert [u for u in requests if not u.startswith(("file:", "data:"))] == []
+    assert outside(requests) == []
     assert errors == []
 
 
