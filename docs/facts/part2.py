@@ -147,7 +147,7 @@ def facts(f: Facts) -> None:
     if f.gpu == "h200":
         per_gpu = {}
         for gpu in m.HBM_TBS:
-            g = Facts(f.page, "03_mlp", gpu)
+            g = f.on(gpu, "03_mlp")
             per_gpu[gpu] = [
                 m.mlp_eager(
                     r.trace(), g.variant("eager_big").repeats[r.repeat].trace(), m.HBM_TBS[gpu]

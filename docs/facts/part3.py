@@ -177,7 +177,7 @@ def facts(f: Facts) -> None:
 
     f.repeats(bandwidth)
     if f.gpu == "h100":  # every repeat of the H100 against every repeat of the H200
-        h200 = Facts(f.page, EXAMPLE, "h200")
+        h200 = f.on("h200")
 
         def each(fx: Facts, v: str) -> list[float]:
             return [m.gpu_us(r.trace()) for r in fx.recs(v)]

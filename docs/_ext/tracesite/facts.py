@@ -107,6 +107,7 @@ class Facts:
         self.glue: dict[str, list[Any]] = {}
         self._variants: dict[tuple[str, str], Variant] = {}
         self._extra: list[Recording] = []
+        self._others: list[Facts] = []
         #: Each word's check a run made (:mod:`tracesite.words`), with its arguments.
         self.words: list[tuple[str, tuple[Any, ...]]] = []
         self._collect: dict[str, list[Any]] | None = None
@@ -144,6 +145,13 @@ class Facts:
 
         return stamp(example or self.example, gpu=self.gpu)
 
+    def on(self, gpu: str, example: str | None = None) -> Facts:
+        """A reader of another GPU's recordings of the page's example (or of ``example``),
+        for a comparison of the GPUs made in one run; what it reads counts as read."""
+        other = Facts(self.page, example or self.example, gpu)
+        self._others.append(other)
+        return other
+
     def every_recording(self) -> list[Recording]:
         """Every recording the site holds, of every example (counted as read)."""
         from .recordings import iter_recordings
@@ -154,7 +162,8 @@ class Facts:
 
     def read(self) -> list[Recording]:
         """Every recording this run opened (for the cache's hash)."""
-        return [r for v in self._variants.values() for r in _all_repeats(v)] + self._extra
+        mine = [r for v in self._variants.values() for r in _all_repeats(v)] + self._extra
+        return mine + [r for other in self._others for r in other.read()]
 
     # -- writing ------------------------------------------------------------------------
     def _paste(self, key: str, kind: str, value: Any) -> None:
