@@ -27,19 +27,31 @@ SHORT_CACHE = 256  # one sized to this run: PROMPT + NEW_TOKENS, rounded up
 # H200 and keep it as their ``hbm_fraction_spec``'s denominator. What you run goes through
 # ``run_variant``, which replaces it by your GPU's (``DATASHEET_TBS``).
 SPEC_HBM_TBS = 4.8
-# Memory bandwidth in NVIDIA's datasheets, TB/s, by the device name torch reports
-# (upper-cased; the first match wins). tracereader's datasheet table holds the same rows.
+# Memory bandwidth in NVIDIA's datasheets and whitepapers, TB/s, by the device name torch
+# reports (upper-cased; the first match wins). tracereader's datasheet table holds the same
+# rows, with each figure's source.
 DATASHEET_TBS = (
-    ("A100 SXM 80GB", r"A100.*SXM.*80GB", 2.039),
-    ("A100 SXM 40GB", r"A100.*SXM", 1.555),
-    ("A100 PCIe 80GB", r"A100.*(80GB.*PCIE|PCIE.*80GB)", 1.935),
-    ("A100 PCIe 40GB", r"A100.*PCIE", 1.555),
-    ("H100 SXM", r"H100.*(SXM|80GB HBM3)", 3.35),
-    ("H100 PCIe", r"H100.*PCIE", 2.0),
-    ("H200 SXM", r"H200(?!.*NVL)", 4.8),
+    ("A100 SXM 80GB", r"\bA100\b.*SXM.*80GB", 2.039),
+    ("A100 SXM 40GB", r"\bA100\b.*SXM", 1.555),
+    ("A100 PCIe 80GB", r"\bA100\b.*(80GB.*PCIE|PCIE.*80GB)", 1.935),
+    ("A100 PCIe 40GB", r"\bA100\b.*PCIE", 1.555),
+    ("A10", r"\bA10$", 0.6),
+    ("H100 SXM", r"\bH100\b.*(SXM|80GB HBM3)", 3.35),
+    ("H100 PCIe", r"\bH100\b.*PCIE", 2.0),
+    ("H100 NVL", r"\bH100\b.*NVL", 3.9),
+    ("H200 SXM", r"\bH200\b(?!.*NVL)", 4.8),
+    ("H200 NVL", r"\bH200\b.*NVL", 4.8),
+    ("B200", r"\bB200\b", 7.7),
     ("L40S", r"\bL40S\b", 0.864),
+    ("L40", r"\bL40\b", 0.864),
     ("L4", r"\bL4\b", 0.3),
+    ("GeForce RTX 3090", r"\bRTX 3090$", 0.936),
+    ("GeForce RTX 4090", r"\bRTX 4090$", 1.008),
+    ("GeForce RTX 5090", r"\bRTX 5090$", 1.792),
 )
+# The memory bandwidth given by hand (``--peak-tbs``, TB/s), which ``judge_bandwidth``
+# then divides by instead of the table's row or the measured copy.
+PEAK_BY_HAND = {"tbs": None}
 SHAPES = {
     "1b": {"hidden_size": 2048, "intermediate_size": 8192, "num_hidden_layers": 16, "num_attention_heads": 32,
                "num_key_value_heads": 8, "head_dim": 64, "vocab_size": 128256, "tie_word_embeddings": True},
@@ -1034,31 +1046,51 @@ def compare_logits(logits, reference, tokens):
 #
 # ``run_variant`` profiles one variant of a story's ``VARIANTS``, on the CPU with the
 # tiny shape and a few tokens, moves what the run wrote to
-# ``traces/05_llm_decode/NAME.*`` and says where it ran. ``command_line`` is a story's
-# ``--variant NAME`` flag.
+# ``traces/05_llm_decode/NAME.*``, says where it ran and how much of the GPU's memory
+# bandwidth it reached (``judge_bandwidth``). ``command_line`` is a story's
+# ``--variant NAME`` flag, and ``--peak-tbs X`` for a bandwidth you give.
 
 
-def judge_bandwidth(results_path, device_name):
-    """Rewrite ``results.json`` so that ``hbm_fraction_spec`` divides by this GPU's
-    datasheet bandwidth (``spec_gpu``, ``spec_hbm_tbs``; None for a GPU not in
-    ``DATASHEET_TBS``) and return one line that says which denominators it used."""
+def judge_bandwidth(results_path, device_name, peak_tbs=None):
+    """Rewrite ``results.json`` so that ``hbm_fraction_spec`` divides by this GPU's memory
+    bandwidth, and return one line that says which denominators it used. The bandwidth,
+    first found of: ``peak_tbs`` (default ``PEAK_BY_HAND``, what ``--peak-tbs`` gave), this
+    GPU's row of ``DATASHEET_TBS``, the device-to-device copy bandwidth the run measured
+    (``copy_tbs``); None with none. ``results.json`` names it: ``spec_source`` (``"flag"``,
+    ``"datasheet"``, ``"measured copy"`` or None), ``spec_gpu``, ``spec_hbm_tbs``."""
     results = json.loads(Path(results_path).read_text())
     tbs = results.get("achieved_tbs")
     if tbs is None:
         return None
-    row = next((r for r in DATASHEET_TBS if re.search(r[1], device_name.upper())), None)
-    results["spec_gpu"] = row[0] if row else None
-    results["spec_hbm_tbs"] = row[2] if row else None
-    results["hbm_fraction_spec"] = round(tbs / row[2], 4) if row else None
-    Path(results_path).write_text(json.dumps(results))
-    spec = (
-        f"{results['hbm_fraction_spec']:.3f} of the {row[2]} TB/s in the {row[0]} datasheet"
-        if row
-        else f"no datasheet figure for {device_name} in this script"
-    )
+    peak_tbs = peak_tbs or PEAK_BY_HAND["tbs"]
+    name = device_name.strip().upper()
+    row = next((r for r in DATASHEET_TBS if re.search(r[1], name)), None)
     copy = results.get("copy_tbs")
-    copied = f", {tbs / copy:.3f} of the {copy} TB/s a copy reached on it" if copy else ""
-    return f"{tbs} TB/s achieved: {spec}{copied}"
+    if peak_tbs:
+        source, gpu, spec = "flag", device_name, peak_tbs
+        what = f"the {spec} TB/s given by --peak-tbs for {device_name}"
+    elif row:
+        source, gpu, spec = "datasheet", row[0], row[2]
+        what = f"the {spec} TB/s in the {gpu} datasheet"
+    elif copy:
+        source, gpu, spec = "measured copy", device_name, copy
+        what = (
+            f"the {spec} TB/s a device-to-device copy reached on {device_name}, measured: "
+            "no datasheet figure for it in this script (give one with --peak-tbs)"
+        )
+    else:
+        source = gpu = spec = None
+        what = f"no peak bandwidth known for {device_name} (give one with --peak-tbs)"
+    results["spec_source"], results["spec_gpu"], results["spec_hbm_tbs"] = source, gpu, spec
+    results["hbm_fraction_spec"] = round(tbs / spec, 4) if spec else None
+    Path(results_path).write_text(json.dumps(results))
+    judged = f"{results['hbm_fraction_spec']:.3f} of {what}" if spec else what
+    copied = (
+        f", {tbs / copy:.3f} of the {copy} TB/s a copy reached on it"
+        if copy and source != "measured copy"
+        else ""
+    )
+    return f"{tbs} TB/s achieved: {judged}{copied}"
 
 
 def run_variant(variants, name, out_root=Path("traces") / "05_llm_decode"):
@@ -1084,17 +1116,40 @@ def run_variant(variants, name, out_root=Path("traces") / "05_llm_decode"):
         )
     print(f"{name}: profiled {where}; trace written to {trace_path}")
     results = Path(out_root) / f"{name}.results.json"
-    if device == "cuda" and results.exists():
-        judged = judge_bandwidth(results, torch.cuda.get_device_name(0))
+    if results.exists():  # on the CPU too: its results.json then names no denominator
+        gpu = torch.cuda.get_device_name(0) if device == "cuda" else "the CPU"
+        judged = judge_bandwidth(results, gpu)
         if judged:
             print(f"{name}: {judged}")
     return types.SimpleNamespace(name=name, table=table, trace_path=trace_path)
 
 
 def command_line(variants, run, argv):
-    """``--variant NAME``: profile that variant and print its table."""
-    if len(argv) != 2 or argv[0] != "--variant" or argv[1] not in variants:
-        print(f"usage: --variant NAME (one of {', '.join(variants)})", file=sys.stderr)
+    """``--variant NAME [--peak-tbs X]``: profile that variant and print its table.
+    ``--peak-tbs``: your GPU's memory bandwidth in TB/s, which ``hbm_fraction_spec`` then
+    divides by instead of the table's row (``judge_bandwidth``)."""
+    pairs = list(zip(argv[::2], argv[1::2], strict=False))
+    flags = dict(pairs)
+    try:
+        peak = float(flags["--peak-tbs"]) if "--peak-tbs" in flags else None
+    except ValueError:
+        peak = float("nan")
+    if (
+        len(argv) % 2
+        or len(flags) != len(pairs)
+        or not set(flags) <= {"--variant", "--peak-tbs"}
+        or flags.get("--variant") not in variants
+        or (peak is not None and not 0 < peak < float("inf"))
+    ):
+        print(
+            f"usage: --variant NAME [--peak-tbs X] (NAME one of {', '.join(variants)}; "
+            "X your GPU's memory bandwidth in TB/s)",
+            file=sys.stderr,
+        )
         return 2
-    print(run(argv[1]).table)
+    PEAK_BY_HAND["tbs"] = peak
+    try:
+        print(run(flags["--variant"]).table)
+    finally:
+        PEAK_BY_HAND["tbs"] = None
     return 0

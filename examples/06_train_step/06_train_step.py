@@ -52,7 +52,8 @@ from torch.profiler import ProfilerActivity, profile, record_function, schedule
 # the profiler), ``flops_per_token`` (the model's FLOPs for the MFU, against the
 # H200's peak ``H200_BF16_FLOPS``; ``judge_flops`` redoes it against your GPU's),
 # ``write_memory_snapshot`` (the allocator's
-# history, slimmed), ``SEQ`` (2,048 tokens) and ``_sync`` (wait for the GPU).
+# history, slimmed), ``SEQ`` (2,048 tokens), ``_sync`` (wait for the GPU) and
+# ``command_line`` (the ``--variant NAME`` and ``--peak-tflops X`` flags).
 from _06_common import (
     H200_BF16_FLOPS,
     OPTIMIZERS,
@@ -60,6 +61,7 @@ from _06_common import (
     _sync,
     batches,
     build_model,
+    command_line,
     flops_per_token,
     judge_flops,
     make_step,
@@ -307,7 +309,8 @@ VARIANTS = {
 # ``run(name)`` is the plumbing: it profiles one variant with its harness, moves what
 # the run wrote (the trace, ``timings.json``, ``results.json``, the memory snapshot)
 # to ``traces/06_train_step/NAME.*``, says where it ran, and on a GPU redoes the MFU
-# against that GPU's datasheet peak, saying which one.
+# against that GPU's peak (``--peak-tflops``, its datasheet row, or else a large GEMM
+# measured on it), saying which one.
 
 
 def run(name):
@@ -322,7 +325,7 @@ def run(name):
     where = f"live on {torch.cuda.get_device_name(0)}" if device == "cuda" else (
         "on the CPU with the tiny model: no CUDA device here, so no GPU lane")  # fmt: skip
     print(f"{name}: profiled {where}; trace written to {trace_path}")
-    if device == "cuda":  # the MFU against this GPU's datasheet peak, not the H200's
+    if device == "cuda":  # the MFU against this GPU's peak, not the H200's
         results, timings = (out / f"{name}.{f}.json" for f in ("results", "timings"))
         print(f"{name}: {judge_flops(results, timings, torch.cuda.get_device_name(0))}")
     return types.SimpleNamespace(name=name, table=table, trace_path=trace_path)
@@ -334,14 +337,11 @@ if "tracesite" in sys.modules:  # the site build replays the H200's recordings i
 # sphinx_gallery_end_ignore
 
 # ``python 06_train_step.py --variant NAME`` profiles one variant and prints its table;
-# without flags the script runs the page below, the baseline and then the causal variant.
+# add ``--peak-tflops X`` to divide the MFU by a peak you give (TFLOP/s) instead of your
+# GPU's datasheet row, or, for a GPU without one, a large GEMM's measured rate.
+# Without flags the script runs the page below, the baseline and then the causal variant.
 if __name__ == "__main__" and sys.argv[1:] and "ipykernel" not in sys.modules:
-    name = sys.argv[-1]
-    if sys.argv[1:] != ["--variant", name] or name not in VARIANTS:
-        print(f"usage: 06_train_step.py --variant NAME, NAME one of {list(VARIANTS)}")
-        sys.exit(2)
-    print(run(name).table)
-    sys.exit(0)
+    sys.exit(command_line(VARIANTS, run, sys.argv[1:]))
 
 # %%
 # The baseline: the table

@@ -26,42 +26,120 @@ from torch.profiler import ProfilerActivity, profile, record_function, schedule
 # H200. What you run goes through ``judge_flops``, which divides by your GPU's instead.
 SEQ = 2048
 H200_BF16_FLOPS = 989e12
-# Dense bf16 Tensor Core peaks in NVIDIA's datasheets, TFLOP/s, by the device name torch
-# reports (upper-cased; the first match wins). tracereader's datasheet table holds the
-# same rows.
+# Dense bf16 Tensor Core peaks (FP32 accumulate) in NVIDIA's datasheets and whitepapers,
+# TFLOP/s, by the device name torch reports (upper-cased; the first match wins).
+# tracereader's datasheet table holds the same rows, with each figure's source.
 DATASHEET_TFLOPS = (
-    ("A100 SXM 80GB", r"A100.*SXM.*80GB", 312),
-    ("A100 SXM 40GB", r"A100.*SXM", 312),
-    ("A100 PCIe 80GB", r"A100.*(80GB.*PCIE|PCIE.*80GB)", 312),
-    ("A100 PCIe 40GB", r"A100.*PCIE", 312),
-    ("H100 SXM", r"H100.*(SXM|80GB HBM3)", 989),
-    ("H100 PCIe", r"H100.*PCIE", 756),
-    ("H200 SXM", r"H200(?!.*NVL)", 989),
+    ("A100 SXM 80GB", r"\bA100\b.*SXM.*80GB", 312),
+    ("A100 SXM 40GB", r"\bA100\b.*SXM", 312),
+    ("A100 PCIe 80GB", r"\bA100\b.*(80GB.*PCIE|PCIE.*80GB)", 312),
+    ("A100 PCIe 40GB", r"\bA100\b.*PCIE", 312),
+    ("A10", r"\bA10$", 125),
+    ("H100 SXM", r"\bH100\b.*(SXM|80GB HBM3)", 989),
+    ("H100 PCIe", r"\bH100\b.*PCIE", 756),
+    ("H100 NVL", r"\bH100\b.*NVL", 835),
+    ("H200 SXM", r"\bH200\b(?!.*NVL)", 989),
+    ("H200 NVL", r"\bH200\b.*NVL", 835),
+    ("B200", r"\bB200\b", 2250),
     ("L40S", r"\bL40S\b", 362),
+    ("L40", r"\bL40\b", 181),
     ("L4", r"\bL4\b", 121),
+    ("GeForce RTX 3090", r"\bRTX 3090$", 71),
+    ("GeForce RTX 4090", r"\bRTX 4090$", 165.2),
+    ("GeForce RTX 5090", r"\bRTX 5090$", 209.5),
 )
+# The dense bf16 peak given by hand (``--peak-tflops``, TFLOP/s), which ``judge_flops``
+# then divides by instead of the table's row or a measured GEMM.
+PEAK_BY_HAND = {"tflops": None}
 
 
-def judge_flops(results_path, timings_path, device_name):
-    """Rewrite ``results.json`` so that ``mfu_spec`` divides by this GPU's datasheet peak
-    (``spec_gpu``, ``spec_tflops``; None for a GPU not in ``DATASHEET_TFLOPS``) and return
-    one line that says which denominator it used."""
+def gemm_tflops(n=8192, runs=20):
+    """TFLOP/s that ``n`` x ``n`` x ``n`` bf16 matrix products reach on this GPU, timed with
+    CUDA events after a warm-up: the reference an MFU divides by on a GPU that
+    ``DATASHEET_TFLOPS`` does not know. It runs after a variant, never inside one."""
+    a, b = (torch.randn(n, n, device="cuda", dtype=torch.bfloat16) for _ in range(2))
+    out = torch.empty_like(a)
+    for _ in range(3):  # cuBLAS picks its kernel, the clocks come up
+        torch.matmul(a, b, out=out)
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    for _ in range(runs):
+        torch.matmul(a, b, out=out)
+    end.record()
+    torch.cuda.synchronize()
+    seconds = start.elapsed_time(end) * 1e-3
+    a = b = out = None
+    torch.cuda.empty_cache()
+    return round(2 * n**3 * runs / seconds / 1e12, 1)
+
+
+def judge_flops(results_path, timings_path, device_name, peak_tflops=None, measure=gemm_tflops):
+    """Rewrite ``results.json`` so that ``mfu_spec`` divides by this GPU's dense bf16 peak,
+    and return one line that says which one. The peak, first found of: ``peak_tflops``
+    (default ``PEAK_BY_HAND``, what ``--peak-tflops`` gave), this GPU's row of
+    ``DATASHEET_TFLOPS``, what ``measure()`` returns (a large GEMM's TFLOP/s, measured
+    now); None with none. ``results.json`` names it: ``spec_source`` (``"flag"``,
+    ``"datasheet"``, ``"measured GEMM"`` or None), ``spec_gpu``, ``spec_tflops``."""
     results = json.loads(Path(results_path).read_text())
     flops = json.loads(Path(timings_path).read_text())["flops_per_token"]
-    row = next((r for r in DATASHEET_TFLOPS if re.search(r[1], device_name.upper())), None)
     achieved = results["tokens_per_s"] * flops / 1e12
-    results["spec_gpu"] = row[0] if row else None
-    results["spec_tflops"] = row[2] if row else None
-    results["mfu_spec"] = round(achieved / row[2], 4) if row else None
-    Path(results_path).write_text(json.dumps(results))
-    if row is None:
-        return (
-            f"{achieved:.0f} TFLOP/s by the MFU's count; no datasheet peak for {device_name} here"
+    peak_tflops = peak_tflops or PEAK_BY_HAND["tflops"]
+    row = next((r for r in DATASHEET_TFLOPS if re.search(r[1], device_name.strip().upper())), None)
+    measured = measure() if measure and not peak_tflops and row is None else None
+    if peak_tflops:
+        source, gpu, spec = "flag", device_name, peak_tflops
+        what = f"the {spec} TFLOP/s given by --peak-tflops for {device_name}"
+    elif row:
+        source, gpu, spec = "datasheet", row[0], row[2]
+        what = f"the {spec} TFLOP/s dense bf16 in the {gpu} datasheet"
+    elif measured:
+        source, gpu, spec = "measured GEMM", device_name, measured
+        what = (
+            f"the {spec} TFLOP/s a bf16 GEMM reached on {device_name}, measured: no "
+            "datasheet peak for it in this script (give one with --peak-tflops)"
         )
-    return (
-        f"{achieved:.0f} TFLOP/s by the MFU's count: MFU {results['mfu_spec']:.3f} of the "
-        f"{row[2]} TFLOP/s dense bf16 in the {row[0]} datasheet"
-    )
+    else:
+        source = gpu = spec = None
+    results["spec_source"], results["spec_gpu"], results["spec_tflops"] = source, gpu, spec
+    results["mfu_spec"] = round(achieved / spec, 4) if spec else None
+    Path(results_path).write_text(json.dumps(results))
+    if spec is None:
+        return (
+            f"{achieved:.0f} TFLOP/s by the MFU's count; no peak known for {device_name} "
+            "(give one with --peak-tflops)"
+        )
+    return f"{achieved:.0f} TFLOP/s by the MFU's count: MFU {results['mfu_spec']:.3f} of {what}"
+
+
+def command_line(variants, run, argv):
+    """``--variant NAME [--peak-tflops X]``: profile that variant and print its table.
+    ``--peak-tflops``: your GPU's dense bf16 peak in TFLOP/s, which the MFU then divides
+    by instead of the table's row (``judge_flops``)."""
+    pairs = list(zip(argv[::2], argv[1::2], strict=False))
+    flags = dict(pairs)
+    try:
+        peak = float(flags["--peak-tflops"]) if "--peak-tflops" in flags else None
+    except ValueError:
+        peak = float("nan")
+    if (
+        len(argv) % 2
+        or len(flags) != len(pairs)
+        or not set(flags) <= {"--variant", "--peak-tflops"}
+        or flags.get("--variant") not in variants
+        or (peak is not None and not 0 < peak < float("inf"))
+    ):
+        print(
+            f"usage: 06_train_step.py --variant NAME [--peak-tflops X], NAME one of "
+            f"{list(variants)}, X your GPU's dense bf16 peak in TFLOP/s",
+            file=sys.stderr,
+        )
+        return 2
+    PEAK_BY_HAND["tflops"] = peak
+    try:
+        print(run(flags["--variant"]).table)
+    finally:
+        PEAK_BY_HAND["tflops"] = None
+    return 0
 
 
 SHAPES = {
