@@ -539,6 +539,7 @@ def account(tr: Trace, path: str, seq: int) -> Facts:
     claim(tokens == int(tokens), "the output projection's GEMMs give the tokens per step")
     causal = 6 * LAYERS * HIDDEN * seq * tokens
     out = {f"pct_{c}": 100 * per[c] / total for c in KERNEL_CLASSES}
+    out |= {f"ms_{c}": per[c] / 1e6 for c in KERNEL_CLASSES}
     return {
         **out,
         "attn_tflops": causal / (per["attention"] / 1e9) / 1e12,

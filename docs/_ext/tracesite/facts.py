@@ -285,6 +285,7 @@ def _source_hash(page: str) -> str:
     files += sorted(Path(tracereader.__file__).parent.glob("*.py"))
     files += sorted(Path(__file__).parent.glob("*.py"))
     files += sorted(DOCS.parent.glob("examples/*/*.py"))  # pages read SHAPES, VARIANTS, ...
+    files += sorted(p for p in (DOCS / "peers").rglob("*") if p.is_file())  # other trainers' runs
     for path in files:
         h.update(path.name.encode())
         h.update(path.read_bytes())

@@ -1,0 +1,65 @@
+"""A real trainer beside ours: torchtitan's recorded runs (``docs/peers/<gpu>/torchtitan/``).
+
+Each run folder holds torchtitan's log (one ``step: N ... tps: X`` line per step, X its
+tokens per second) and, for a profiled run, the profiled step's trace. A run's tokens/s
+are its steps :data:`STEPS` (after compilation, before the profiler's warm-up steps of the
+profiled runs); the runs are named by their settings' letter and a number (``A1``, ``B2``),
+the letters explained in ``runs.json`` and in ``peers/torchtitan/README.md``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import statistics
+from pathlib import Path
+from typing import Any
+
+import part5_measures as m
+
+import tracereader
+from tracereader import Kind
+
+PEERS = Path(__file__).resolve().parents[1] / "peers"
+#: The steps read of every run: after torch.compile's first steps, before step 27, where the
+#: profiled runs' profiler starts its warm-up (profile_freq 30: steps 27-29, step 30 kept).
+STEPS = range(6, 27)
+_STEP = re.compile(r"step:\s*(\d+)\s.*?tps:\s*([\d,]+)")
+
+
+def runs(gpu: str = "h100", trainer: str = "torchtitan") -> dict[str, dict[str, Any]]:
+    """Every recorded run: its letter's settings, its steps' tokens/s, and its trace's path
+    if it has one."""
+    root = PEERS / gpu / trainer
+    settings = json.loads((root / "runs.json").read_text(encoding="utf-8"))
+    out = {}
+    for folder in sorted(p for p in root.iterdir() if p.is_dir()):
+        log = (folder / "log.txt").read_text(encoding="utf-8")
+        steps = {int(s): float(t.replace(",", "")) for s, t in _STEP.findall(log)}
+        assert set(STEPS) <= set(steps), f"{folder.name}: its log lacks steps {STEPS}"
+        trace = folder / "trace.json.gz"
+        out[folder.name] = {
+            **settings[folder.name[0]],
+            "letter": folder.name[0],
+            "tps": [steps[s] for s in STEPS],
+            "trace": trace if trace.exists() else None,
+            "env": (folder / "env.txt").read_text(encoding="utf-8").splitlines()[0],
+        }
+    return out
+
+
+def median(values: list[float]) -> float:
+    return float(statistics.median(values))
+
+
+def kernel_ms(tr: tracereader.Trace) -> dict[str, float]:
+    """GPU time of a trace's kernels, ms, by Part 5's kernel classes, with ``multi_tensor_apply``
+    split into AdamW's (``FusedAdam``) and the rest (gradient clipping's norm and scaling)."""
+    out = dict.fromkeys((*m.KERNEL_CLASSES, "clipping"), 0.0)
+    for i in tr.where(kind=Kind.KERNEL):
+        name = tr.name(int(i))
+        c = m.kernel_class(name)
+        if c == "AdamW" and "FusedAdam" not in name:
+            c = "clipping"
+        out[c] += float(tr.dur_ns[i]) / 1e6
+    return out
