@@ -531,7 +531,10 @@ def two_gpus(f: Facts) -> None:
         "ms_Triton": "Triton (Inductor's fused kernels)",
         "ms_AdamW": "AdamW",
     }
-    head = "| GPU time per step, ms | `eager` H200 | `eager` H100 | `causal` H200 | `causal` H100 |"
+    head = (
+        "| GPU time per class in the profiled step, ms | `eager` H200 | `eager` H100 "
+        "| `causal` H200 | `causal` H100 |"
+    )
     rows = [head, "|:---|--:|--:|--:|--:|"]
     cells = [(v, g) for v in seqs for g in readers]
     for key, name in names.items():
