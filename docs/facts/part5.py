@@ -468,7 +468,7 @@ def two_gpus(f: Facts) -> None:
             per[(v, g)] = [
                 {
                     **m.account(x.trace(), str(x.trace_path), seq),
-                    "tps": x.results["tokens_per_s"],
+                    "tps": _results(x)["tokens_per_s"],
                 }
                 for x in r.recs(v)
             ]
@@ -555,7 +555,7 @@ def beside_torchtitan(f: Facts) -> None:
     ours = f.on("h100")
     causal = ours.recs("causal")
     claim(
-        all(r.timings()["seq"] == 2048 and r.timings()["batch"] == 8 for r in causal),
+        all(_timings(r)["seq"] == 2048 and _timings(r)["batch"] == 8 for r in causal),
         "causal trains batches of 8 sequences of 2,048 tokens, as the torchtitan runs",
     )
     tt = _peers.runs("h100")
@@ -568,7 +568,7 @@ def beside_torchtitan(f: Facts) -> None:
         all(r["env"].startswith("NVIDIA H100 80GB HBM3") for r in tt.values()),
         "every torchtitan run on an H100 80GB HBM3",
     )
-    ours_tps = [r.results["tokens_per_s"] for r in causal]
+    ours_tps = [_results(r)["tokens_per_s"] for r in causal]
     bf16_steps = [t for r in by["B"] for t in r["tps"]]
     default = [_peers.median(r["tps"]) for r in by["A"] + by["E"]]
     bf16 = [_peers.median(r["tps"]) for r in by["B"]]
@@ -600,7 +600,7 @@ def beside_torchtitan(f: Facts) -> None:
     busy = []
     for r in by["A"]:
         tr = tracereader.load(str(r["trace"]))
-        (step,) = m.step_times(tr)
+        (step,) = tracereader.step_times(tr)
         busy.append(100 * step.gpu_busy_us * 1e3 / (step.end_ns - step.start_ns))
         first = int(tr.ts_ns[tr.where(kind=Kind.KERNEL)].min())
         claim(
@@ -644,3 +644,15 @@ def beside_torchtitan(f: Facts) -> None:
 def _ms(value: float) -> str:
     """A table's milliseconds: one decimal, or a dash where a class launched nothing."""
     return f"{value:.1f}" if value >= 0.05 else "–"
+
+
+def _results(r: Any) -> dict[str, Any]:
+    """A recording's headline results (06's recordings all have them)."""
+    out: dict[str, Any] = r.results
+    return out
+
+
+def _timings(r: Any) -> dict[str, Any]:
+    """A recording's timings.json (06's recordings all have it)."""
+    out: dict[str, Any] = r.timings()
+    return out

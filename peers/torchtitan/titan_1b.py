@@ -37,8 +37,14 @@ class TiedTransformer(Transformer):
 
 
 _shape = dict(
-    dim=2048, n_layers=16, n_heads=32, n_kv_heads=8, vocab_size=128256,
-    ffn_dim_multiplier=1.5, multiple_of=256, rope_theta=500000,
+    dim=2048,
+    n_layers=16,
+    n_heads=32,
+    n_kv_heads=8,
+    vocab_size=128256,
+    ffn_dim_multiplier=1.5,
+    multiple_of=256,
+    rope_theta=500000,
     rope_scaling_args=RoPEScalingArgs(scaling_factor=32.0),
 )
 
