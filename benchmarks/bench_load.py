@@ -118,13 +118,17 @@ class TimedDecoder:
 # Private names, used here only to split `load` up (each wrapped only if it exists).
 if hasattr(_fast, "_decode_spans"):
     _fast._decode_spans = timed("decode", _fast._decode_spans)
-if hasattr(_fast, "_EVENTS"):
-    _fast._EVENTS = TimedDecoder(_fast._EVENTS)
+for name in ("_EVENTS", "_IDS_EVENTS"):  # the full args, and the ids alone (summary's)
+    if hasattr(_fast, name):
+        setattr(_fast, name, TimedDecoder(getattr(_fast, name)))
 for name in ("add", "finish"):
     if hasattr(_columns.Columns, name):
         setattr(_columns.Columns, name, timed(name, getattr(_columns.Columns, name)))
+import inspect
+# As `tracereader summary` loads: without the args it never reads, where load can.
+ids_only = {"extra_args": False} if "extra_args" in inspect.signature(load).parameters else {}
 t = time.perf_counter()
-trace = load(sys.argv[1])
+trace = load(sys.argv[1], **ids_only)
 t_load = time.perf_counter() - t
 stages["load: map the file, find the event array"] = t_load - spent["decode"] - spent["finish"]
 workers = _fast._workers(None) if hasattr(_fast, "_workers") else 1
@@ -133,7 +137,7 @@ stages["load: concatenate, ns, time sort, args columns"] = spent["finish"]
 t = time.perf_counter(); link(trace); stages["link"] = time.perf_counter() - t
 t = time.perf_counter(); summary(trace); stages["summary analysis"] = time.perf_counter() - t
 import tracereader._cli_summary as cli_summary
-cli._load = cli_summary.load = lambda path: trace  # the same CLI run on the loaded trace
+cli._load = cli_summary.load = lambda path, **kw: trace  # the same CLI run on the loaded trace
 with open(os.devnull, "w") as sink:
     stdout, sys.stdout = sys.stdout, sink
     t = time.perf_counter(); cli.main(["summary", sys.argv[1]])

@@ -8,6 +8,7 @@ import json
 import os
 import pickle
 import random
+import re
 import subprocess
 import sys
 from collections import Counter
@@ -46,6 +47,7 @@ def assert_same(a, b) -> None:
         np.testing.assert_array_equal(a.extra[key], b.extra[key], err_msg=key)
     assert (a.names, a.cats, a.lanes, a.meta) == (b.names, b.cats, b.lanes, b.meta)
     assert (a.n_flows, a.n_instants, a.repairs) == (b.n_flows, b.n_instants, b.repairs)
+    assert (a.memory_events, a.comm_args) == (b.memory_events, b.comm_args)
 
 
 def row(trace, name: str) -> int:
@@ -224,7 +226,17 @@ def test_non_numeric_args_cost_their_field_not_the_fast_path():
 
 
 # ----------------------------------------------------------------------- fast == tolerant
-@pytest.mark.parametrize("path", [SYNTH / "modern.json", SYNTH / "legacy.json", *REAL[:5]])
+#: A trace with communication kernels and record_param_comms ops (their args are kept).
+COMM_TRACE = ROOT / "tests" / "data" / "hta_2rank" / "sampled_rank-0.json.gz"
+MEMORY_TRACE = (
+    ROOT / "docs" / "recordings" / "h200" / "06_train_step" / "memory" / "r0" / "trace.json.gz"
+)
+
+
+@pytest.mark.parametrize(
+    "path",
+    [SYNTH / "modern.json", SYNTH / "legacy.json", *REAL[:5], COMM_TRACE, MEMORY_TRACE],
+)
 def test_fast_and_tolerant_paths_agree(path):
     data, label = loader._read_bytes(path)
     fast, tolerant = load(path), _tolerant.load_tolerant(data, label)
@@ -510,3 +522,29 @@ def test_forked_workers_keep_input_dims(tiny_pieces, tmp_path):
         dims = t.extra["input_dims"]
         assert [t.texts[d] for d in dims] == [json.dumps(d, separators=(",", ":")) for d in shapes]
         assert len(t.texts) == 3
+
+
+def test_communication_args_whole_piece_fallback_agrees(monkeypatch):
+    """Each communication event decoded alone, or its piece decoded whole: the same args."""
+    reference = load(COMM_TRACE)
+    assert len(reference.comm_args) == 28
+    monkeypatch.setattr(_fast, "_COMM_NAME", re.compile(rb"(?!)"))  # finds none: the fallback
+    assert load(COMM_TRACE).comm_args == reference.comm_args
+
+
+@pytest.mark.parametrize("path", [SYNTH / "modern.json", *REAL[:5], COMM_TRACE, MEMORY_TRACE])
+def test_without_extra_args_the_columns_and_ids_are_the_same(path):
+    """extra_args=False (tracereader summary) reads only the ids: the rest is the same."""
+    from tracereader._measure import summary
+
+    full, ids_only = load(path), load(path, extra_args=False)
+    for col in COLUMNS:
+        np.testing.assert_array_equal(getattr(full, col), getattr(ids_only, col), err_msg=col)
+    assert (full.names, full.cats, full.lanes, full.repairs) == (
+        ids_only.names, ids_only.cats, ids_only.lanes, ids_only.repairs)  # fmt: skip
+    assert (dict(ids_only.extra), ids_only.memory_events, ids_only.comm_args) == ({}, [], [])
+    assert summary(full) == summary(ids_only)
+    data, label = loader._read_bytes(path)
+    tolerant = _tolerant.load_tolerant(data, label, extra_args=False)
+    assert {**summary(tolerant), "parser": "fast"} == summary(ids_only)
+    assert dict(tolerant.extra) == {}

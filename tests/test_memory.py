@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from _builders import call, doc, ev, gpu, make, step
 
-from tracereader import _raw as raw
-from tracereader import load
+from tracereader import _load as loader
+from tracereader import _tolerant, load
 from tracereader._memory import GIB, memory_view
 
 RECORDING = (Path(__file__).parent.parent / "docs" / "recordings" / "h200" / "06_train_step"
@@ -89,18 +89,14 @@ def test_peaks_steps_and_regions(tmp_path):
 def test_no_memory_events(tmp_path):
     events = [e for e in EVENTS if e["name"] != "[memory]"]
     assert memory_view(load(_write(tmp_path, events))) is None
-    assert memory_view(make(EVENTS)) is None  # loaded from bytes: no file to read again
+    from_bytes = memory_view(make(EVENTS))  # the loader kept them: no file to read again
+    assert from_bytes is not None and [d.events for d in from_bytes.devices] == [5, 2]
 
 
-def test_stdlib_fallback_gives_the_same_view(tmp_path, monkeypatch):
+def test_tolerant_path_gives_the_same_view(tmp_path):
     path = _write(tmp_path, EVENTS)
     fast = memory_view(load(path))
-
-    def refuse(data, keep):
-        raise ImportError("no msgspec")
-
-    monkeypatch.setattr(raw, "_decode_msgspec", refuse)
-    slow = memory_view(load(path))
+    slow = memory_view(_tolerant.load_tolerant(*loader._read_bytes(path)))
     assert fast is not None and slow is not None
     assert fast.peaks().to_records() == slow.peaks().to_records()
 
@@ -167,12 +163,7 @@ def test_report_has_memory_section_and_contents_link():
     assert html.index('id="memory"') < html.index('id="next"')
 
 
-def test_unreadable_second_pass_gives_no_view(tmp_path, monkeypatch):
-    path = _write(tmp_path, EVENTS)
-
-    def refuse(data, keep):
-        raise ValueError("refused")
-
-    monkeypatch.setattr(raw, "_decode_msgspec", refuse)
-    monkeypatch.setattr(raw, "_decode_json", refuse)
-    assert memory_view(load(path)) is None
+def test_instants_that_are_not_memory_give_no_view(tmp_path):
+    other = [dict(e, name="[other]") if e["name"] == "[memory]" else e for e in EVENTS]
+    trace = load(_write(tmp_path, other))
+    assert trace.n_instants == 7 and memory_view(trace) is None

@@ -28,7 +28,7 @@ def summary_one(args: argparse.Namespace) -> int:
         raise UserError("--bytes-per-step must be a positive number of bytes")
     if args.peak_tbs is not None and (args.peak_tbs <= 0 or per_step is None):
         raise UserError("--peak-tbs needs --bytes-per-step and must be positive")
-    s = summary(load(args.file))
+    s = summary(load(args.file, extra_args=False))  # the summary reads no other arg
     if per_step is not None:  # each step read `per_step` bytes while its GPU ops ran
         for d in s["step_times"]:
             busy_s = d["gpu_busy_us"] * 1e-6

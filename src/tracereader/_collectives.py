@@ -38,7 +38,7 @@ import numpy as np
 from ._comm import COMM, comm_times, op_classes
 from ._events import Kind, Trace
 from ._link import link
-from ._raw import raw_events
+from ._side import is_comm_name
 from ._tables import Table
 
 __all__ = ["EXPOSED_FLAG_PCT", "Exposed", "collective_of", "collective_table", "exposed_comm"]
@@ -105,21 +105,15 @@ def _group(args: dict[str, Any]) -> tuple[str, int | None]:
 
 def _raw_args(trace: Trace) -> tuple[dict[tuple[str, int], dict[str, Any]], dict[int, Any]]:
     """Args of communication kernels by (name, correlation), of record_param_comms by id."""
-    events = raw_events(
-        trace,
-        lambda n, ph, cat: ph == "X" and (n == _PARAM_OP or n.lower().startswith(("nccl", "rccl"))),
-        b"ccl",
-    )
     kernels: dict[tuple[str, int], dict[str, Any]] = {}
     params: dict[int, Any] = {}
-    for e in events:
-        args = e.get("args")
-        if not isinstance(args, dict):
+    for name, args in trace.comm_args:  # what the loader kept (tracereader._side)
+        if not args or not is_comm_name(name):
             continue
-        if e["name"] == _PARAM_OP and _num(args.get("External id")) is not None:
+        if name == _PARAM_OP and _num(args.get("External id")) is not None:
             params[int(args["External id"])] = args
         elif _num(args.get("correlation")) is not None:
-            kernels[(e["name"], int(args["correlation"]))] = args
+            kernels[(name, int(args["correlation"]))] = args
     return kernels, params
 
 

@@ -11,6 +11,7 @@ This module never imports msgspec.
 from __future__ import annotations
 
 import decimal
+import itertools
 import json
 import mmap
 import re
@@ -25,6 +26,7 @@ import numpy.typing as npt
 
 from ._events import CATEGORY_KIND, GPU_OP_KINDS, Kind, Lane, Trace
 from ._extra import ArgColumns, Group
+from ._side import ABSENT, MEMORY_ARGS, MemoryEvent, is_comm_name, memory_events
 
 __all__ = [
     "EXTRA_ARGS",
@@ -99,6 +101,13 @@ class PlainArgs:
     block: Any = None  # kernels: [x, y, z] threads per block
     name: Any = None  # thread_name metadata
     input_dims: Any = None  # cpu_op with record_shapes: one shape per input
+    # [memory] instants (tracereader._side.MEMORY_ARGS)
+    total_reserved: Any = ABSENT
+    total_allocated: Any = ABSENT
+    mem_bytes: Any = ABSENT
+    device_id: Any = ABSENT
+    device_type: Any = ABSENT
+    addr: Any = ABSENT
 
 
 @dataclass(slots=True)
@@ -136,6 +145,9 @@ _KIND_ARGS: dict[int, tuple[str, ...]] = {
     Kind.GPU_ANNOTATION: _GPU_ARGS,
     Kind.SYNC: _GPU_ARGS,
 }
+_ID_ATTRS = tuple(_ID_ARGS.values())
+#: The ids alone, per kind: all a load with ``extra_args=False`` reads of the args.
+_KIND_IDS = {k: tuple(a for a in attrs if a in _ID_ATTRS) for k, attrs in _KIND_ARGS.items()}
 _GPU_LANE = np.zeros(len(Kind), dtype=bool)  # Kind -> lives on a (device, stream) lane
 _GPU_LANE[[int(k) for k in (*GPU_OP_KINDS, Kind.GPU_ANNOTATION, Kind.SYNC)]] = True
 #: |ts| above this many µs would overflow int64 nanoseconds.
@@ -174,8 +186,10 @@ class Columns:
     :class:`~tracereader._extra.ArgColumns`, until they are read.
     """
 
-    def __init__(self, label: str, base_ns: int) -> None:
+    def __init__(self, label: str, base_ns: int, extra_args: bool = True) -> None:
         self.label, self.base_ns = label, base_ns
+        #: False: keep only the two ids of the args (``load(..., extra_args=False)``).
+        self.extra_args = extra_args
         self.names, self.cats, self.lanes = _Interner(), _Interner(), _Interner()
         self.texts = _Interner()  # args.Input Dims, whitespace dropped
         self._raw_ids: dict[bytes, int] = {}  # Input Dims as written -> id in texts
@@ -187,6 +201,13 @@ class Columns:
         self.n_rows = 0
         self.notes: dict[str, int] = {}
         self.n_flows = self.n_instants = 0
+        #: What :mod:`tracereader._side` keeps: [memory] instants, communication args.
+        self.memory_events: list[MemoryEvent] = []
+        self.comm_args: list[tuple[str, dict[str, Any]]] = []
+        self._comm_ids: list[int] = []  # name ids that is_comm_name accepts
+        #: Communication events in the last batch: the decoder adds their args.
+        self.comm_rows = 0
+        self._names_seen = 0  # names checked by is_comm_name so far
 
     def note(self, template: str, n: int = 1) -> None:
         """Count one kind of repair; ``template`` has ``{n}`` and plural ``{s}`` slots."""
@@ -197,24 +218,30 @@ class Columns:
 
     def add(self, events: list[Any]) -> None:
         """Turn one batch into column chunks; metadata and counts on the way."""
-        phases = Counter(map(_PH, events))
+        self.comm_rows = 0
+        phases, xs, instants = _by_phase(events)
         self.n_flows += phases["s"] + phases["f"] + phases["t"]
-        self.n_instants += phases["i"] + phases["I"]
+        self.n_instants += len(instants)
+        if instants and self.extra_args:
+            self.memory_events += memory_events(instants)
         if phases["M"]:
             for ev in events:
                 if ev.ph == "M" and ev.name == "thread_name" and ev.args is not None:
                     name = ev.args.name
                     text = name if isinstance(name, str) else json.dumps(name)
                     self.thread_names[(ev.pid, ev.tid)] = "" if name is None else text
-        xs = events if phases["X"] == len(events) else [ev for ev in events if ev.ph == "X"]
         n = len(xs)
         if not n:
             return
         self._chunk("ts_us", np.fromiter(map(_TS, xs), np.float64, n))  # None: NaN
         self._chunk("dur_us", np.fromiter(map(_DUR, xs), np.float64, n))
-        self._chunk(
-            "name_id", np.fromiter(map(self.names.__getitem__, map(_NAME, xs)), np.int32, n)
-        )
+        name_id = np.fromiter(map(self.names.__getitem__, map(_NAME, xs)), np.int32, n)
+        self._chunk("name_id", name_id)
+        if len(self.names) > self._names_seen and self.extra_args:
+            new = itertools.islice(self.names.items(), self._names_seen, None)
+            self._comm_ids += [i for name, i in new if is_comm_name(name)]
+            self._names_seen = len(self.names)
+        self.comm_rows = int(np.isin(name_id, self._comm_ids).sum()) if self._comm_ids else 0
         cat_id = np.fromiter(map(self.cats.__getitem__, map(_CAT, xs)), np.int32, n)
         self.cat_kind += [int(_kind_of(c)) for c in list(self.cats)[len(self.cat_kind) :]]
         kind = np.asarray(self.cat_kind, dtype=np.int8)[cat_id]
@@ -227,17 +254,16 @@ class Columns:
         bounds = np.searchsorted(kind[by_kind], np.arange(len(Kind) + 1)).tolist()
         for k in range(len(Kind)):
             rows = by_kind[bounds[k] : bounds[k + 1]]
-            if not len(rows):
+            attrs = _KIND_ARGS.get(k, _ALL_ARGS) if self.extra_args else _KIND_IDS.get(k, _ID_ATTRS)
+            if not len(rows) or not attrs:
                 continue
             some = [args[rows[0]]] if len(rows) == 1 else itemgetter(*rows.tolist())(args)
-            values = {attr: self._ints(some, attr) for attr in _KIND_ARGS.get(k, _ALL_ARGS)}
-            if k == Kind.KERNEL:
-                values["grid"] = np.asarray(_volumes([a.grid for a in some]), np.int64)
-                values["block"] = np.asarray(_volumes([a.block for a in some]), np.int64)
-                values["grid_xyz"] = _packed([a.grid for a in some])
-                values["block_xyz"] = _packed([a.block for a in some])
-            elif k == Kind.CPU_OP:
-                dims = [self._text(a.input_dims) for a in some]
+            values = {attr: self._ints(some, attr) for attr in attrs}
+            if k == Kind.KERNEL and self.extra_args:
+                values["grid"], values["grid_xyz"] = _sizes([a.grid for a in some])
+                values["block"], values["block_xyz"] = _sizes([a.block for a in some])
+            elif k == Kind.CPU_OP and self.extra_args:
+                dims = self._text_ids([a.input_dims for a in some])
                 if any(d >= 0 for d in dims):
                     values["input_dims"] = np.asarray(dims, np.int64)
             self.args.append((rows.astype(np.int64) + self.n_rows, values))
@@ -266,6 +292,17 @@ class Columns:
             self.note(template, n)
         self.n_flows += other.n_flows
         self.n_instants += other.n_instants
+        self.memory_events += other.memory_events
+        self.comm_args += other.comm_args
+
+    def _text_ids(self, values: list[Any]) -> list[int]:
+        """:meth:`_text` of each value; the Input Dims of a batch of ops."""
+        kinds = set(map(type, values))
+        if len(kinds) != 1 or kinds & {list, tuple, dict, str, int, float, type(None)}:
+            return [self._text(v) for v in values]
+        # msgspec's Raw, as written: look the bytes up at once, each new text once
+        ids = list(map(self._raw_ids.get, map(bytes, values)))
+        return [self._text(values[i]) if d is None else d for i, d in enumerate(ids)]
 
     def _text(self, value: Any) -> int:
         """Id of a JSON value in :attr:`texts`, whitespace dropped (-1: absent).
@@ -283,6 +320,7 @@ class Columns:
             if known is not None:
                 return known
             if not raw:
+                self._raw_ids[raw] = -1
                 return -1
             text = raw.translate(None, b" \t\r\n").decode("utf-8", "replace")
             self._raw_ids[raw] = self.texts[text]
@@ -417,6 +455,8 @@ class Columns:
             parser=parser,
             n_flows=self.n_flows,
             n_instants=self.n_instants,
+            memory_events=self.memory_events,
+            comm_args=self.comm_args,
         )
 
     def _printable(
@@ -457,9 +497,8 @@ class Columns:
             if values:
                 groups.append((at, values))
         self.args.clear()
-        return (ids["correlation"], ids["external_id"]), ArgColumns(
-            _EXTRA_COLUMNS, groups, len(rows)
-        )
+        names = _EXTRA_COLUMNS if self.extra_args else ()  # not read: no column at all
+        return (ids["correlation"], ids["external_id"]), ArgColumns(names, groups, len(rows))
 
 
 _ENVELOPE_STR = ("ph", "name", "cat")
@@ -514,6 +553,9 @@ def to_record(ev: Any, columns: Columns, args_type: type, event_type: type) -> A
                 kept[key] = args[key]
         if "Input Dims" in args:
             kept["input_dims"] = args["Input Dims"]
+        for raw, attr in MEMORY_ARGS.items():
+            if raw in args:
+                kept[attr] = args[raw]
         fields["args"] = args_type(**kept)
     return event_type(**fields)
 
@@ -565,6 +607,47 @@ def exact_ns(values: list[Any]) -> npt.NDArray[np.int64]:
         if -(2**63) <= ns < 2**63:
             out[i] = ns
     return out
+
+
+def _by_phase(events: list[Any]) -> tuple[Counter[str], list[Any], list[Any]]:
+    """Events per phase (``ph``), and the complete (``"X"``) and instant events, in order.
+
+    Where every phase is one ASCII letter (always, in Kineto's traces), numpy
+    counts their codes and picks the events out; else a Counter does.
+    """
+    phs = list(map(_PH, events))
+    joined = "".join(phs)
+    if len(joined) != len(phs) or not joined.isascii():
+        phases = Counter(phs)
+        xs = events if phases["X"] == len(events) else [ev for ev in events if ev.ph == "X"]
+        return phases, xs, [ev for ev in events if ev.ph in ("i", "I")]
+    codes = np.frombuffer(joined.encode(), dtype=np.uint8)
+    counts = np.bincount(codes, minlength=128)
+    phases = Counter({chr(c): int(counts[c]) for c in np.flatnonzero(counts).tolist()})
+    xs = events
+    if phases["X"] != len(events):
+        xs = list(itertools.compress(events, (codes == ord("X")).tolist()))
+    instants: list[Any] = []
+    if phases["i"] or phases["I"]:
+        instants = list(itertools.compress(events, np.isin(codes, _INSTANT_CODES).tolist()))
+    return phases, xs, instants
+
+
+_INSTANT_CODES = np.array([ord("i"), ord("I")], dtype=np.uint8)
+
+
+def _sizes(dims: list[Any]) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """:func:`_volumes` and :func:`_packed` of the same ``[x, y, z]`` lists, read once."""
+    try:
+        xyz = np.array(dims, dtype=np.int64)
+    except (TypeError, ValueError, OverflowError):
+        xyz = None
+    if xyz is not None and xyz.ndim == 2 and xyz.shape[1] == 3 and (xyz >= 0).all():
+        volumes = xyz.prod(axis=1) if (xyz < 2**21).all() else _volumes(dims)
+        fits = (xyz[:, 0] < 2**31).all() and (xyz[:, 1:] < 2**16).all()
+        packed = xyz[:, 0] << 32 | xyz[:, 1] << 16 | xyz[:, 2] if fits else _packed(dims)
+        return np.asarray(volumes, np.int64), np.asarray(packed, np.int64)
+    return np.asarray(_volumes(dims), np.int64), _packed(dims)
 
 
 def _is_device(pid: Any) -> bool:

@@ -9,6 +9,7 @@ for all bars, so a window with thousands of events draws in about a second.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -304,6 +305,16 @@ def _fitted_label(name: str, kind: int, room_in: float, size_pt: float) -> str:
 
 def text_width_in(text: str, size_pt: float) -> float:
     """How wide ``text`` is, in inches, set at ``size_pt`` in matplotlib's default font."""
+    from matplotlib import rcParams
+
+    return _text_width_in(
+        text, size_pt, repr(rcParams["font.family"]), repr(rcParams["font.sans-serif"])
+    )
+
+
+@functools.lru_cache(maxsize=4096)
+def _text_width_in(text: str, size_pt: float, family: str, sans: str) -> float:
+    """:func:`text_width_in`, measured once per text, size and default font."""
     from matplotlib.font_manager import FontProperties
     from matplotlib.textpath import text_to_path
 
@@ -327,7 +338,9 @@ def _gaps(ax: Axes, p: Prepared, x: _ToX) -> None:
         rows = _gpu_rows_of(p, g["device"])
         y0, y1 = p.y_top[rows[0]], p.y_top[rows[-1]] + 1
         gx0, gx1 = float(x(g["start_ns"])), float(x(g["end_ns"]))
-        ax.add_patch(
+        # add_artist, not add_patch: the limits are set, so the patch's data limits
+        # (costly to work out for a hatched patch) would change nothing.
+        ax.add_artist(
             Rectangle(
                 (gx0, y0),
                 gx1 - gx0,

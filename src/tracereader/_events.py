@@ -191,6 +191,9 @@ class Trace:
     parser: str = ""
     n_flows: int = 0
     n_instants: int = 0
+    #: ``[memory]`` instants and communication args (:mod:`tracereader._side`).
+    memory_events: list[tuple[Any, ...]] = field(default_factory=list, repr=False)
+    comm_args: list[tuple[str, dict[str, Any]]] = field(default_factory=list, repr=False)
     _cache: dict[str, Any] = field(default_factory=dict, repr=False)
 
     # ------------------------------------------------------------------ basics

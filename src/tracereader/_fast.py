@@ -41,8 +41,9 @@ from ._columns import (
     to_record,
 )
 from ._events import Trace
+from ._side import ABSENT, comm_from_dicts, is_comm_name
 
-__all__ = ["ArgsRecord", "EventRecord", "NotFast", "load_fast"]
+__all__ = ["ArgsRecord", "EventRecord", "IdsEventRecord", "IdsRecord", "NotFast", "load_fast"]
 
 #: Bytes of JSON decoded per msgspec call: the Python objects of one piece
 #: (about 10k events) live only until the piece is turned into columns. Small
@@ -88,6 +89,13 @@ class ArgsRecord(msgspec.Struct, gc=False):
     name: Any = None  # thread_name metadata
     #: cpu_op with record_shapes: kept as raw JSON text, never decoded
     input_dims: msgspec.Raw = msgspec.field(default=msgspec.Raw(b""), name="Input Dims")
+    # [memory] instants (tracereader._side.MEMORY_ARGS), in the order Kineto writes them
+    total_reserved: Any = msgspec.field(default=ABSENT, name="Total Reserved")
+    total_allocated: Any = msgspec.field(default=ABSENT, name="Total Allocated")
+    mem_bytes: Any = msgspec.field(default=ABSENT, name="Bytes")
+    device_id: Any = msgspec.field(default=ABSENT, name="Device Id")
+    device_type: Any = msgspec.field(default=ABSENT, name="Device Type")
+    addr: Any = msgspec.field(default=ABSENT, name="Addr")
 
 
 class EventRecord(msgspec.Struct, gc=False):
@@ -103,6 +111,35 @@ class EventRecord(msgspec.Struct, gc=False):
     args: ArgsRecord | None = None
 
 
+class CommRecord(msgspec.Struct, gc=False):
+    """A communication event's name, phase and whole ``args`` (:mod:`tracereader._side`)."""
+
+    ph: str = ""
+    name: str = ""
+    args: dict[str, Any] | None = None
+
+
+class IdsRecord(msgspec.Struct, gc=False):
+    """:class:`ArgsRecord` cut to the two ids and thread names (``extra_args=False``)."""
+
+    correlation: NumOrText = -1
+    external_id: NumOrText = msgspec.field(default=-1, name="External id")
+    name: Any = None  # thread_name metadata
+
+
+class IdsEventRecord(msgspec.Struct, gc=False):
+    """:class:`EventRecord` with :class:`IdsRecord` args: every other arg skipped unseen."""
+
+    ph: str = ""
+    name: str = ""
+    cat: str = ""
+    pid: int | str = ""
+    tid: int | str = ""
+    ts: float | None = None  # µs
+    dur: float | None = None  # µs
+    args: IdsRecord | None = None
+
+
 class TsRecord(msgspec.Struct, gc=False):
     """An event's phase and its ``ts`` as written: a JSON float arrives as a Decimal."""
 
@@ -112,22 +149,29 @@ class TsRecord(msgspec.Struct, gc=False):
 
 _TOP: msgspec.json.Decoder[dict[str, msgspec.Raw]] = msgspec.json.Decoder(dict[str, msgspec.Raw])
 _EVENTS: msgspec.json.Decoder[list[EventRecord]] = msgspec.json.Decoder(list[EventRecord])
+_IDS_EVENTS: msgspec.json.Decoder[list[IdsEventRecord]] = msgspec.json.Decoder(list[IdsEventRecord])
 _ANY_EVENTS: msgspec.json.Decoder[list[Any]] = msgspec.json.Decoder(list[Any])
+_COMM_EVENT: msgspec.json.Decoder[CommRecord] = msgspec.json.Decoder(CommRecord)
+#: Where a communication event's name starts (``_side.is_comm_name``; checked again once decoded).
+_COMM_NAME = re.compile(rb'"name"[ \t\r\n]*:[ \t\r\n]*"(?:record_param_comms|[nNrR][cC][cC][lL])')
 _TS: msgspec.json.Decoder[list[TsRecord]] = msgspec.json.Decoder(
     list[TsRecord], float_hook=decimal.Decimal
 )
 
 
-def load_fast(holder: list[Buffer], label: str, workers: int | None) -> Trace:
+def load_fast(
+    holder: list[Buffer], label: str, workers: int | None, extra_args: bool = True
+) -> Trace:
     """Decode with msgspec piece by piece; ``holder[0]`` is released once decoded.
 
-    ``workers``: as for :func:`tracereader.load`. Raises :class:`NotFast` when
-    msgspec refuses the bytes, and :class:`TraceError` when they are no trace.
+    ``workers``, ``extra_args``: as for :func:`tracereader.load`. Raises
+    :class:`NotFast` when msgspec refuses the bytes, and :class:`TraceError`
+    when they are no trace.
     """
     data, workers = holder[0], _workers(workers)
     try:
         meta, buffer, start, stop = _locate(data, label, quick=True)
-        columns = Columns(label, base_ns(meta))
+        columns = Columns(label, base_ns(meta), extra_args)
         spans = _spans(buffer, start, stop)
         try:
             _decode_spans(buffer, spans, columns, workers)
@@ -135,7 +179,7 @@ def load_fast(holder: list[Buffer], label: str, workers: int | None) -> Trace:
             # A cut fell inside a string, or the quick look at head and tail
             # was fooled (or the JSON is bad): scan it all, decode in one go.
             meta, buffer, start, stop = _locate(data, label, quick=False)
-            columns = Columns(label, base_ns(meta))
+            columns = Columns(label, base_ns(meta), extra_args)
             spans = [(start + 1, stop)]
             _decode_into(buffer, spans, columns)
         ts_ns = _exact_ts(buffer, spans) if needs_exact_ts(columns, buffer) else None
@@ -250,7 +294,7 @@ def _decode_spans(
             helper, share = pending.pop(0)
             part = helper.result()
             if part is None:  # the helper failed: do its share here
-                part = Columns(columns.label, columns.base_ns)
+                part = Columns(columns.label, columns.base_ns, columns.extra_args)
                 _decode_into(buffer, [spans[i] for i in share], part)
             columns.merge(part)
     except BaseException:
@@ -260,18 +304,49 @@ def _decode_spans(
 
 
 def _decode_into(buffer: Buffer, spans: list[tuple[int, int]], columns: Columns) -> None:
+    # Every piece is copied into the same scratch buffer: no fresh pages per piece.
+    scratch = bytearray(max(end - begin for begin, end in spans) + 2)
+    decoder = _EVENTS if columns.extra_args else _IDS_EVENTS
     for begin, end in spans:
-        piece = _piece(buffer, begin, end)
+        piece = _piece(buffer, begin, end, scratch)
+        dicts = None
         try:
-            events = _EVENTS.decode(piece)
+            events = decoder.decode(piece)
         except msgspec.ValidationError:
             # A value of an unexpected type (a float pid, a non-string name):
             # only this piece is read the tolerant way, each odd value costing
             # its field or its event, with the repair noted.
-            events = [
-                to_record(ev, columns, ArgsRecord, EventRecord) for ev in _ANY_EVENTS.decode(piece)
-            ]
+            dicts = _ANY_EVENTS.decode(piece)
+            events = [to_record(ev, columns, ArgsRecord, EventRecord) for ev in dicts]
         columns.add([ev for ev in events if ev is not None])
+        if columns.comm_rows:
+            columns.comm_args += (
+                comm_from_dicts(dicts)
+                if dicts is not None
+                else _comm_args(piece, columns.comm_rows)
+            )
+        del events, dicts, piece  # this piece's records go before the next is decoded
+
+
+def _comm_args(piece: Any, n: int) -> list[tuple[str, dict[str, Any]]]:
+    """``(name, args)`` of the ``n`` communication events of a piece, in order.
+
+    Each is decoded alone, from the ``{`` before its ``"name"`` to the next
+    event boundary; if that finds other than ``n`` of them (a cut fooled by
+    the text), the whole piece is decoded again as plain dicts.
+    """
+    data = bytes(piece) if isinstance(piece, memoryview) else piece
+    found = []
+    try:
+        for match in _COMM_NAME.finditer(data):
+            begin = data.rfind(b"{", 0, match.start())
+            cut = _BOUNDARY.search(data, match.end())
+            ev = _COMM_EVENT.decode(data[begin : cut.start() + 1 if cut else len(data) - 1])
+            if ev.ph == "X" and is_comm_name(ev.name) and ev.args is not None:
+                found.append((ev.name, ev.args))
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        found = []
+    return found if len(found) == n else comm_from_dicts(_ANY_EVENTS.decode(data))
 
 
 def _exact_ts(buffer: Buffer, spans: list[tuple[int, int]]) -> Any:
@@ -287,12 +362,20 @@ def _exact_ts(buffer: Buffer, spans: list[tuple[int, int]]) -> Any:
     return exact_ns(values)
 
 
-def _piece(buffer: Buffer, begin: int, end: int) -> Any:
-    """The events ``buffer[begin:end]`` as a JSON array (the whole array: a view, no copy)."""
+def _piece(buffer: Buffer, begin: int, end: int, scratch: bytearray | None = None) -> Any:
+    """The events ``buffer[begin:end]`` as a JSON array (the whole array: a view, no copy).
+
+    A piece is copied into ``scratch`` when given (it must be long enough),
+    else into new bytes.
+    """
     view = memoryview(buffer)
     if buffer[begin - 1] == ord("[") and buffer[end] == ord("]"):
         return view[begin - 1 : end + 1]
-    return b"".join((b"[", view[begin:end], b"]"))
+    if scratch is None:
+        return b"".join((b"[", view[begin:end], b"]"))
+    size = end - begin
+    scratch[0], scratch[1 : size + 1], scratch[size + 1] = ord("["), view[begin:end], ord("]")
+    return memoryview(scratch)[: size + 2]
 
 
 class _Helper:
@@ -343,7 +426,7 @@ def _fork(buffer: Buffer, spans: list[tuple[int, int]], parent: Columns) -> _Hel
     try:  # the helper process: decode, send, and leave without any cleanup
         os.close(read_fd)
         try:
-            columns = Columns(parent.label, parent.base_ns)
+            columns = Columns(parent.label, parent.base_ns, parent.extra_args)
             _decode_into(buffer, spans, columns)
             message: tuple[str, Columns | Exception | None] = ("ok", columns)
         except (msgspec.DecodeError, msgspec.ValidationError) as exc:

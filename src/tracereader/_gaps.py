@@ -14,11 +14,11 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from ._events import CPU_OP_KINDS, LAUNCH_KINDS, Kind, Trace, kind_mask, name_mask
+from ._events import CPU_OP_KINDS, LAUNCH_KINDS, Kind, Trace, cached, kind_mask, name_mask
 from ._intervals import Window, gpu_intervals, union
 from ._link import LAUNCH_APIS, SYNC_APIS, link
 
-__all__ = ["CAUSES", "CAUSES_HELP", "Gap", "gaps"]
+__all__ = ["CAUSES", "CAUSES_HELP", "Gap", "GapColumns", "gap_columns", "gaps"]
 
 #: Causes of an idle gap, in tie-break order.
 CAUSES = ("sync", "op without kernels", "python", "launch", "nothing recorded")
@@ -119,20 +119,61 @@ def _event_causes(trace: Trace) -> tuple[npt.NDArray[np.int8], npt.NDArray[np.bo
     return cat, sync
 
 
+@dataclass
+class _LaneSegments:
+    """One CPU thread's time cut into segments, each with its innermost event.
+
+    Segment ``k`` is ``[bounds[k], bounds[k + 1])``, at every start and end of
+    the thread's events ``rows``; ``seg_event`` is the innermost event
+    covering it (-1: none) and ``seg_cat`` its category, ``before[c, k]`` the
+    time of category ``c`` before segment ``k``. Worked out once per thread
+    and kept with the trace: the report asks for the gaps of every step.
+    """
+
+    rows: npt.NDArray[np.int64]
+    bounds: npt.NDArray[np.int64]
+    seg_event: npt.NDArray[np.int64]
+    seg_cat: npt.NDArray[np.int8]
+    before: npt.NDArray[np.int64]
+    sync_rows: npt.NDArray[np.int64]
+
+
+def _lane_segments(trace: Trace, lane: int) -> _LaneSegments:
+    """:class:`_LaneSegments` of ``lane``, computed once per trace."""
+
+    def make() -> _LaneSegments:
+        cat, sync = _cached_event_causes(trace)
+        rows = np.flatnonzero(trace.lane == lane)
+        bounds = _boundaries(trace, rows)
+        seg_event = _innermost_events(trace, rows, bounds, np.ones(len(bounds), dtype=bool))
+        seg_cat = np.where(seg_event >= 0, cat[np.maximum(seg_event, 0)], _NOTHING)
+        seg_len = np.append(np.diff(bounds), 0)
+        before = np.zeros((_NOTHING, len(bounds) + 1), dtype=np.int64)
+        for c in range(_NOTHING):
+            np.cumsum(np.where(seg_cat == c, seg_len, 0), out=before[c, 1:])
+        return _LaneSegments(rows, bounds, seg_event, seg_cat.astype(np.int8), before,
+                             rows[sync[rows]])  # fmt: skip
+
+    return cached(trace, f"gap_lane_segments_{lane}", make)
+
+
+def _cached_event_causes(trace: Trace) -> tuple[npt.NDArray[np.int8], npt.NDArray[np.bool_]]:
+    """:func:`_event_causes`, computed once per trace."""
+    return cached(trace, "gap_event_causes", lambda: _event_causes(trace))
+
+
 def _classify_lane(
     trace: Trace,
-    rows: npt.NDArray[np.int64],
-    cat: npt.NDArray[np.int8],
-    sync: npt.NDArray[np.bool_],
+    lane: _LaneSegments,
     gap_start: npt.NDArray[np.int64],
     gap_end: npt.NDArray[np.int64],
 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64]]:
     """Causes of the gaps ``[gap_start, gap_end)`` as seen from one CPU thread.
 
-    ``rows`` are the thread's events. Its time is cut into segments at every
-    event start and end; each segment belongs to the innermost event covering
-    it. Prefix sums of segment length per category then give each gap's
-    breakdown without a loop over gaps.
+    The thread's time is cut into segments at every event start and end; each
+    segment belongs to the innermost event covering it. Prefix sums of
+    segment length per category then give each gap's breakdown without a loop
+    over gaps.
 
     Returns
     -------
@@ -141,17 +182,14 @@ def _classify_lane(
     share : int64 array, gaps x CAUSES
         ns of each gap spent in each category.
     """
-    bounds = _boundaries(trace, rows)
+    bounds, seg_event, seg_cat = lane.bounds, lane.seg_event, lane.seg_cat
     # Segment k is [bounds[k], bounds[k + 1]); -1: before the thread's first event.
     first_seg = np.searchsorted(bounds, gap_start, "right") - 1
     last_seg = np.searchsorted(bounds, gap_end, "left") - 1
-    needed = _inside_some_gap(len(bounds), first_seg, last_seg)
-    seg_event = _innermost_events(trace, rows, bounds, needed)
-    seg_cat = np.where(seg_event >= 0, cat[np.maximum(seg_event, 0)], _NOTHING)
-    share = _category_shares(bounds, seg_cat, first_seg, last_seg, gap_start, gap_end)
+    share = _category_shares(lane, first_seg, last_seg, gap_start, gap_end)
     cause = np.argmax(share[:, 1:], axis=1) + 1  # ties: first in CAUSES
     # A sync call overlapping the gap wins outright.
-    synced, sync_event = _overlapping_sync(trace, rows[sync[rows]], gap_start, gap_end)
+    synced, sync_event = _overlapping_sync(trace, lane.sync_rows, gap_start, gap_end)
     cause[synced] = _SYNC
     # Other causes: the event with the most exclusive time of that category.
     event = _main_events(
@@ -168,16 +206,6 @@ def _boundaries(trace: Trace, rows: npt.NDArray[np.int64]) -> npt.NDArray[np.int
     return b[first]
 
 
-def _inside_some_gap(
-    n_segments: int, first_seg: npt.NDArray[np.int64], last_seg: npt.NDArray[np.int64]
-) -> npt.NDArray[np.bool_]:
-    """Mask over segments: those inside at least one gap (via a difference array)."""
-    mark = np.zeros(n_segments + 1, dtype=np.int64)
-    np.add.at(mark, np.maximum(first_seg, 0), 1)
-    np.add.at(mark, np.maximum(last_seg + 1, 0), -1)
-    return np.cumsum(mark[:-1]) > 0
-
-
 def _innermost_events(
     trace: Trace,
     rows: npt.NDArray[np.int64],
@@ -191,9 +219,10 @@ def _innermost_events(
     linker's parents while that event ended before the segment starts.
     """
     ts, end = trace.ts_ns[rows], trace.end_ns[rows]
-    parent = link(trace).parent[rows]
-    local_parent = np.searchsorted(rows, parent)  # parent as a position in rows
-    local_parent[parent < 0] = -1
+    parent = link(trace).parent[rows]  # on the same lane: among rows, or -1
+    at = np.full(len(trace), -1, dtype=np.int64)
+    at[rows] = np.arange(len(rows), dtype=np.int64)
+    local_parent = np.where(parent >= 0, at[np.maximum(parent, 0)], -1)  # a position in rows
     pos = np.searchsorted(ts, bounds, "right") - 1
     pos[~needed] = -1
     todo = np.flatnonzero(pos >= 0)
@@ -205,8 +234,7 @@ def _innermost_events(
 
 
 def _category_shares(
-    bounds: npt.NDArray[np.int64],
-    seg_cat: npt.NDArray[np.int8],
+    lane: _LaneSegments,
     first_seg: npt.NDArray[np.int64],
     last_seg: npt.NDArray[np.int64],
     gap_start: npt.NDArray[np.int64],
@@ -216,13 +244,11 @@ def _category_shares(
 
     Time not covered by an event of another category is "nothing recorded".
     """
-    seg_len = np.append(np.diff(bounds), 0)
     share = np.zeros((len(gap_start), len(CAUSES)), dtype=np.int64)
     for c in range(_NOTHING):
-        in_cat = seg_cat == c
-        before = np.concatenate([[0], np.cumsum(np.where(in_cat, seg_len, 0))])
-        share[:, c] = _time_in(gap_end, last_seg, bounds, in_cat, before) - _time_in(
-            gap_start, first_seg, bounds, in_cat, before
+        in_cat, before = lane.seg_cat == c, lane.before[c]
+        share[:, c] = _time_in(gap_end, last_seg, lane.bounds, in_cat, before) - _time_in(
+            gap_start, first_seg, lane.bounds, in_cat, before
         )
     share[:, _NOTHING] = np.maximum((gap_end - gap_start) - share[:, :_NOTHING].sum(axis=1), 0)
     return share
@@ -324,6 +350,49 @@ def gaps(
     list of Gap
         Sorted by device, then time.
     """
+    g = gap_columns(trace, window, min_gap_us, edges=edges)
+    names = [CAUSES[c] for c in g.cause.tolist()]
+    return [
+        Gap(*args)
+        for args in zip(
+            g.device.tolist(),
+            g.start_ns.tolist(),
+            g.end_ns.tolist(),
+            names,
+            g.event.tolist(),
+            g.next_op.tolist(),
+            map(tuple, g.share.tolist()),
+            g.edge.tolist(),
+            strict=False,
+        )
+    ]
+
+
+@dataclass
+class GapColumns:
+    """What :func:`gaps` finds, as arrays (one entry per gap): no :class:`Gap` objects.
+
+    ``cause`` indexes :data:`CAUSES`; ``share`` is gaps x CAUSES ns.
+    """
+
+    device: npt.NDArray[np.int64]
+    start_ns: npt.NDArray[np.int64]
+    end_ns: npt.NDArray[np.int64]
+    cause: npt.NDArray[np.int64]
+    event: npt.NDArray[np.int64]
+    next_op: npt.NDArray[np.int64]
+    share: npt.NDArray[np.int64]
+    edge: npt.NDArray[Any]
+
+    def gap_us(self) -> npt.NDArray[np.float64]:
+        """Each gap's length in µs, as :attr:`Gap.gap_us` computes it."""
+        return (self.end_ns - self.start_ns) / 1e3
+
+
+def gap_columns(
+    trace: Trace, window: Window | None = None, min_gap_us: float = 1.0, *, edges: bool = False
+) -> GapColumns:
+    """:func:`gaps` as columns, in the same order (for sums over many gaps)."""
     ln = link(trace)
     rows, s, e, dev = gpu_intervals(trace, ln.gpu_ops, window)
     found: list[tuple[npt.NDArray[Any], ...]] = []  # (device, start, end, next op, edge)
@@ -338,27 +407,15 @@ def gaps(
         if edges and window is not None:
             found.append(_edges(trace, int(d), r[order], a, b, window, min_gap_us))
     if not found:
-        return []
+        none = np.zeros(0, dtype=np.int64)
+        return GapColumns(none, none, none, none, none, none,
+                          np.zeros((0, len(CAUSES)), dtype=np.int64), np.zeros(0, "<U5"))  # fmt: skip
     cols = [np.concatenate(col) for col in zip(*found, strict=False)]
     dev, gap_start, gap_end, nxt, edge = cols
     order = np.lexsort((gap_start, dev))
     dev, gap_start, gap_end, nxt, edge = (c[order] for c in cols)
     cause, event, share = _causes(trace, gap_start, gap_end, _threads(trace, nxt, rows, dev))
-    names = [CAUSES[c] for c in cause.tolist()]
-    return [
-        Gap(*args)
-        for args in zip(
-            dev.tolist(),
-            gap_start.tolist(),
-            gap_end.tolist(),
-            names,
-            event.tolist(),
-            nxt.tolist(),
-            map(tuple, share.tolist()),
-            edge.tolist(),
-            strict=False,
-        )
-    ]
+    return GapColumns(dev, gap_start, gap_end, cause, event, nxt, share, edge)
 
 
 def _edges(
@@ -424,11 +481,9 @@ def _causes(
     event = np.full(len(gap_start), -1, dtype=np.int64)
     share = np.zeros((len(gap_start), len(CAUSES)), dtype=np.int64)
     share[:, _NOTHING] = gap_end - gap_start
-    cat, sync = _event_causes(trace)
-    for lane in np.unique(thread[thread >= 0]):
+    for lane in np.unique(thread[thread >= 0]).tolist():
         mine = np.flatnonzero(thread == lane)
-        lane_rows = np.flatnonzero(trace.lane == lane)
         cause[mine], event[mine], share[mine] = _classify_lane(
-            trace, lane_rows, cat, sync, gap_start[mine], gap_end[mine]
+            trace, _lane_segments(trace, lane), gap_start[mine], gap_end[mine]
         )
     return cause, event, share

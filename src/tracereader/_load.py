@@ -119,7 +119,9 @@ def _gunzip(data: Buffer, label: str) -> bytearray:
 
 
 # --------------------------------------------------------------------------- entry point
-def load(source: str | os.PathLike[str] | bytes, *, workers: int | None = None) -> Trace:
+def load(
+    source: str | os.PathLike[str] | bytes, *, workers: int | None = None, extra_args: bool = True
+) -> Trace:
     """Load a torch.profiler (Kineto) Chrome trace into columns.
 
     Parameters
@@ -135,6 +137,13 @@ def load(source: str | os.PathLike[str] | bytes, *, workers: int | None = None) 
         on Linux, from a process with a single Python thread (not in Jupyter);
         elsewhere, and whenever a worker fails, the parent decodes everything
         itself, with the same result. Without msgspec, one process decodes.
+    extra_args
+        Read the args beyond ``correlation`` and ``External id``: the columns
+        of ``trace.extra`` (volumes, registers, Python ids, shapes...), the
+        ``[memory]`` events and the args of communication events. ``False``
+        skips them, unread, for a quicker load where only the ids are needed
+        (``tracereader summary``): ``trace.extra`` is then empty, and
+        ``trace.memory_events`` and ``trace.comm_args`` too.
 
     Returns
     -------
@@ -164,10 +173,10 @@ def load(source: str | os.PathLike[str] | bytes, *, workers: int | None = None) 
     except ModuleNotFoundError as exc:  # no msgspec (the recording machine, say)
         if exc.name != "msgspec":
             raise
-        return load_tolerant(data, label, parser="stdlib")
+        return load_tolerant(data, label, parser="stdlib", extra_args=extra_args)
     holder = [data]
     del data
     try:
-        return load_fast(holder, label, workers)
+        return load_fast(holder, label, workers, extra_args)
     except NotFast:
-        return load_tolerant(holder[0], label)
+        return load_tolerant(holder[0], label, extra_args=extra_args)

@@ -4,8 +4,8 @@ Each allocation or free by PyTorch's allocators is an instant event named
 ``[memory]`` whose args hold ``Bytes`` (positive: allocated, negative:
 freed), ``Addr``, ``Total Allocated`` and ``Total Reserved`` (the device's
 totals just after it), ``Device Type`` (1: CUDA, 0: CPU) and ``Device Id``.
-The loader does not keep instant events, so :func:`memory_view` reads them
-from the trace file again (:func:`~tracereader._raw.raw_events`).
+The loader keeps these events as written, in file order, in
+``trace.memory_events`` (:mod:`tracereader._side`).
 
 Per device it gives the allocated and reserved series, their peaks with the
 profiler step, ``record_function`` region and CPU op open at each, a peak per
@@ -17,14 +17,16 @@ the profiler started have no event; their total (the first event's
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
+from ._columns import base_ns
 from ._events import Kind, Trace
-from ._raw import raw_events, ts_ns_of
+from ._side import MEMORY_ARGS
 from ._tables import Table
 
 __all__ = ["SNAPSHOT_NOTE", "DeviceMemory", "MemoryView", "memory_view"]
@@ -133,9 +135,45 @@ class _Where:
 
 
 # ---------------------------------------------------------------- reading
-def _int(args: dict[str, Any], key: str) -> int:
-    v = args.get(key)
+def _int(v: Any) -> int:
     return int(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else 0
+
+
+def _ints(values: tuple[Any, ...]) -> npt.NDArray[np.int64]:
+    """:func:`_int` of each value, at once where all are plain ints (as torch writes them)."""
+    if set(map(type, values)) <= {int}:
+        return np.fromiter(values, np.int64, len(values))
+    return np.fromiter(map(_int, values), np.int64, len(values))
+
+
+def _ts_ns(ts_us: Any, base: int) -> int | None:
+    """A ``[memory]`` event's ``ts`` (µs) on the trace's ns clock (``trace.ts_ns``), or ``None``.
+
+    The loader reads ``ts`` as a float: one that is whole and beyond a float's
+    exact ns (absolute µs written as an integer, torch 1.x) is multiplied as
+    an integer, as that integer would be.
+    """
+    if isinstance(ts_us, bool) or not isinstance(ts_us, (int, float)):
+        return None
+    if isinstance(ts_us, float) and abs(ts_us) >= 2**53 / 1000 and ts_us.is_integer():
+        return int(ts_us) * 1000 + base
+    return round(ts_us * 1000) + base
+
+
+def _all_ts_ns(
+    ts_us: tuple[Any, ...], base: int
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.bool_]]:
+    """:func:`_ts_ns` of each ``ts`` and whether it has one; at once where all are floats."""
+    if set(map(type, ts_us)) <= {float}:
+        us = np.array(ts_us, dtype=np.float64)
+        if np.isfinite(us).all() and (np.abs(us) < 9e15).all():
+            ns = np.rint(us * 1000.0).astype(np.int64)
+            whole = (np.abs(us) >= 2**53 / 1000) & (us == np.floor(us))
+            ns[whole] = us[whole].astype(np.int64) * 1000
+            return ns + base, np.ones(len(us), dtype=bool)
+    found = [_ts_ns(t, base) for t in ts_us]
+    ns = np.array([0 if t is None else t for t in found], dtype=np.int64)
+    return ns, np.array([t is not None for t in found], dtype=bool)
 
 
 def _lanes(trace: Trace) -> dict[tuple[Any, Any], int]:
@@ -192,33 +230,37 @@ def _step_peaks(trace: Trace, devices: list[DeviceMemory]) -> Table:
 
 
 def memory_view(trace: Trace) -> MemoryView | None:
-    """The memory view of ``trace``, or ``None`` when it holds no ``[memory]`` event.
-
-    Reads the trace's file again (only when the loader counted instant
-    events); a trace loaded from bytes gives ``None``.
-    """
-    if not trace.n_instants:
+    """The memory view of ``trace``, or ``None`` when it holds no ``[memory]`` event."""
+    if not trace.memory_events:
         return None
-    found = raw_events(trace, lambda n, ph, cat: n == "[memory]" and ph in ("i", "I"),
-                       b'"[memory]"')  # fmt: skip
+    base = base_ns(trace.meta)
+    if any("ignored baseTimeNanoseconds" in r for r in trace.repairs):
+        base = 0
     lanes = _lanes(trace)
-    by_dev: dict[str, list[list[int]]] = {}
-    for n, e in enumerate(found):
-        args = e.get("args") or {}
-        when = ts_ns_of(trace, e.get("ts"))
-        if when is None or not isinstance(args, dict):
-            continue
-        kind = DEVICE_TYPES.get(_int(args, "Device Type"), f"type{_int(args, 'Device Type')}")
-        dev = kind if kind == "cpu" else f"{kind}:{_int(args, 'Device Id')}"
-        lane = lanes.get((e.get("pid"), e.get("tid")), -1)
-        by_dev.setdefault(dev, []).append([when, _int(args, "Bytes"), _int(args, "Total Allocated"),
-                                           _int(args, "Total Reserved"), _int(args, "Addr"), lane,
-                                           n])  # fmt: skip
+    ts_us, pids, tids, *values = zip(*trace.memory_events, strict=True)
+    when, has_ts = _all_ts_ns(ts_us, base)
+    args = dict(zip(MEMORY_ARGS, map(_ints, values), strict=True))
+    lane = np.fromiter(
+        map(lanes.get, zip(pids, tids, strict=True), itertools.repeat(-1)), np.int64, len(when)
+    )
+    cols = np.stack([when, args["Bytes"], args["Total Allocated"], args["Total Reserved"],
+                     args["Addr"], lane, np.arange(len(when))], axis=1)  # fmt: skip
+    # Device Type and Id -> "cuda:0", "cpu"...
+    dev_type, dev_id = args["Device Type"][has_ts], args["Device Id"][has_ts]
+    kept = cols[has_ts]
+    by_dev: dict[str, npt.NDArray[np.int64]] = {}
+    for dtype in np.unique(dev_type).tolist():
+        of_type = dev_type == dtype
+        for did in np.unique(dev_id[of_type]).tolist():
+            kind = DEVICE_TYPES.get(dtype, f"type{dtype}")
+            dev = kind if kind == "cpu" else f"{kind}:{did}"
+            mine = np.flatnonzero(of_type & (dev_id == did))
+            by_dev[dev] = mine if dev not in by_dev else np.union1d(by_dev[dev], mine)
     if not by_dev:
         return None
     devices = []
     keys = ("ts_ns", "bytes", "allocated", "reserved", "addr", "lane", "order")
     for dev in sorted(by_dev, key=lambda d: (d == "cpu", d)):
-        arr = np.array(by_dev[dev], dtype=np.int64)
+        arr = kept[by_dev[dev]]
         devices.append(_device(trace, dev, {k: arr[:, i] for i, k in enumerate(keys)}))
     return MemoryView(devices, _step_peaks(trace, devices), trace.t0_ns)

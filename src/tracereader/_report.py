@@ -17,6 +17,7 @@ from typing import Any
 from ._classify import class_table
 from ._datasheet import trace_datasheet
 from ._events import Trace, arg_column
+from ._fork import side_by_side
 from ._gaps import CAUSES_HELP, gaps
 from ._headline import headline
 from ._kernel_view import OCCUPANCY_NOTE, launch_table, weighted_occupancy_pct
@@ -283,10 +284,14 @@ def _one(trace: Trace, peaks: Peaks, draw: bool) -> str:
         note = f"<p>{mtia:,} MTIA device ops are not read (MTIA is not supported yet).</p>"
         return head + (note if mtia else "") + _cpu_only(trace)
     split = gpu_split(trace)
-    found = symptoms(trace)
+    # The sections that draw (matplotlib) in a helper process, the rest here meanwhile.
+    (slowest, memory), (found, overview, kernels, comm) = side_by_side(
+        lambda: (_slowest(trace, split, draw), memory_section(trace, draw)),
+        lambda: (symptoms(trace), _overview(trace, split, peaks), _kernels(trace),
+                 comm_section(trace)),
+    )  # fmt: skip
     top = f'<p class="headline"><b>{esc(headline(trace, found))}</b></p>'
-    body = _overview(trace, split, peaks) + _kernels(trace) + _slowest(trace, split, draw)
-    body += comm_section(trace) + memory_section(trace, draw)
+    body = overview + kernels + slowest + comm + memory
     return top + head + body + _next(found)
 
 

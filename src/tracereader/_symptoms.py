@@ -18,7 +18,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ._events import LAUNCH_KINDS, Kind, Trace, kind_mask, name_mask
-from ._gaps import CAUSES, gaps
+from ._gaps import CAUSES, gap_columns
 from ._intervals import gpu_intervals, union
 from ._link import GRAPH_LAUNCH_APIS, link
 from ._measure import BALANCED, CPU_BOUND, GPU_BOUND, StepTime, step_times
@@ -112,9 +112,10 @@ def _idle_by_cause(trace: Trace, steps: list[StepTime]) -> dict[str, float]:
     Without steps, the gaps between the trace's GPU ops.
     """
     out = dict.fromkeys(CAUSES, 0.0)
-    found = [g for st in steps for g in gaps(trace, st.window, edges=True)]
-    for g in found if steps else gaps(trace):
-        out[g.cause] += g.gap_us
+    found = [gap_columns(trace, st.window, edges=True) for st in steps] or [gap_columns(trace)]
+    for g in found:  # each gap's µs added in turn, as the gaps come
+        for cause, gap_us in zip(g.cause.tolist(), g.gap_us().tolist(), strict=True):
+            out[CAUSES[cause]] += gap_us
     return out
 
 

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from ._events import Kind, Trace, arg_column, kind_mask
+from ._events import Kind, Trace, arg_column, cached, kind_mask
 from ._intervals import Window, launched_in
 from ._link import link
 from ._measure import gpu_busy_us, step_times
@@ -229,41 +229,8 @@ def op_table(
     (``cudaStreamSynchronize``...) inside the op, or the op's own when it is
     one: the CPU waiting for the GPU, not working.
     """
-    ln = link(trace)
-    n = len(trace)
-    is_row = kind_mask(trace, _ROW_KINDS)
-    # Nearest enclosing table row (skipping Python frames).
-    up = ln.parent.copy()
-    todo = np.flatnonzero((up >= 0) & is_row)
-    while todo.size:
-        todo = todo[~is_row[up[todo]]]
-        up[todo] = ln.parent[up[todo]]
-        todo = todo[up[todo] >= 0]
-    up[~is_row] = -1
-    dur = trace.dur_ns.astype(np.float64)
-    self_cpu = np.where(is_row, dur, 0.0)
-    child = np.flatnonzero(up >= 0)
-    np.subtract.at(self_cpu, up[child], dur[child])
-    self_gpu, total_gpu, gpu_ops = np.zeros(n), np.zeros(n), np.zeros(n, dtype=np.int64)
-    g = ln.gpu_ops[ln.launch[ln.gpu_ops] >= 0]
-    owner = ln.issuer[ln.launch[g]]
-    g, owner = g[owner >= 0], owner[owner >= 0]
-    np.add.at(self_gpu, owner, dur[g])
-    while owner.size:
-        np.add.at(total_gpu, owner, dur[g])
-        np.add.at(gpu_ops, owner, 1)
-        owner = up[owner]
-        g, owner = g[owner >= 0], owner[owner >= 0]
-    waited = np.zeros(n)
-    if waits:
-        from ._waits import wait_rows
-
-        owner = wait_rows(trace)
-        spent = dur[owner]
-        while owner.size:
-            np.add.at(waited, owner, spent)
-            owner = up[owner]
-            spent, owner = spent[owner >= 0], owner[owner >= 0]
+    is_row, dur, self_cpu, self_gpu, total_gpu, gpu_ops = _op_times(trace)
+    waited = _op_waits(trace) if waits else np.zeros(len(trace))
     sel = np.flatnonzero(is_row)
     if window is not None:
         sel = sel[(trace.ts_ns[sel] >= window[0]) & (trace.ts_ns[sel] < window[1])]
@@ -425,3 +392,73 @@ def compare(
     only_a = sorted(set(na) - set(nb), key=lambda k: (-na[k][1], k))
     only_b = sorted(set(nb) - set(na), key=lambda k: (-nb[k][1], k))
     return Comparison(labels, metrics, kernels, only_a, only_b)
+
+
+def _op_nesting(trace: Trace) -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.int64]]:
+    """Which events are :func:`op_table` rows, and each one's nearest enclosing row (-1: none).
+
+    Python frames are looked through. Computed once per trace.
+    """
+
+    def make() -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.int64]]:
+        ln = link(trace)
+        is_row = kind_mask(trace, _ROW_KINDS)
+        up = ln.parent.copy()
+        todo = np.flatnonzero((up >= 0) & is_row)
+        while todo.size:
+            todo = todo[~is_row[up[todo]]]
+            up[todo] = ln.parent[up[todo]]
+            todo = todo[up[todo] >= 0]
+        up[~is_row] = -1
+        return is_row, up
+
+    return cached(trace, "op_table_nesting", make)
+
+
+_Floats = npt.NDArray[np.float64]
+_OpTimes = tuple[npt.NDArray[np.bool_], _Floats, _Floats, _Floats, _Floats, npt.NDArray[np.int64]]
+
+
+def _op_times(trace: Trace) -> _OpTimes:
+    """Per event: is a row, wall, self CPU, self and total GPU ns, GPU ops (once per trace)."""
+
+    def make() -> _OpTimes:
+        ln = link(trace)
+        n = len(trace)
+        is_row, up = _op_nesting(trace)
+        dur = trace.dur_ns.astype(np.float64)
+        self_cpu = np.where(is_row, dur, 0.0)
+        child = np.flatnonzero(up >= 0)
+        np.subtract.at(self_cpu, up[child], dur[child])
+        self_gpu, total_gpu, gpu_ops = np.zeros(n), np.zeros(n), np.zeros(n, dtype=np.int64)
+        g = ln.gpu_ops[ln.launch[ln.gpu_ops] >= 0]
+        owner = ln.issuer[ln.launch[g]]
+        g, owner = g[owner >= 0], owner[owner >= 0]
+        np.add.at(self_gpu, owner, dur[g])
+        while owner.size:
+            np.add.at(total_gpu, owner, dur[g])
+            np.add.at(gpu_ops, owner, 1)
+            owner = up[owner]
+            g, owner = g[owner >= 0], owner[owner >= 0]
+        return is_row, dur, self_cpu, self_gpu, total_gpu, gpu_ops
+
+    return cached(trace, "op_table_times", make)
+
+
+def _op_waits(trace: Trace) -> npt.NDArray[np.float64]:
+    """Per event: ns of synchronize calls inside it, or its own if it is one (once per trace)."""
+
+    def make() -> npt.NDArray[np.float64]:
+        from ._waits import wait_rows
+
+        _, up = _op_nesting(trace)
+        waited = np.zeros(len(trace))
+        owner = wait_rows(trace)
+        spent = trace.dur_ns.astype(np.float64)[owner]
+        while owner.size:
+            np.add.at(waited, owner, spent)
+            owner = up[owner]
+            spent, owner = spent[owner >= 0], owner[owner >= 0]
+        return waited
+
+    return cached(trace, "op_table_waits", make)

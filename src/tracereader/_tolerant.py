@@ -29,6 +29,7 @@ from ._columns import (
     to_record,
 )
 from ._events import Trace
+from ._side import comm_from_dicts
 
 __all__ = ["load_tolerant", "record_types"]
 
@@ -38,7 +39,9 @@ BATCH_EVENTS = 50_000
 _ESCAPED_BYTE = re.compile("[\udc80-\udcff]")  # what "surrogateescape" makes of a bad byte
 
 
-def load_tolerant(data: Buffer, label: str, parser: str = "tolerant") -> Trace:
+def load_tolerant(
+    data: Buffer, label: str, parser: str = "tolerant", extra_args: bool = True
+) -> Trace:
     """Decode with stdlib ``json`` (slow, forgiving) and report what it forgave.
 
     ``parser`` names the path in ``trace.parser``: ``"tolerant"`` after msgspec
@@ -94,11 +97,13 @@ def load_tolerant(data: Buffer, label: str, parser: str = "tolerant") -> Trace:
         raise TraceError(f"{label}: JSON but not a trace (traceEvents is not a list)")
     else:
         raise TraceError(f"{label}: JSON but not a trace (no traceEvents list)")
-    columns = Columns(label, base_ns(meta))
+    columns = Columns(label, base_ns(meta), extra_args)
     make = record_types()
     for start in range(0, len(events), BATCH_EVENTS):
         batch = [to_record(ev, columns, *make) for ev in events[start : start + BATCH_EVENTS]]
         columns.add([ev for ev in batch if ev is not None])
+        if columns.comm_rows:  # the args of its communication events, whole
+            columns.comm_args += comm_from_dicts(events[start : start + BATCH_EVENTS])
     del doc, events
     ts_ns = None
     if needs_exact_ts(columns, text):  # absolute µs with a ns fraction: read the ts again, exactly

@@ -73,6 +73,28 @@ def waits(trace: Trace, window: Window | None = None) -> Waits:
     if len(ops):
         _, s, e, _ = gpu_intervals(trace, ops, (int(w0.min()), int(w1.max())))
         g0, g1 = union(s, e)
-        for a, b in zip(w0.tolist(), w1.tolist(), strict=True):
-            busy_ns += float(np.clip(np.minimum(g1, b) - np.maximum(g0, a), 0, None).sum())
+        # GPU busy time before t: the busy intervals ending before t, and the part
+        # of the one t falls in; each wait's share is the difference at its ends.
+        done = np.concatenate(([0], np.cumsum(g1 - g0)))
+        for overlap_ns in (
+            _busy_before(g0, g1, done, w1) - _busy_before(g0, g1, done, w0)
+        ).tolist():
+            busy_ns += float(overlap_ns)  # summed in order, as one wait after another
     return Waits(len(rows), wait_ns / 1e3, busy_ns / 1e3)
+
+
+def _busy_before(
+    g0: npt.NDArray[np.int64],
+    g1: npt.NDArray[np.int64],
+    done: npt.NDArray[np.int64],
+    t: npt.NDArray[np.int64],
+) -> npt.NDArray[np.int64]:
+    """Busy ns before each time ``t``: the part of the sorted, disjoint ``[g0, g1)`` before it.
+
+    ``done[k]`` is the length of the first ``k`` intervals.
+    """
+    if not len(g0):
+        return np.zeros(len(t), dtype=np.int64)
+    k = np.searchsorted(g0, t, "right") - 1  # the last interval starting at or before t
+    inside = np.minimum(t, g1[np.maximum(k, 0)]) - g0[np.maximum(k, 0)]
+    return np.where(k >= 0, done[np.maximum(k, 0)] + inside, 0)
