@@ -299,3 +299,24 @@ def train_data_gap() -> Callable[[], SmallFigure]:
         f"The GPU lane is hatched: {idle}.",
         colors=TRAIN_COLORS,
     )
+
+
+def train_optimizer() -> Callable[[], SmallFigure]:
+    """Entry: Thousands of tiny kernels launched from `optimizer.step()`."""
+    t = rec("eager_forloop", "06_train_step").trace()
+    (region,) = t.regions("optimizer")
+    launches = t.where(name="cudaLaunchKernel")
+    inside = launches[t.ts_ns[launches] >= region.start_ns]
+    first = int(inside[np.argmin(t.ts_ns[inside])])
+    lo = int(t.ts_ns[first]) - 300_000
+    fig = timeline(t, window=(lo, lo + 2_000_000), arrows=False,
+                   width_in=TRAIN_WIDTH_IN,
+                   callouts=[Callout("a launch per tensor and operation", event=first)])  # fmt: skip
+    return lambda: picture(
+        "train_optimizer",
+        fig,
+        "Recording 06_train_step eager_forloop: 2 ms of the for-loop AdamW's optimizer "
+        "region on the CPU, a launch call per tensor and operation (its kernels run later, "
+        "behind the backward's).",
+        colors=TRAIN_COLORS,
+    )

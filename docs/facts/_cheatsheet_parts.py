@@ -307,3 +307,19 @@ def train_data_gap() -> None:
     (it,) = t.where(name="enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__")
     assert t.dur_ns[it] > 0.95 * (data.end_ns - data.start_ns)
     put("cs_train_data", us((data.end_ns - data.start_ns) / 1e3))
+
+
+def train_optimizer() -> None:
+    """Entry: Thousands of tiny kernels launched from `optimizer.step()`."""
+    import part5_measures as m5  # Part 5's reading of the optimizer region
+
+    loop, fused = (m5.optimizer_facts(rec(v, "06_train_step").trace()) for v in
+                   ("eager_forloop", "eager"))  # fmt: skip
+    claim(
+        loop["kernels"] > 1000 > 10 * fused["kernels"] and loop["top"] != fused["top"],
+        "the for-loop launches thousands of kernels where fused AdamW launches tens",
+    )
+    steps = {v: rec(v, "06_train_step").results["step_ms"] for v in ("eager_forloop", "eager")}
+    claim(steps["eager"] < steps["eager_forloop"], "fused AdamW's step is the shorter")
+    put("cs_train_loop_kernels", f"{loop['kernels']:,}")
+    put("cs_train_fused_kernels", f"{fused['kernels']:,}")

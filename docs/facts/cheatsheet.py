@@ -18,14 +18,14 @@ from tracesite.facts import Facts
 
 __all__ = ["EXAMPLE", "GPUS", "facts"]
 
-#: Parts 2 and 3 (02_linear, 03_mlp, 04_attention) are recorded on both GPUs, and their
-#: claims are checked on both; Parts 4 and 5 (05_llm_decode, 06_train_step) are recorded on
-#: the H200 only, so their entries run on the H200 only. ``EXAMPLE`` (Part 1's) sets how
+#: Parts 2, 3 and 5 (02_linear, 03_mlp, 04_attention, 06_train_step) are recorded on both
+#: GPUs, and their claims are checked on both; of Part 4's 05_llm_decode the H100 has only
+#: four variants, so its entries run on the H200 only. ``EXAMPLE`` (Part 1's) sets how
 #: many repeats ``f.repeats`` reads, as it did when Part 1's entries shared this page.
 GPUS = ("h200", "h100")
 
 ENTRIES_DECODE = [p.llm_eager, p.llm_graph]  # Part 4, then p.llm_tuning across the repeats
-ENTRIES_TRAIN = [p.train_backward_thread, p.train_data_gap]  # Part 5
+ENTRIES_TRAIN = [p.train_backward_thread, p.train_data_gap, p.train_optimizer]  # Part 5
 ENTRIES = [
     p.bias, p.views, p.fused, p.graph,  # Part 2
     p.att_copy, p.att_cudnn, p.att_occupancy, p.att_cudnn_self,  # Part 3
@@ -35,12 +35,12 @@ ENTRIES = [
 def facts(f: Facts) -> None:
     common.bind(f)  # the entries read f's current repeat and put into f
     try:
-        if f.gpu == "h200":  # 05_llm_decode and 06_train_step: recorded on the H200 only
+        if f.gpu == "h200":  # 05_llm_decode: the lesson's variants recorded on the H200 only
             for entry in ENTRIES_DECODE:
                 f.repeats(entry)
             p.llm_tuning()  # across the repeats itself (one process each): read once
-            for entry in ENTRIES_TRAIN:
-                f.repeats(entry)
+        for entry in ENTRIES_TRAIN:
+            f.repeats(entry)
         for entry in ENTRIES:
             f.repeats(entry)
     finally:
