@@ -97,9 +97,11 @@ CHROMIUM_ARGS = [
 # DOWNLOAD_SUFFIXES, BUDGET_BYTES (a page's weight) and APART (what it leaves out): see
 # scripts/pagestats.py.
 #: The site's source archives together (test_site.py checks it): the recordings are most of
-#: it, of two GPUs now (H200 and H100: about 15.3 MB with 01-04 on the H100; 05 and 06 on
-#: the H100 will add about 5 MB more).
-ARCHIVE_BUDGET_BYTES = 21_000_000
+#: it, of two GPUs (their traces are gzipped already, so the archive barely shrinks them).
+#: Measured 2026-12-06: 25.1 MB, of it 16.5 MB of H200 recordings and 14.0 MB of H100
+#: ones (01-04, 06, four variants of 05), before compression; the rest of 05 on the H100
+#: will add about 4 MB.
+ARCHIVE_BUDGET_BYTES = 30_000_000
 PHONE_WIDTH = 390
 DESKTOP = {"width": 1366, "height": 900}
 LAPTOP = {"width": 1280, "height": 900}  # figures, contents and search are checked here
