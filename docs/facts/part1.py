@@ -14,6 +14,7 @@ from typing import Any
 import part1_measures as m
 from tracesite.facts import Facts, claim
 
+import tracereader
 from tracereader import Kind, Trace, link, op_table, step_times
 
 EXAMPLE = "01_matmul_add"
@@ -56,6 +57,10 @@ def facts(f: Facts) -> None:
         for r in recs(n)
     }
     claim(len(envs) == 1, "every recording of the example ran on one GPU, driver, torch and CUDA")
+    props = recorded("4096_bf16_20steps").device_properties[0]
+    claim(props["numSms"] == m.N_SMS, "SMs: 132 on both our GPUs")
+    sheet = tracereader.datasheet(str(props["name"]))
+    claim(sheet is not None and sheet.bf16_tflops == 989, "989 TFLOP/s on the H200 and H100 SXM")
     num("n_repeats", len(recs("64_bf16")))
     # f.stamp() reads the H200's folder whatever f.gpu is: the H100's line is its own.
     stamp_h100 = rec("64_bf16").stamp_line().split(" (repeat")[0]
