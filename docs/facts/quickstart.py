@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 import part1_measures as p1  # Part 1's checks: the first step, the profiler's cost
-from tracesite.facts import Facts, claim
+from tracesite.facts import Facts, Fmt, claim
 
 from tracereader import datasheet, kernel_table, link, step_times, summary
 
@@ -115,7 +115,7 @@ def facts(f: Facts) -> None:
             tflops / peak.bf16_tflops > 0.7,
             "this GEMM ran near the datasheet's peak, so little is left inside it",
         )
-        md("tflops_pct", f"{100 * tflops / peak.bf16_tflops:.0f} %")
+        f.put("tflops_pct", Fmt(100 * tflops / peak.bf16_tflops, lambda v: f"{v:.0f} %"))
         # CPU times are measured under the profiler, which slows them down.
         timings: Any = rec("interleaved_64").timings()  # what the harness timed, unprofiled
         num(
