@@ -14,6 +14,7 @@ from _offline_page import offline_page, outside
 
 from tracereader import load
 from tracereader._classify import class_table, kernel_class
+from tracereader._headline import cpu_headline
 from tracereader._overview import gpu_split, ranks_or_repeats
 from tracereader._report import Peaks, report
 from tracereader._symptoms import symptoms
@@ -124,6 +125,17 @@ def test_cpu_only_regions(tmp_path):
     assert "No GPU activity" in text and "CPU time per step" in text
     regions = text[text.index('id="regions"') :]
     assert ">forward<" in regions and ">backward<" in regions and "aten::mm" in text
+    assert "The region &#x27;forward&#x27; took 40 % of it: start there" in text
+
+
+def test_cpu_only_headline_names_the_biggest_region_of_the_later_steps():
+    events = [step(1, 0, 100), ev("forward", 10, 80, "user_annotation"),
+              step(2, 100, 100), ev("forward", 110, 10, "user_annotation"),
+              ev("optimizer", 130, 60, "user_annotation")]  # fmt: skip
+    text = cpu_headline(make(events))
+    assert "Step time 100.0 µs of CPU (ProfilerStep#2, the first step left out)" in text
+    assert "'optimizer' took 60 %" in text
+    assert "no verdict on the GPU" in cpu_headline(make([op("aten::mm", 0, 5)]))
 
 
 def test_several_ranks():

@@ -13,9 +13,10 @@ import statistics
 
 from ._events import Trace
 from ._measure import GPU_BOUND, NO_GPU_WORK, step_times, step_verdict
+from ._regions import region_times
 from ._symptoms import Symptom, symptoms
 
-__all__ = ["LABELS", "headline"]
+__all__ = ["LABELS", "cpu_headline", "headline"]
 
 #: A specific symptom leads the headline when its stake is at least this share of the steps.
 SPECIFIC_SHARE = 0.10
@@ -69,3 +70,31 @@ def headline(trace: Trace, found: list[Symptom] | None = None) -> str:
         small = ", small" if top.small else ""
         at = f", {_ms(top.stake_us)} ({100 * (top.share or 0):.0f} % of the steps' time{small})"
     return out + f" Biggest loss: {LABELS.get(top.key, top.key)}{at}. Fix: {top.todo}." + pace
+
+
+def cpu_headline(trace: Trace) -> str:
+    """The opening sentence of a trace with no GPU activity.
+
+    No GPU verdict; the step's CPU time, and the ``record_function`` region that took the
+    largest share of it (the first step left out when there are more), where to start.
+    """
+    out = "No GPU activity in this trace: no verdict on the GPU."
+    steps = list(trace.steps)
+    warm = steps[1:] if len(steps) > 1 else steps
+    if not warm:
+        return out + " No ProfilerStep#N (prof.step() marks steps): read the top ops by CPU time."
+    which = ("the only step" if len(steps) == 1
+             else f"{warm[0].name}, the first step left out" if len(warm) == 1
+             else f"median of {len(warm)} steps, the first left out")  # fmt: skip
+    out += f" Step time {_ms(statistics.median(s.dur_us for s in warm))} of CPU ({which})."
+    names = {s.name for s in warm}
+    per: dict[str, float] = {}
+    for r in region_times(trace):
+        if r.step in names:
+            per[r.name] = per.get(r.name, 0.0) + r.cpu_us
+    total = sum(s.dur_us for s in warm)
+    if not per or not total:
+        return out + " No record_function region: read the top ops by CPU time."
+    name, us = max(per.items(), key=lambda kv: kv[1])
+    return out + (f" The region {name!r} took {100 * us / total:.0f} % of it: start there, "
+                  "then profile on the GPU for a verdict.")  # fmt: skip

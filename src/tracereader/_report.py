@@ -19,7 +19,7 @@ from ._datasheet import trace_datasheet
 from ._events import Trace, arg_column
 from ._fork import side_by_side
 from ._gaps import CAUSES_HELP, gaps
-from ._headline import headline
+from ._headline import cpu_headline, headline
 from ._kernel_view import OCCUPANCY_NOTE, launch_table, weighted_occupancy_pct
 from ._link import link
 from ._load import load
@@ -282,7 +282,8 @@ def _one(trace: Trace, peaks: Peaks, draw: bool) -> str:
     if not len(link(trace).gpu_ops):
         mtia = trace.mtia_device_ops
         note = f"<p>{mtia:,} MTIA device ops are not read (MTIA is not supported yet).</p>"
-        return head + (note if mtia else "") + _cpu_only(trace)
+        top = f'<p class="headline"><b>{esc(cpu_headline(trace))}</b></p>'
+        return top + head + (note if mtia else "") + _cpu_only(trace)
     split = gpu_split(trace)
     # The sections that draw (matplotlib) in a helper process, the rest here meanwhile.
     (slowest, memory), (found, overview, kernels, comm) = side_by_side(
