@@ -269,6 +269,12 @@ class Columns:
             self.args.append((rows.astype(np.int64) + self.n_rows, values))
         self.n_rows += n
 
+    def compact(self) -> None:
+        """Join each column's chunks into one (the same values, in the same order)."""
+        for key, chunks in self.chunks.items():
+            if len(chunks) > 1:
+                self.chunks[key] = [np.concatenate(chunks)]
+
     def merge(self, other: Columns) -> None:
         """Append the columns of the events that follow ours in the file."""
         names = np.fromiter(map(self.names.__getitem__, other.names), np.int32, len(other.names))

@@ -428,6 +428,7 @@ def _fork(buffer: Buffer, spans: list[tuple[int, int]], parent: Columns) -> _Hel
         try:
             columns = Columns(parent.label, parent.base_ns, parent.extra_args)
             _decode_into(buffer, spans, columns)
+            columns.compact()  # one chunk per column: less to pickle and to join
             message: tuple[str, Columns | Exception | None] = ("ok", columns)
         except (msgspec.DecodeError, msgspec.ValidationError) as exc:
             message = ("error", exc)
