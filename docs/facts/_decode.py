@@ -8,7 +8,8 @@ by kernel class (:func:`classify`, :class:`Run` for one repeat, :class:`Table` f
 repeat of a row), with each GEMV class's weight bytes (:func:`gemv_bytes`).
 :mod:`_chapter` reads every repeat of the path's rows with these.
 
-Only :mod:`tracereader`, numpy and the standard library here: no drawing, no site glue.
+Only :mod:`tracereader`, numpy and the standard library here: no drawing, and no site glue
+but :func:`md_from`, which pastes through the facts run it is given.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from __future__ import annotations
 import re
 import statistics
 from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
@@ -25,12 +27,23 @@ from tracereader import Kind, Trace, link, step_times
 from tracereader._measure import StepTime
 
 Facts = dict[str, Any]  # glue key -> float (a number) or str (Markdown)
+EXAMPLE = "05_llm_decode"
+#: The helper module of the example's stories: the model's SHAPES and the PROMPT's length.
+COMMON = Path(__file__).resolve().parents[2] / "examples" / EXAMPLE / "_05_common.py"
 SPEC_TBS = 4.8  # H200 SXM datasheet: HBM3e bandwidth, TB/s
 GOAL = 0.70  # the fraction of SPEC_TBS the chapter aims at
 FINAL = "loop_untuned_8b"  # the final loop: GEMV and attention kernels of our own, tuning off
 CHECK = (
     "logits_check_8b"  # the final loop with its logits kept, and timed with a host read per token
 )
+
+
+def md_from(f: Any, values: Facts, keys: str) -> None:
+    """``f.md`` for each of the space-separated ``keys``, the text under the same key in
+    ``values``: the Markdown twin of the facts run's ``num_from``, each key spelled whole so
+    that a search for it finds where it is pasted."""
+    for key in keys.split():
+        f.md(key, values[key])
 
 
 class Rec(Protocol):

@@ -12,19 +12,21 @@ Only :mod:`tracereader`, numpy and the standard library here (and the facts runn
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 from _chapter import Chapter
 from _decode import (
     CHECK,
+    COMMON,
+    EXAMPLE,
     FINAL,
     GEMV_CLASSES,
     GOAL,
     classify,
     decode_steps,
     generate_facts,
+    md_from,
     res,
     sync_window,
     syncs,
@@ -55,10 +57,6 @@ __all__ = [  # facts, and what the page's pictures read
     "tokens_window",
 ]
 
-EXAMPLE = "05_llm_decode"
-#: The helper module of the example's stories: the model's SHAPES and the PROMPT's length.
-COMMON = Path(__file__).resolve().parents[2] / "examples" / EXAMPLE / "_05_common.py"
-
 
 def facts(f: Facts) -> None:
     rec, recs, num, md = f.rec, f.recs, f.num, f.md
@@ -79,9 +77,7 @@ def facts(f: Facts) -> None:
         **C.final_facts(),
         **C.logits_facts(),
     }
-    md("lesson_path_table", ch["lesson_path_table"])
-    md("lesson_beating", ch["lesson_beating"])
-    md("class_table_final", ch["class_table_final"])
+    md_from(f, ch, "lesson_path_table lesson_beating class_table_final")
     f.num_from(
         ch,
         "gsc8_sync_ms gsc8_prof_ms gsc8_ms gsc1_tps gd1_tps gsc8_busy lc8_launches lc8_busy "

@@ -16,13 +16,14 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 from _attention_kernels import AttentionChapter
 from _decode import (
     CHECK,
+    COMMON,
+    EXAMPLE,
     GEMV_CLASSES,
     Facts,
     Rec,
@@ -30,6 +31,7 @@ from _decode import (
     Table,
     days,
     lo_hi,
+    md_from,
     res,
     rng,
     tim,
@@ -41,9 +43,8 @@ from tracesite.facts import Facts as PageFacts
 
 from tracereader import Trace
 
-EXAMPLE = "05_llm_decode"
-#: The helper module of the example's stories: the model's SHAPES.
-COMMON = Path(__file__).resolve().parents[2] / "examples" / EXAMPLE / "_05_common.py"
+__all__ = ["EXAMPLE", "facts"]  # EXAMPLE: the recordings the facts runner reads
+
 #: The variants that sweep the kernels' launch settings.
 GEMV_SWEEP = "gemv_settings_8b"
 #: The settings ``gemv_op`` launches ``gemv_kernel`` with, as the page quotes them from the
@@ -481,214 +482,39 @@ def facts(f: PageFacts) -> None:
         **C.logits_facts(),
     }
     # Text as Markdown, numbers as they came (no float()), as the page's helper pasted them.
-    md("act_gu_moved", ch["act_gu_moved"])
-    md("act_vs", ch["act_vs"])
-    md("attempt_table", ch["attempt_table"])
-    md("sweep_vs_cublas", ch["sweep_vs_cublas"])
-    md("sweep_others", ch["sweep_others"])
-    md("own_qkv", ch["own_qkv"])
-    md("ind_qkv", ch["ind_qkv"])
-    md("own_o", ch["own_o"])
-    md("ind_o", ch["ind_o"])
-    md("own_gate_up", ch["own_gate_up"])
-    md("ind_gate_up", ch["ind_gate_up"])
-    md("own_down", ch["own_down"])
-    md("ind_down", ch["ind_down"])
-    md("own_gemvs", ch["own_gemvs"])
-    md("ind_gemvs", ch["ind_gemvs"])
-    md("k_vs_above", ch["k_vs_above"])
-    md("att_attention_k", ch["att_attention_k"])
-    md("att_attention_aa", ch["att_attention_aa"])
-    md("att_attention_s", ch["att_attention_s"])
-    md("scores_kernel", ch["scores_kernel"])
-    md("sm_k_runs", ch["sm_k_runs"])
-    md("sm_aa", ch["sm_aa"])
-    md("n_qkv", ch["n_qkv"])
-    md("s_qkv", ch["s_qkv"])
-    md("n_o", ch["n_o"])
-    md("s_o", ch["s_o"])
-    md("n_gate_up", ch["n_gate_up"])
-    md("s_gate_up", ch["s_gate_up"])
-    md("n_down", ch["n_down"])
-    md("s_down", ch["s_down"])
-    md("n_norms", ch["n_norms"])
-    md("s_norms", ch["s_norms"])
-    md("norms_grew", ch["norms_grew"])
-    md("n_rest", ch["n_rest"])
-    md("s_rest", ch["s_rest"])
-    md("norms_groups", ch["norms_groups"])
-    md("norms_vs_sdpa", ch["norms_vs_sdpa"])
-    md("norms_days", ch["norms_days"])
-    md("d_pw", ch["d_pw"])
-    md("n_gap_med", ch["n_gap_med"])
-    md("launch_n0", ch["launch_n0"])
-    md("launch_s0", ch["launch_s0"])
-    md("launch_n1", ch["launch_n1"])
-    md("launch_s1", ch["launch_s1"])
-    md("launch_n2", ch["launch_n2"])
-    md("launch_s2", ch["launch_s2"])
-    md("launch_n3", ch["launch_n3"])
-    md("launch_s3", ch["launch_s3"])
-    md("kernel_table", ch["kernel_table"])
-    md("asweep_cudnn", ch["asweep_cudnn"])
-    md("asweep_kernel_ours", ch["asweep_kernel_ours"])
-    md("asweep_ind_range", ch["asweep_ind_range"])
-    md("asweep_pos", ch["asweep_pos"])
-    md("asweep_ours", ch["asweep_ours"])
-    md("asweep_sdpa", ch["asweep_sdpa"])
-    md("asweep_ind", ch["asweep_ind"])
-    md("asweep_gap", ch["asweep_gap"])
-    md("at_att", ch["at_att"])
-    md("at_att_like", ch["at_att_like"])
-    md("at_like_vs", ch["at_like_vs"])
-    md("slow_ratio", ch["slow_ratio"])
-    md("at_slow_session", ch["at_slow_session"])
-    md("at_slow_when", ch["at_slow_when"])
-    md("at_slow_covers", ch["at_slow_covers"])
-    md("at_tps_others", ch["at_tps_others"])
-    md("slow_kernel", ch["slow_kernel"])
-    md("slow_launch", ch["slow_launch"])
-    md("slow_kernel_else", ch["slow_kernel_else"])
-    md("u_small", ch["u_small"])
-    md("at_small", ch["at_small"])
-    md("u_argmax_launch", ch["u_argmax_launch"])
-    md("at_argmax_launch", ch["at_argmax_launch"])
-    md("u_argmax", ch["u_argmax"])
-    md("at_argmax", ch["at_argmax"])
-    md("attention_table", ch["attention_table"])
-    md("u_tps_all", ch["u_tps_all"])
-    md("at_tps_all", ch["at_tps_all"])
-    md("u_vs_at", ch["u_vs_at"])
-    md("k_stamp", ch["k_stamp"])
-    md("glo_copy", ch["glo_copy"])
-    md("glo_gemv", ch["glo_gemv"])
-    md("ghi_copy", ch["ghi_copy"])
-    md("ghi_gemv", ch["ghi_gemv"])
-    md("sess_gemv", ch["sess_gemv"])
-    md("sess_att", ch["sess_att"])
-    md("sess_k_gemv", ch["sess_k_gemv"])
-    md("sess_grids", ch["sess_grids"])
-    md("sess_a_att", ch["sess_a_att"])
-    md("goal_others", ch["goal_others"])
-    md("sessions_table", ch["sessions_table"])
-    md("class_table_final", ch["class_table_final"])
-    md("add_copy_us", ch["add_copy_us"])
-    md("lg_table", ch["lg_table"])
-    num("lf8_tps", ch["lf8_tps"])
-    num("lf8_tps_lo", ch["lf8_tps_lo"])
-    num("lf8_tps_hi", ch["lf8_tps_hi"])
-    num("lf8_kernels", ch["lf8_kernels"])
-    num("la8_tps", ch["la8_tps"])
-    num("la8_tps_lo", ch["la8_tps_lo"])
-    num("la8_tps_hi", ch["la8_tps_hi"])
-    num("la8_kernels", ch["la8_kernels"])
-    num("laa8_tps", ch["laa8_tps"])
-    num("laa8_tps_lo", ch["laa8_tps_lo"])
-    num("laa8_tps_hi", ch["laa8_tps_hi"])
-    num("laa8_kernels", ch["laa8_kernels"])
-    num("lk8_tps", ch["lk8_tps"])
-    num("lk8_tps_lo", ch["lk8_tps_lo"])
-    num("lk8_tps_hi", ch["lk8_tps_hi"])
-    num("lk8_kernels", ch["lk8_kernels"])
-    num("ln8_tps_lo", ch["ln8_tps_lo"])
-    num("ln8_tps_hi", ch["ln8_tps_hi"])
-    num("ls8_tps", ch["ls8_tps"])
-    num("ls8_tps_lo", ch["ls8_tps_lo"])
-    num("ls8_tps_hi", ch["ls8_tps_hi"])
-    num("lu8_tps", ch["lu8_tps"])
-    num("fused_diff", ch["fused_diff"])
-    num("floor_spec_ms", ch["floor_spec_ms"])
-    num("lf8_frac", ch["lf8_frac"])
-    num("goal_pct", ch["goal_pct"])
-    num("cls_down_us", ch["cls_down_us"])
-    num("cls_attention_us", ch["cls_attention_us"])
-    num("act_gain_pct", ch["act_gain_pct"])
-    num("act_down_gbs", ch["act_down_gbs"])
-    num("act_down_us", ch["act_down_us"])
-    num("act_pointwise_us", ch["act_pointwise_us"])
-    num("lf8_pointwise_us", ch["lf8_pointwise_us"])
-    num("attn_red_us", ch["attn_red_us"])
-    num("act_slow_gu_us", ch["act_slow_gu_us"])
-    num("act_fast_gu_us", ch["act_fast_gu_us"])
-    num("fused_slow_gu_us", ch["fused_slow_gu_us"])
-    num("fused_fast_gu_us", ch["fused_fast_gu_us"])
-    num("sweep_gap", ch["sweep_gap"])
-    num("sweep_repeats", ch["sweep_repeats"])
-    num("spread_fused", ch["spread_fused"])
-    num("spread_final", ch["spread_final"])
-    num("k_red_faster", ch["k_red_faster"])
-    num("d_gemv", ch["d_gemv"])
-    num("d_norm", ch["d_norm"])
-    num("d_rest", ch["d_rest"])
-    num("d_token", ch["d_token"])
-    num("d_token_pct", ch["d_token_pct"])
-    num("n_rest_per_kernel", ch["n_rest_per_kernel"])
-    num("slow_qkv_pct", ch["slow_qkv_pct"])
-    num("slow_o_pct", ch["slow_o_pct"])
-    num("slow_gate_up_pct", ch["slow_gate_up_pct"])
-    num("slow_down_pct", ch["slow_down_pct"])
-    num("asweep_extra", ch["asweep_extra"])
-    num("asweep_kernel_x", ch["asweep_kernel_x"])
-    num("asweep_call_x", ch["asweep_call_x"])
-    num("asweep_mb_hi", ch["asweep_mb_hi"])
-    num("asweep_n", ch["asweep_n"])
-    num("asweep_mb", ch["asweep_mb"])
-    num("asweep_err", ch["asweep_err"])
-    num("asweep_l2_pct", ch["asweep_l2_pct"])
-    num("asweep_l2_x_hi", ch["asweep_l2_x_hi"])
-    num("at_slow_tps", ch["at_slow_tps"])
-    num("at_slow_extra", ch["at_slow_extra"])
-    num("at_slow_lost", ch["at_slow_lost"])
-    num("at_n_reps", ch["at_n_reps"])
-    num("at_n_sessions", ch["at_n_sessions"])
-    num("slow_kernel_us", ch["slow_kernel_us"])
-    num("at_att_layer", ch["at_att_layer"])
-    num("lu8_kernels_n", ch["lu8_kernels_n"])
-    num("lat8_kernels_n", ch["lat8_kernels_n"])
-    num("sess_u_n", ch["sess_u_n"])
-    num("sess_u_sessions", ch["sess_u_sessions"])
-    num("sess_tuned_n", ch["sess_tuned_n"])
-    num("n_other_code", ch["n_other_code"])
-    num("n_shared_sessions", ch["n_shared_sessions"])
-    num("glo_n", ch["glo_n"])
-    num("ghi_n", ch["ghi_n"])
-    num("u_in_hi", ch["u_in_hi"])
-    num("sess_rows", ch["sess_rows"])
-    num("sess_u_hits", ch["sess_u_hits"])
-    num("n_a_sessions", ch["n_a_sessions"])
-    num("sess_u_lo", ch["sess_u_lo"])
-    num("sess_u_hi", ch["sess_u_hi"])
-    num("kept_rows", ch["kept_rows"])
-    num("copy_k_lo", ch["copy_k_lo"])
-    num("copy_k_hi", ch["copy_k_hi"])
-    num("copy_f_lo", ch["copy_f_lo"])
-    num("copy_f_hi", ch["copy_f_hi"])
-    num("final_frac", ch["final_frac"])
-    num("final_frac_lo", ch["final_frac_lo"])
-    num("final_frac_hi", ch["final_frac_hi"])
-    num("final_fracc", ch["final_fracc"])
-    num("f_token_us", ch["f_token_us"])
-    num("f_gemv_over_us", ch["f_gemv_over_us"])
-    num("f_small_us", ch["f_small_us"])
-    num("f_rest_us", ch["f_rest_us"])
-    num("f_qkv_gbs", ch["f_qkv_gbs"])
-    num("f_o_gbs", ch["f_o_gbs"])
-    num("f_gate_up_gbs", ch["f_gate_up_gbs"])
-    num("f_down_gbs", ch["f_down_gbs"])
-    num("f_lm_head_gbs", ch["f_lm_head_gbs"])
-    num("lg_positions", ch["lg_positions"])
-    num("lg_first", ch["lg_first"])
-    num("lg_last", ch["lg_last"])
-    num("lg_rel_max", ch["lg_rel_max"])
-    num("lg_abs_max", ch["lg_abs_max"])
-    num("lg_agree_lo", ch["lg_agree_lo"])
-    num("lg_agree_hi", ch["lg_agree_hi"])
-    num("lg_gap_max", ch["lg_gap_max"])
-    num("item_us", ch["item_us"])
-    num("item_us_lo", ch["item_us_lo"])
-    num("item_us_hi", ch["item_us_hi"])
-    num("item_tps", ch["item_tps"])
-    num("check_tps", ch["check_tps"])
-    num("lg_abs_med", ch["lg_abs_med"])
-    num("l2_mib", ch["l2_mib"])
-    num("read_gap_ms", ch["read_gap_ms"])
+    md_from(
+        f,
+        ch,
+        "act_gu_moved act_vs attempt_table sweep_vs_cublas sweep_others own_qkv ind_qkv own_o "
+        "ind_o own_gate_up ind_gate_up own_down ind_down own_gemvs ind_gemvs k_vs_above "
+        "att_attention_k att_attention_aa att_attention_s scores_kernel sm_k_runs sm_aa n_qkv "
+        "s_qkv n_o s_o n_gate_up s_gate_up n_down s_down n_norms s_norms norms_grew n_rest s_rest "
+        "norms_groups norms_vs_sdpa norms_days d_pw n_gap_med launch_n0 launch_s0 launch_n1 "
+        "launch_s1 launch_n2 launch_s2 launch_n3 launch_s3 kernel_table asweep_cudnn "
+        "asweep_kernel_ours asweep_ind_range asweep_pos asweep_ours asweep_sdpa asweep_ind "
+        "asweep_gap at_att at_att_like at_like_vs slow_ratio at_slow_session at_slow_when "
+        "at_slow_covers at_tps_others slow_kernel slow_launch slow_kernel_else u_small at_small "
+        "u_argmax_launch at_argmax_launch u_argmax at_argmax attention_table u_tps_all at_tps_all "
+        "u_vs_at k_stamp glo_copy glo_gemv ghi_copy ghi_gemv sess_gemv sess_att sess_k_gemv "
+        "sess_grids sess_a_att goal_others sessions_table class_table_final add_copy_us lg_table",
+    )
+    f.num_from(
+        ch,
+        "lf8_tps lf8_tps_lo lf8_tps_hi lf8_kernels la8_tps la8_tps_lo la8_tps_hi la8_kernels "
+        "laa8_tps laa8_tps_lo laa8_tps_hi laa8_kernels lk8_tps lk8_tps_lo lk8_tps_hi lk8_kernels "
+        "ln8_tps_lo ln8_tps_hi ls8_tps ls8_tps_lo ls8_tps_hi lu8_tps fused_diff floor_spec_ms "
+        "lf8_frac goal_pct cls_down_us cls_attention_us act_gain_pct act_down_gbs act_down_us "
+        "act_pointwise_us lf8_pointwise_us attn_red_us act_slow_gu_us act_fast_gu_us "
+        "fused_slow_gu_us fused_fast_gu_us sweep_gap sweep_repeats spread_fused spread_final "
+        "k_red_faster d_gemv d_norm d_rest d_token d_token_pct n_rest_per_kernel slow_qkv_pct "
+        "slow_o_pct slow_gate_up_pct slow_down_pct asweep_extra asweep_kernel_x asweep_call_x "
+        "asweep_mb_hi asweep_n asweep_mb asweep_err asweep_l2_pct asweep_l2_x_hi at_slow_tps "
+        "at_slow_extra at_slow_lost at_n_reps at_n_sessions slow_kernel_us at_att_layer "
+        "lu8_kernels_n lat8_kernels_n sess_u_n sess_u_sessions sess_tuned_n n_other_code "
+        "n_shared_sessions glo_n ghi_n u_in_hi sess_rows sess_u_hits n_a_sessions sess_u_lo "
+        "sess_u_hi kept_rows copy_k_lo copy_k_hi copy_f_lo copy_f_hi final_frac final_frac_lo "
+        "final_frac_hi final_fracc f_token_us f_gemv_over_us f_small_us f_rest_us f_qkv_gbs "
+        "f_o_gbs f_gate_up_gbs f_down_gbs f_lm_head_gbs lg_positions lg_first lg_last lg_rel_max "
+        "lg_abs_max lg_agree_lo lg_agree_hi lg_gap_max item_us item_us_lo item_us_hi item_tps "
+        "check_tps lg_abs_med l2_mib read_gap_ms",
+    )

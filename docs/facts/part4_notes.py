@@ -14,11 +14,12 @@ Only :mod:`tracereader`, numpy and the standard library here (and the facts runn
 from __future__ import annotations
 
 import statistics
-from pathlib import Path
 from typing import Any
 
 import _chapter
 from _decode import (
+    COMMON,
+    EXAMPLE,
     OTHER,
     Facts,
     Rec,
@@ -26,6 +27,7 @@ from _decode import (
     decode_steps,
     gemv_bytes,
     generate_facts,
+    md_from,
     res,
     token_ops,
 )
@@ -36,9 +38,7 @@ from tracesite.notebook import tracereader_cli
 
 from tracereader import Trace
 
-EXAMPLE = "05_llm_decode"
-#: The helper module of the example's stories: the model's SHAPES.
-COMMON = Path(__file__).resolve().parents[2] / "examples" / EXAMPLE / "_05_common.py"
+__all__ = ["EXAMPLE", "facts"]  # EXAMPLE: the recordings the facts runner reads
 
 
 def packed_facts(short: Rec, packed: Rec) -> Facts:
@@ -125,13 +125,9 @@ def facts(f: PageFacts) -> None:
         **C.small_model_facts(),
     }
     # Text as Markdown, numbers as they came (no float()), as the page's helper pasted them.
-    md("path_table", found["path_table"])
-    md("overlap_steps", found["overlap_steps"])
-    md("gs1_vs", found["gs1_vs"])
-    md("tuned_runs", found["tuned_runs"])
-    md("o_runs", found["o_runs"])
-    md("class_table", found["class_table"])
-    md("class_table_1b", found["class_table_1b"])
+    md_from(
+        f, found, "path_table overlap_steps gs1_vs tuned_runs o_runs class_table class_table_1b"
+    )
     f.num_from(
         found,
         "gs1_kernels gd1_kernels gsc8_sync_ms gsc1_kernel_calls gsc1_copy_calls gsc1_launches "
@@ -151,9 +147,7 @@ def facts(f: PageFacts) -> None:
             **generate_facts(rec("generate_dynamic_1b"), rec("generate_static_1b"), C.shapes["1b"]),
             **packed_facts(rec("loop_short_8b"), rec("loop_packed_8b")),
         }
-        md("dec_tiles", each["dec_tiles"])
-        md("pre_tile", each["pre_tile"])
-        md("gen_outside_names", each["gen_outside_names"])
+        md_from(f, each, "dec_tiles pre_tile gen_outside_names")
         f.num_from(
             each,
             "dyn_pre_kernels dyn_dec_kernels dyn_dec_cpu_ms dyn_unprof_ms dec_nvjet dec_tnn "
