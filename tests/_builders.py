@@ -1,10 +1,10 @@
 """Builders of small synthetic traces, shared by the test modules.
 
 ``ev``, ``op``, ``py``, ``step``, ``call`` and ``gpu`` make one Chrome-trace
-event each (times in µs); ``doc`` wraps events in a trace document and
-``make`` loads it. ``LAUNCH_PATHS``, ``GAPS`` and ``NESTED`` are event lists
-for the linker, the gap causes and the op tables; ``make_doc`` builds a small
-eager trace for the drawing and rendering tests. A plain module:
+event each (times in µs), ``launched`` an op with its launch call and GPU op; ``doc``
+wraps events in a trace document and ``make`` loads it. ``LAUNCH_PATHS``, ``GAPS`` and
+``NESTED`` are event lists for the linker, the gap causes and the op tables; ``make_doc``
+builds a small eager trace for the drawing and rendering tests. A plain module:
 ``tests/conftest.py`` puts this folder on ``sys.path``.
 """
 
@@ -75,6 +75,20 @@ def row(trace, name, nth=0):
     return int(trace.where(name=name)[nth])
 
 
+def launched(name, ts, api, kernel, corr, ext, cat="kernel", at=25, dur=5, **op_args):
+    """An op of 40 µs at ``ts`` (External id ``ext``), its launch call ``api`` 10 µs into it
+    (10 µs, correlation ``corr``) and the GPU op it launched, ``at`` µs after the op's start
+    (``dur`` µs, category ``cat``): three events, as :data:`LAUNCH_PATHS` lays them out."""
+    return [
+        op(name, ts, 40, ext=ext, **op_args),
+        call(api, ts + 10, 10, corr=corr, ext=ext),
+        gpu(kernel, ts + at, dur, corr, cat=cat),
+    ]
+
+
+HTOD, DTOH = "Memcpy HtoD (Pageable -> Device)", "Memcpy DtoH (Device -> Pageable)"
+MEMSET, TRITON = "Memset (Device)", "triton_poi_fused_add_0"
+
 # A trace exercising every launch path. Times are µs.
 LAUNCH_PATHS = [
     step(1, 0, 2000),
@@ -84,34 +98,18 @@ LAUNCH_PATHS = [
     op("aten::addmm", 20, 80, ext=3),
     call("cudaLaunchKernel", 30, 10, corr=101, ext=3),
     gpu("void gemm_kernel<float>(float*)", 50, 20, 101),
-    op("aten::add", 110, 40, ext=4),
-    call("cudaLaunchKernelExC", 120, 10, corr=102, ext=4),
-    gpu("add_kernel", 135, 5, 102),
-    op("aten::mul", 160, 40, ext=5),
-    call("cuLaunchKernel", 170, 10, corr=103, ext=5),
-    gpu("mul_kernel", 185, 5, 103),
-    op("aten::div", 210, 40, ext=6),
-    call("cuLaunchKernelEx", 220, 10, corr=104, ext=6),
-    gpu("div_kernel", 235, 5, 104),
-    op("aten::coop", 260, 40, ext=7),
-    call("cudaLaunchCooperativeKernel", 270, 10, corr=105, ext=7),
-    gpu("coop_kernel", 285, 5, 105),
-    op("aten::copy_", 310, 40, ext=8),
-    call("cudaMemcpyAsync", 320, 10, corr=106, ext=8),
-    gpu("Memcpy HtoD (Pageable -> Device)", 335, 5, 106, cat="gpu_memcpy"),
-    op("aten::zero_", 360, 40, ext=9),
-    call("cudaMemsetAsync", 370, 10, corr=107, ext=9),
-    gpu("Memset (Device)", 385, 5, 107, cat="gpu_memset"),
-    op("aten::_local_scalar_dense", 410, 40, ext=10),
-    call("cudaMemcpy", 420, 10, corr=108, ext=10),
-    gpu("Memcpy DtoH (Device -> Pageable)", 425, 2, 108, cat="gpu_memcpy"),
-    op("aten::fill_", 460, 40, ext=11),
-    call("cudaMemset", 470, 10, corr=109, ext=11),
-    gpu("Memset (Device)", 485, 2, 109, cat="gpu_memset"),
+    *launched("aten::add", 110, "cudaLaunchKernelExC", "add_kernel", 102, ext=4),
+    *launched("aten::mul", 160, "cuLaunchKernel", "mul_kernel", 103, ext=5),
+    *launched("aten::div", 210, "cuLaunchKernelEx", "div_kernel", 104, ext=6),
+    *launched("aten::coop", 260, "cudaLaunchCooperativeKernel", "coop_kernel", 105, ext=7),
+    *launched("aten::copy_", 310, "cudaMemcpyAsync", HTOD, 106, ext=8, cat="gpu_memcpy"),
+    *launched("aten::zero_", 360, "cudaMemsetAsync", MEMSET, 107, ext=9, cat="gpu_memset"),
+    *launched("aten::_local_scalar_dense", 410, "cudaMemcpy", DTOH, 108, 10, "gpu_memcpy", 15, 2),
+    *launched("aten::fill_", 460, "cudaMemset", MEMSET, 109, ext=11, cat="gpu_memset", dur=2),
     # Inductor: a Triton launch is a cpu_op with args.stream = 0 (a CPU event).
-    op("triton_poi_fused_add_0", 510, 40, ext=12, kernel_backend="triton", stream=0),
-    call("cuLaunchKernel", 520, 10, corr=110, ext=12),
-    gpu("triton_poi_fused_add_0", 535, 5, 110),
+    *launched(
+        TRITON, 510, "cuLaunchKernel", TRITON, 110, ext=12, kernel_backend="triton", stream=0
+    ),
     # CUDA graph: one call, three kernels sharing its correlation.
     op("CUDAGraph::replay", 560, 100, ext=13),
     call("cudaGraphLaunch", 570, 20, corr=111, ext=13),
@@ -202,22 +200,18 @@ ADD_KERNEL = (
 
 def x_event(name, cat, ts, dur, pid=1, tid=1, **args):
     """Like :func:`ev`, with the category second and the CPU process 1."""
-    return {
-        "ph": "X",
-        "cat": cat,
-        "name": name,
-        "pid": pid,
-        "tid": tid,
-        "ts": ts,
-        "dur": dur,
-        "args": args,
-    }
+    return ev(name, ts, dur, cat, pid=pid, tid=tid, **args)
 
 
 def make_doc(steps: int = 2) -> dict:
     """A small eager trace: per step, matmul + add on the main thread (two
     launches, the second through the driver), a sync, an op on a second
     thread, a Python frame; two kernels with a 50 µs GPU gap between them."""
+
+    def kernel(name, ts, dur, corr, ext):  # on device 0's stream 7
+        return x_event(name, "kernel", ts, dur, pid=0, tid=7, correlation=corr, stream=7,
+                       device=0, **{"External id": ext})  # fmt: skip
+
     ev = [
         {"ph": "M", "name": "thread_name", "pid": 1, "tid": 1, "args": {"name": "python3"}},
         {"ph": "M", "name": "thread_name", "pid": 1, "tid": 2, "args": {"name": "pt_autograd_0"}},
@@ -248,30 +242,8 @@ def make_doc(steps: int = 2) -> dict:
             x_event("cudaGetDevice", "cuda_runtime", t + 185, 1, **{"External id": c + 5}),
             x_event("cudaDeviceSynchronize", "cuda_runtime", t + 200, 50, correlation=c + 102),
             x_event("aten::mul", "cpu_op", t + 30, 20, tid=2, **{"External id": c + 6}),
-            x_event(
-                MM_KERNEL,
-                "kernel",
-                t + 60,
-                100,
-                pid=0,
-                tid=7,
-                correlation=c + 100,
-                stream=7,
-                device=0,
-                **{"External id": c + 4},
-            ),
-            x_event(
-                ADD_KERNEL,
-                "kernel",
-                t + 210,
-                5,
-                pid=0,
-                tid=7,
-                correlation=c + 101,
-                stream=7,
-                device=0,
-                **{"External id": c + 5},
-            ),
+            kernel(MM_KERNEL, t + 60, 100, corr=c + 100, ext=c + 4),
+            kernel(ADD_KERNEL, t + 210, 5, corr=c + 101, ext=c + 5),
             x_event(
                 "block", "gpu_user_annotation", t + 60, 155, pid=0, tid=7, **{"External id": c + 2}
             ),
