@@ -22,7 +22,7 @@ from tracesite.facts import Fmt
 from tracesite.notebook import interleaved_calls, medians, unprofiled_calls
 from tracesite.recordings import Recording, Variant
 
-from tracereader import link
+from tracereader import Kind, link
 
 HERE = Path(__file__).resolve().parents[1]  # docs/, beside the page
 EXAMPLE = "01_matmul_add"
@@ -155,6 +155,39 @@ def one(rows: Any) -> int:
     rows = np.asarray(rows)
     assert len(rows) == 1, f"expected one event, found {len(rows)}"
     return int(rows[0])
+
+
+def step_gemm(name: str, step: int) -> int:
+    """The GEMM (the ``nvjet`` kernel) launched in step ``step`` of ``name``."""
+    t = T[name]
+    return next(
+        int(o) for o in LN[name].gpu_ops_of(t.step(step).event) if t.name(o).startswith("nvjet")
+    )
+
+
+def step_add(name: str, step: int) -> int:
+    """The add kernel (``CUDAFunctor_add``) launched in step ``step`` of ``name``."""
+    t = T[name]
+    return next(
+        int(o) for o in LN[name].gpu_ops_of(t.step(step).event) if "CUDAFunctor_add" in t.name(o)
+    )
+
+
+def gemm_of(name: str) -> tuple[Any, Any, str]:
+    """The trace of ``name``, its GEMM kernels (``gemm`` in the name) and their one name."""
+    t = T[name]
+    rows = t.where(kind=Kind.KERNEL, contains="gemm")
+    names = {t.name(i) for i in rows}
+    assert len(names) == 1, names
+    return t, rows, names.pop()
+
+
+def lead_us(t: Any, step: int) -> tuple[float, int, int]:
+    """In step ``step``: from the start of the ``matmul_add`` range to its ``aten::matmul``'s,
+    in µs; with the range and the op."""
+    ann = one(in_step(t, step, kind=Kind.USER_ANNOTATION, name="matmul_add"))
+    mat = one(in_step(t, step, name="aten::matmul"))
+    return (t.ts_ns[mat] - t.ts_ns[ann]) / 1e3, ann, mat
 
 
 def table_totals(name: str) -> tuple[float, float]:

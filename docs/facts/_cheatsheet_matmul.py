@@ -20,14 +20,18 @@ from _cheatsheet_common import (
     after_call_us,
     code,
     cpu_ratios,
+    gemm_of,
     idle_before_us,
     in_step,
+    lead_us,
     one,
     param,
     pct,
     put,
     ratio_range,
     recs,
+    step_add,
+    step_gemm,
     table_rows,
     table_totals,
     times,
@@ -89,9 +93,7 @@ def hotspot() -> None:
     put("hot_pct", pct(row["self_cuda_pct"], 0))
     put("hot_name", code(top["name"]))
     t = T["4096_bf16"]
-    k = next(
-        int(o) for o in LN["4096_bf16"].gpu_ops_of(t.step(3).event) if t.name(o).startswith("nvjet")
-    )
+    k = step_gemm("4096_bf16", 3)
     assert t.name(k) == top["name"] and t.name(LN["4096_bf16"].issuing_op(k)) == "aten::mm"
 
 
@@ -184,14 +186,8 @@ def firststep() -> None:
 def firstgap() -> None:
     """Entry: A long wait before the first `aten` op of a range."""
     t = T["64_bf16_nowait"]
-
-    def lead_us(step: int) -> tuple[float, int, int]:
-        ann = one(in_step(t, step, kind=Kind.USER_ANNOTATION, name="matmul_add"))
-        mat = one(in_step(t, step, name="aten::matmul"))
-        return (t.ts_ns[mat] - t.ts_ns[ann]) / 1e3, ann, mat
-
-    first, ann, mat = lead_us(0)
-    last = lead_us(2)[0]
+    first, ann, mat = lead_us(t, 0)
+    last = lead_us(t, 2)[0]
     assert first > 3 * last
     py = t.lane[ann]
     between = t.where(within=(int(t.ts_ns[ann]) + 1, int(t.ts_ns[mat])))
@@ -250,10 +246,8 @@ def occupancy() -> None:
 
 def launchapi() -> None:
     """Entry: `cuLaunchKernelEx` for the GEMM, `cudaLaunchKernel` for the add."""
-    t, ln = T["64_bf16"], LN["64_bf16"]
-    ks = LN["64_bf16"].gpu_ops_of(t.step(3).event)
-    gemm = next(k for k in ks if t.name(k).startswith("nvjet"))
-    add = next(k for k in ks if "CUDAFunctor_add" in t.name(k))
+    ln = LN["64_bf16"]
+    gemm, add = step_gemm("64_bf16", 3), step_add("64_bf16", 3)
     assert ln.launch_api(gemm) == "cuLaunchKernelEx" and ln.launch_api(add) == "cudaLaunchKernel"
     # Across every eager bf16 recording: each nvjet GEMM by the driver API.
     for n in ("64_bf16", "4096_bf16", "64_bf16_cold", "4096_bf16_cold", "64_bf16_batch8"):
@@ -441,10 +435,8 @@ def names() -> None:
 
 def footprint() -> None:
     """Entry: Registers and shared memory: heavy GEMM, light add."""
-    t, ln = T["4096_bf16"], LN["4096_bf16"]
-    ops = ln.gpu_ops_of(t.step(4).event)
-    gemm = next(int(o) for o in ops if t.name(o).startswith("nvjet"))
-    add = next(int(o) for o in ops if "CUDAFunctor_add" in t.name(o))
+    t = T["4096_bf16"]
+    gemm, add = step_gemm("4096_bf16", 4), step_add("4096_bf16", 4)
     ex = t.extra
     sms = t.device_properties[0]["numSms"]
     assert ex["registers"][gemm] > 3 * ex["registers"][add] and ex["shared_mem"][add] == 0
@@ -459,13 +451,6 @@ def footprint() -> None:
 
 def tf32() -> None:
     """Entry: float32 GEMMs: `ffma` against `tf32` in the name."""
-
-    def gemm_of(name: str) -> tuple[Any, Any, str]:
-        t = T[name]
-        rows = t.where(kind=Kind.KERNEL, contains="gemm")
-        names = {t.name(i) for i in rows}
-        assert len(names) == 1, names
-        return t, rows, names.pop()
 
     t32, g32, n32 = gemm_of("4096_fp32")
     ttf, gtf, ntf = gemm_of("4096_fp32_tf32")

@@ -17,6 +17,31 @@ from tracesite.notebook import medians, op_per_call, unprofiled_calls
 from tracereader import Kind, link, step_times
 
 
+def fused_kernel(tc: Any) -> str:
+    """The one ``triton_poi_fused_…`` kernel name of the compiled MLP's trace ``tc``."""
+    fused = {
+        tc.name(i) for i in tc.where(kind=Kind.KERNEL) if tc.name(i).startswith("triton_poi_fused_")
+    }
+    assert len(fused) == 1
+    name: str = fused.pop()
+    return name
+
+
+def attention_kernels() -> dict[str, tuple[float, float]]:
+    """Every distinct large kernel (over 10 µs) of the attention recordings: its shared memory
+    per block (KB) and the occupancy its trace reports (%)."""
+    pts = {}
+    for v in ("naive", "sdpa_math", "sdpa_efficient", "sdpa_flash", "sdpa_cudnn"):
+        tv = rec(v, "04_attention").trace()
+        for i in tv.where(kind=Kind.KERNEL):
+            if tv.dur_ns[i] > 10_000:
+                pts[tv.name(int(i))] = (
+                    int(tv.extra["shared_mem"][i]) / 1024,
+                    float(tv.extra["occupancy_pct"][i]),
+                )
+    return pts
+
+
 def bias() -> None:
     """Entry: `bias` in a GEMM kernel's name, and no add kernel."""
     t = rec("small", "02_linear").trace()
@@ -60,11 +85,7 @@ def fused() -> None:
             / 1e3
         )
 
-    fused = {
-        tc.name(i) for i in tc.where(kind=Kind.KERNEL) if tc.name(i).startswith("triton_poi_fused_")
-    }
-    assert len(fused) == 1
-    f = next(iter(fused))
+    f = fused_kernel(tc)
     pair = med(te, lambda n: "Gelu" in n) + med(te, lambda n: "MulFunctor" in n)
     assert med(tc, lambda n: n == f) < 0.95 * pair
     assert {
@@ -137,18 +158,8 @@ def att_occupancy() -> None:
     smem = {int(t.extra["shared_mem"][i]) for i in k}
     assert len(smem) == 1 and smem.pop() > 48 * 1024
     put("cs_att_smem", f"{int(t.extra['shared_mem'][k[0]]) / 1024:.0f} KB")
-    # Every distinct large kernel of the attention recordings: shared memory per block against
-    # the occupancy the trace reports. Over 48 KB reads 0; under it, a value.
-    pts = {}
-    for v in ("naive", "sdpa_math", "sdpa_efficient", "sdpa_flash", "sdpa_cudnn"):
-        tv = rec(v, "04_attention").trace()
-        for i in tv.where(kind=Kind.KERNEL):
-            if tv.dur_ns[i] > 10_000:
-                pts[tv.name(int(i))] = (
-                    int(tv.extra["shared_mem"][i]) / 1024,
-                    float(tv.extra["occupancy_pct"][i]),
-                )
-    assert all((o == 0) == (kb > 48) for kb, o in pts.values())
+    # Over 48 KB of shared memory per block the occupancy reads 0; under it, a value.
+    assert all((o == 0) == (kb > 48) for kb, o in attention_kernels().values())
 
 
 def att_cudnn_self() -> None:
