@@ -10,7 +10,17 @@ from collections.abc import Callable
 
 import numpy as np
 from _cheatsheet_common import in_step, one, rec
-from cheatsheet_pictures import TRAIN_COLORS, TRAIN_WIDTH_IN, WIDTH_IN, SmallFigure, picture, win
+from _cheatsheet_parts import attention_kernels, fused_kernel
+from cheatsheet_pictures import (
+    TRAIN_COLORS,
+    TRAIN_WIDTH_IN,
+    WIDTH_IN,
+    SmallFigure,
+    around,
+    drawn,
+    picture,
+    win,
+)
 from matplotlib.patches import Rectangle
 
 from tracereader import Callout, Kind, link, timeline
@@ -20,12 +30,8 @@ def bias() -> Callable[[], SmallFigure]:
     """Entry: `bias` in a GEMM kernel's name, and no add kernel."""
     t = rec("small", "02_linear").trace()
     op = one(in_step(t, t.steps[-1].name, name="aten::addmm"))
-    fig = timeline(
-        t, around=op, pad_us=6, callouts=[Callout("aten::addmm", event=op)], width_in=WIDTH_IN
-    )
-    return lambda: picture(
-        "bias", fig, "Recording 02_linear small, the last step: one addmm, one launch, one kernel."
-    )
+    caption = "Recording 02_linear small, the last step: one addmm, one launch, one kernel."
+    return around("bias", t, op, 6, "aten::addmm", caption)
 
 
 def views() -> Callable[[], SmallFigure]:
@@ -48,10 +54,7 @@ def views() -> Callable[[], SmallFigure]:
 def fused() -> Callable[[], SmallFigure]:
     """Entry: A `triton_poi_fused_…` kernel where two pointwise kernels were."""
     tc = rec("compile", "03_mlp").trace()
-    fused = {
-        tc.name(i) for i in tc.where(kind=Kind.KERNEL) if tc.name(i).startswith("triton_poi_fused_")
-    }
-    f = next(iter(fused))
+    f = fused_kernel(tc)
     last = tc.steps[-1].name
     k = one(
         [
@@ -63,12 +66,8 @@ def fused() -> Callable[[], SmallFigure]:
             and s_.name == last
         ]
     )
-    fig = timeline(
-        tc, around=k, pad_us=60, callouts=[Callout("fused gelu * mul", event=k)], width_in=WIDTH_IN
-    )
-    return lambda: picture(
-        "fused", fig, "Recording 03_mlp compile, around the fused kernel of the last step."
-    )
+    caption = "Recording 03_mlp compile, around the fused kernel of the last step."
+    return around("fused", tc, k, 60, "fused gelu * mul", caption)
 
 
 def graph() -> Callable[[], SmallFigure]:
@@ -76,17 +75,11 @@ def graph() -> Callable[[], SmallFigure]:
     r = rec("reduce_overhead", "03_mlp")
     t = r.trace()
     g = t.where(name="cudaGraphLaunch")
-    fig = timeline(
-        t,
-        step=t.steps[-1].name,
-        callouts=[Callout("one cudaGraphLaunch", event=int(g[-1]))],
-        width_in=WIDTH_IN,
+    caption = (
+        "Recording 03_mlp reduce_overhead, the last step: the input copy, then one graph launch."
     )
-    return lambda: picture(
-        "graph",
-        fig,
-        "Recording 03_mlp reduce_overhead, the last step: the input copy, then one graph launch.",
-    )
+    callout = Callout("one cudaGraphLaunch", event=int(g[-1]))
+    return drawn("graph", caption, t, callout, step=t.steps[-1].name)
 
 
 def att_copy() -> Callable[[], SmallFigure]:
@@ -96,18 +89,8 @@ def att_copy() -> Callable[[], SmallFigure]:
     copies = [int(i) for i in t.where(kind=Kind.MEMCPY) if ln.launch[i] >= 0]
     last = t.steps[-1].name
     c = one([c for c in copies if (s_ := ln.step_of(c)) is not None and s_.name == last])
-    fig = timeline(
-        t,
-        around=c,
-        pad_us=150,
-        callouts=[Callout("Memcpy DtoD: the clone", event=c)],
-        width_in=WIDTH_IN,
-    )
-    return lambda: picture(
-        "att_copy",
-        fig,
-        "Recording 04_attention naive, the last step: the score matrix copied, then masked.",
-    )
+    caption = "Recording 04_attention naive, the last step: the score matrix copied, then masked."
+    return around("att_copy", t, c, 150, "Memcpy DtoD: the clone", caption)
 
 
 def att_cudnn() -> Callable[[], SmallFigure]:
@@ -115,19 +98,11 @@ def att_cudnn() -> Callable[[], SmallFigure]:
     r = rec("sdpa_default", "04_attention")
     t = r.trace()
     k_last = one(in_step(t, t.steps[-1].name, kind=Kind.KERNEL))
-    fig = timeline(
-        t,
-        around=k_last,
-        pad_us=40,
-        callouts=[Callout("cuDNN's fused kernel", event=k_last)],
-        width_in=WIDTH_IN,
-        title="sdpa_default: around the cuDNN kernel",
+    caption = (
+        "Recording 04_attention sdpa_default, the last step: one op chain, one launch, one kernel."
     )
-    return lambda: picture(
-        "att_cudnn",
-        fig,
-        "Recording 04_attention sdpa_default, the last step: one op chain, one launch, one kernel.",
-    )
+    return around("att_cudnn", t, k_last, 40, "cuDNN's fused kernel", caption,
+                  title="sdpa_default: around the cuDNN kernel")  # fmt: skip
 
 
 def att_occupancy() -> Callable[[], SmallFigure]:
@@ -136,15 +111,7 @@ def att_occupancy() -> Callable[[], SmallFigure]:
     # the occupancy the trace reports. Over 48 KB reads 0; under it, a value.
     from matplotlib.figure import Figure
 
-    pts = {}
-    for v in ("naive", "sdpa_math", "sdpa_efficient", "sdpa_flash", "sdpa_cudnn"):
-        tv = rec(v, "04_attention").trace()
-        for i in tv.where(kind=Kind.KERNEL):
-            if tv.dur_ns[i] > 10_000:
-                pts[tv.name(int(i))] = (
-                    int(tv.extra["shared_mem"][i]) / 1024,
-                    float(tv.extra["occupancy_pct"][i]),
-                )
+    pts = attention_kernels()
     fig = Figure(figsize=(WIDTH_IN, 2.4))
     ax = fig.subplots()
     for kb, o in pts.values():
@@ -181,18 +148,9 @@ def att_cudnn_self() -> Callable[[], SmallFigure]:
             within=(t.ts_ns[span], t.ts_ns[span] + t.dur_ns[span]),
         )
     )
-    fig = timeline(
-        t,
-        window=win(t, [span], pad_us=3),
-        gaps=False,
-        callouts=[Callout("_cudnn_attention_forward: mostly self time", event=op)],
-        width_in=WIDTH_IN,
-    )
-    return lambda: picture(
-        "att_cudnn_self",
-        fig,
-        "Recording 04_attention interleaved_backends: one cuDNN call under the profiler.",
-    )
+    caption = "Recording 04_attention interleaved_backends: one cuDNN call under the profiler."
+    callout = Callout("_cudnn_attention_forward: mostly self time", event=op)
+    return drawn("att_cudnn_self", caption, t, callout, window=win(t, [span], pad_us=3), gaps=False)
 
 
 def llm_eager() -> Callable[[], SmallFigure]:
@@ -201,13 +159,9 @@ def llm_eager() -> Callable[[], SmallFigure]:
     s1 = t.step("ProfilerStep#2")
     mid = (s1.start_ns + s1.end_ns) // 2
     k = int(t.where(kind=Kind.KERNEL, within=(mid, mid + 1_000_000))[0])
-    fig = timeline(t, window=(mid, mid + 1_000_000), arrows=False, width_in=WIDTH_IN,
-                   callouts=[Callout("one short kernel, then idle", event=k)])  # fmt: skip
-    return lambda: picture(
-        "llm_eager",
-        fig,
-        "Recording 05_llm_decode generate_dynamic_1b: one millisecond in the middle of decode step 2.",
-    )
+    caption = "Recording 05_llm_decode generate_dynamic_1b: one millisecond in the middle of decode step 2."
+    callout = Callout("one short kernel, then idle", event=k)
+    return drawn("llm_eager", caption, t, callout, window=(mid, mid + 1_000_000), arrows=False)
 
 
 def llm_graph() -> Callable[[], SmallFigure]:
@@ -217,13 +171,9 @@ def llm_graph() -> Callable[[], SmallFigure]:
     ln = link(t)
     ops2 = ln.gpu_ops_of(t.step("ProfilerStep#2").event)  # the GPU work of one token
     k = int(ops2[len(ops2) // 2])
-    fig = timeline(t, window=win(t, ops2, pad_us=30), arrows=False, width_in=WIDTH_IN,
-                   callouts=[Callout("kernels back to back", event=k)])  # fmt: skip
-    return lambda: picture(
-        "llm_graph",
-        fig,
-        "Recording 05_llm_decode loop_fused_8b: the GPU work of one token (ProfilerStep#2).",
-    )
+    caption = "Recording 05_llm_decode loop_fused_8b: the GPU work of one token (ProfilerStep#2)."
+    callout = Callout("kernels back to back", event=k)
+    return drawn("llm_graph", caption, t, callout, window=win(t, ops2, pad_us=30), arrows=False)
 
 
 def llm_tuning() -> SmallFigure:
@@ -262,15 +212,11 @@ def train_backward_thread() -> Callable[[], SmallFigure]:
     evaluate = t.where(prefix="autograd::engine::evaluate_function: ")
     first = int(evaluate[np.argmin(t.ts_ns[evaluate])])
     start = int(t.ts_ns[first])
-    fig = timeline(t, window=(start - 1_500_000, start + 1_000_000), arrows=False,
-                   width_in=TRAIN_WIDTH_IN,
-                   callouts=[Callout("backward: a second CPU thread", event=first)])  # fmt: skip
-    return lambda: picture(
-        "train_backward_thread",
-        fig,
-        "Recording 06_train_step eager: the start of the backward, on a second CPU thread.",
-        colors=TRAIN_COLORS,
-    )
+    caption = "Recording 06_train_step eager: the start of the backward, on a second CPU thread."
+    return drawn("train_backward_thread", caption, t,
+                 Callout("backward: a second CPU thread", event=first),
+                 window=(start - 1_500_000, start + 1_000_000), arrows=False,
+                 width_in=TRAIN_WIDTH_IN, colors=TRAIN_COLORS)  # fmt: skip
 
 
 def train_data_gap() -> Callable[[], SmallFigure]:
@@ -309,14 +255,12 @@ def train_optimizer() -> Callable[[], SmallFigure]:
     inside = launches[t.ts_ns[launches] >= region.start_ns]
     first = int(inside[np.argmin(t.ts_ns[inside])])
     lo = int(t.ts_ns[first]) - 300_000
-    fig = timeline(t, window=(lo, lo + 2_000_000), arrows=False,
-                   width_in=TRAIN_WIDTH_IN,
-                   callouts=[Callout("a launch per tensor and operation", event=first)])  # fmt: skip
-    return lambda: picture(
-        "train_optimizer",
-        fig,
+    caption = (
         "Recording 06_train_step eager_forloop: 2 ms of the for-loop AdamW's optimizer "
         "region on the CPU, a launch call per tensor and operation (its kernels run later, "
-        "behind the backward's).",
-        colors=TRAIN_COLORS,
+        "behind the backward's)."
     )
+    return drawn("train_optimizer", caption, t,
+                 Callout("a launch per tensor and operation", event=first),
+                 window=(lo, lo + 2_000_000), arrows=False,
+                 width_in=TRAIN_WIDTH_IN, colors=TRAIN_COLORS)  # fmt: skip

@@ -6,7 +6,7 @@ text. It picks the events it draws the way the entry's facts do
 (``docs/facts/_cheatsheet_matmul.py``): the numbers and claims are computed and checked on
 every repeat there, not here. The cheatsheet's own entries (``cheatsheet.md``), about the
 other parts' recordings, are drawn in :mod:`cheatsheet_parts_pictures` with the helpers
-here (:class:`SmallFigure`, :func:`picture`).
+here (:class:`SmallFigure`, :func:`picture`, :func:`drawn`, :func:`around`).
 """
 
 from __future__ import annotations
@@ -23,9 +23,13 @@ from _cheatsheet_common import (
     LN,
     T,
     after_call_us,
+    gemm_of,
     in_step,
+    lead_us,
     one,
     param,
+    step_add,
+    step_gemm,
     table_rows,
     us,
 )
@@ -123,6 +127,26 @@ def win(trace: Any, rows: Any, pad_us: float = 5.0) -> tuple[int, int]:
     ) + pad
 
 
+def drawn(
+    key: str, caption: str, trace: Any, *callouts: Callout, colors: int = 32, **view: Any
+) -> Callable[[], SmallFigure]:
+    """Entry ``key``'s picture: a timeline of ``trace`` with ``callouts``, shown with
+    ``caption`` (``view``: the rest of :func:`timeline`'s settings, the window, the step or
+    the event around; ``WIDTH_IN`` wide unless it says otherwise)."""
+    view.setdefault("width_in", WIDTH_IN)
+    fig = timeline(trace, callouts=list(callouts), **view)
+    return lambda: picture(key, fig, caption, colors=colors)
+
+
+def around(
+    key: str, trace: Any, event: int, pad_us: float, label: str, caption: str, **view: Any
+) -> Callable[[], SmallFigure]:
+    """:func:`drawn` around one ``event`` (``pad_us`` either side), with the callout ``label``
+    on it."""
+    return drawn(key, caption, trace, Callout(label, event=event), around=event, pad_us=pad_us,
+                 **view)  # fmt: skip
+
+
 def overhead() -> Callable[[], SmallFigure]:
     """Entry: *Self CPU* total far above *Self CUDA* total."""
     fig = compare_timelines(
@@ -132,11 +156,7 @@ def overhead() -> Callable[[], SmallFigure]:
         (0, "64_bf16", "the GEMM: a sliver"),
         (1, "4096_bf16", "the GEMM"),
     ):
-        t = T[name]
-        k = next(
-            int(o) for o in LN[name].gpu_ops_of(t.step(4).event) if t.name(o).startswith("nvjet")
-        )
-        note(fig, panel, t, k, text)  # fmt: skip
+        note(fig, panel, T[name], step_gemm(name, 4), text)
     return lambda: picture(
         "overhead",
         fig,
@@ -148,25 +168,20 @@ def compute() -> Callable[[], SmallFigure]:
     """Entry: CPU and CUDA totals of the same order."""
     t = T["4096_bf16"]
     sync = one(t.where(name="cudaDeviceSynchronize"))
-    fig = timeline(t, callouts=[Callout("GPU still busy", event=sync)], width_in=WIDTH_IN,
-                   title="4096_bf16: the whole recorded window")  # fmt: skip
-    return lambda: picture(
-        "compute",
-        fig,
-        f"Recording 4096_bf16, all {len(t.steps)} recorded steps and the final synchronize.",
-    )
+    caption = f"Recording 4096_bf16, all {len(t.steps)} recorded steps and the final synchronize."
+    return drawn("compute", caption, t, Callout("GPU still busy", event=sync),
+                 title="4096_bf16: the whole recorded window")  # fmt: skip
 
 
 def hotspot() -> Callable[[], SmallFigure]:
     """Entry: One row owns most of the CUDA time."""
     (row,) = table_rows("4096_bf16", "nvjet")
     t = T["4096_bf16"]
-    k = next(
-        int(o) for o in LN["4096_bf16"].gpu_ops_of(t.step(3).event) if t.name(o).startswith("nvjet")
-    )
-    fig = timeline(t, step=3, callouts=[Callout(f"GEMM: {row['self_cuda_pct']:.0f} % of CUDA time", event=k, at="mid")],
-                   width_in=WIDTH_IN)  # fmt: skip
-    return lambda: picture("hotspot", fig, "Recording 4096_bf16, ProfilerStep#3.")
+    k = step_gemm("4096_bf16", 3)
+    caption = "Recording 4096_bf16, ProfilerStep#3."
+    return drawn("hotspot", caption, t,
+                 Callout(f"GEMM: {row['self_cuda_pct']:.0f} % of CUDA time", event=k, at="mid"),
+                 step=3)  # fmt: skip
 
 
 def selftotal() -> Callable[[], SmallFigure]:
@@ -174,10 +189,10 @@ def selftotal() -> Callable[[], SmallFigure]:
     t = T["64_bf16"]
     mat = one(in_step(t, 3, name="aten::matmul"))
     mm = one(in_step(t, 3, name="aten::mm"))
-    fig = timeline(t, around=mat, pad_us=4, callouts=[
-        Callout("aten::matmul: total", event=mat), Callout("aten::mm does the work", event=mm, at="mid")],
-        width_in=WIDTH_IN)  # fmt: skip
-    return lambda: picture("selftotal", fig, "Recording 64_bf16, aten::matmul in ProfilerStep#3.")
+    caption = "Recording 64_bf16, aten::matmul in ProfilerStep#3."
+    return drawn("selftotal", caption, t, Callout("aten::matmul: total", event=mat),
+                 Callout("aten::mm does the work", event=mm, at="mid"),
+                 around=mat, pad_us=4)  # fmt: skip
 
 
 def calls() -> Callable[[], SmallFigure]:
@@ -188,11 +203,9 @@ def calls() -> Callable[[], SmallFigure]:
     orphans = [int(i) for i in adds if ln.launch[i] < 0]
     orphan = orphans[0]
     first = t.steps[0]
-    fig = timeline(t, window=(first.start_ns - 20_000, int(t.ts_ns[orphan] + t.dur_ns[orphan]) + 80_000),
-                   callouts=[Callout("launched before the window", event=orphan)], width_in=WIDTH_IN)  # fmt: skip
-    return lambda: picture(
-        "calls", fig, "Recording 4096_fp32, from the first recorded step to the first add kernel."
-    )
+    caption = "Recording 4096_fp32, from the first recorded step to the first add kernel."
+    return drawn("calls", caption, t, Callout("launched before the window", event=orphan),
+                 window=(first.start_ns - 20_000, int(t.ts_ns[orphan] + t.dur_ns[orphan]) + 80_000))  # fmt: skip
 
 
 def gpuannot() -> Callable[[], SmallFigure]:
@@ -200,55 +213,40 @@ def gpuannot() -> Callable[[], SmallFigure]:
     name = "64_bf16"
     t = T[name]
     span = one(in_step(t, 3, kind=Kind.GPU_ANNOTATION, name="matmul_add"))
-    fig = timeline(t, step=3, gpu_annotations=True,
-                   callouts=[Callout(f"GPU-side matmul_add: {us(t.dur_ns[span] / 1e3)}", event=span, at="mid")],
-                   width_in=WIDTH_IN)  # fmt: skip
-    return lambda: picture(
-        "gpuannot", fig, "Recording 64_bf16, ProfilerStep#3, with the GPU-side annotation strip."
-    )
+    caption = "Recording 64_bf16, ProfilerStep#3, with the GPU-side annotation strip."
+    return drawn("gpuannot", caption, t,
+                 Callout(f"GPU-side matmul_add: {us(t.dur_ns[span] / 1e3)}", event=span, at="mid"),
+                 step=3, gpu_annotations=True)  # fmt: skip
 
 
 def firststep() -> Callable[[], SmallFigure]:
     """Entry: The first step is far wider than the rest."""
     t = T["64_bf16_nowait"]
     d = [s.dur_us for s in t.steps]
-    fig = timeline(t, callouts=[Callout(f"ProfilerStep#0: {us(d[0])}", event=t.steps[0].event),
-                                Callout("#1 and #2", event=t.steps[1].event)],
-                   width_in=WIDTH_IN, title="64_bf16_nowait: the whole recorded window")  # fmt: skip
-    return lambda: picture(
-        "firststep",
-        fig,
-        "Recording 64_bf16_nowait (a fresh process, recording from the first call).",
-    )
+    caption = "Recording 64_bf16_nowait (a fresh process, recording from the first call)."
+    return drawn("firststep", caption, t,
+                 Callout(f"ProfilerStep#0: {us(d[0])}", event=t.steps[0].event),
+                 Callout("#1 and #2", event=t.steps[1].event),
+                 title="64_bf16_nowait: the whole recorded window")  # fmt: skip
 
 
 def firstgap() -> Callable[[], SmallFigure]:
     """Entry: A long wait before the first `aten` op of a range."""
     t = T["64_bf16_nowait"]
-
-    def lead_us(step: int) -> tuple[float, int, int]:
-        ann = one(in_step(t, step, kind=Kind.USER_ANNOTATION, name="matmul_add"))
-        mat = one(in_step(t, step, name="aten::matmul"))
-        return (t.ts_ns[mat] - t.ts_ns[ann]) / 1e3, ann, mat
-
-    first, ann, mat = lead_us(0)
-    fig = timeline(t, window=(int(t.ts_ns[ann]) - 15_000, int(t.ts_ns[mat]) + 40_000),
-                   callouts=[Callout(f"{us(first)} after matmul_add", event=mat)], width_in=WIDTH_IN)  # fmt: skip
-    return lambda: picture(
-        "firstgap", fig, "Recording 64_bf16_nowait, the start of ProfilerStep#0."
-    )
+    first, ann, mat = lead_us(t, 0)
+    caption = "Recording 64_bf16_nowait, the start of ProfilerStep#0."
+    return drawn("firstgap", caption, t, Callout(f"{us(first)} after matmul_add", event=mat),
+                 window=(int(t.ts_ns[ann]) - 15_000, int(t.ts_ns[mat]) + 40_000))  # fmt: skip
 
 
 def silentself() -> Callable[[], SmallFigure]:
     """Entry: An op that is long but almost empty."""
     t = T["64_bf16_nowait"]
     mm = one(in_step(t, 0, name="aten::mm"))
-    fig = timeline(t, around=mm, pad_us=300,
-                   callouts=[Callout(f"aten::mm: {us(t.dur_ns[mm] / 1e3)}", event=mm, at="mid")],
-                   width_in=WIDTH_IN)  # fmt: skip
-    return lambda: picture(
-        "silentself", fig, "Recording 64_bf16_nowait, aten::mm in ProfilerStep#0."
-    )
+    caption = "Recording 64_bf16_nowait, aten::mm in ProfilerStep#0."
+    return drawn("silentself", caption, t,
+                 Callout(f"aten::mm: {us(t.dur_ns[mm] / 1e3)}", event=mm, at="mid"),
+                 around=mm, pad_us=300)  # fmt: skip
 
 
 def occupancy() -> Callable[[], SmallFigure]:
@@ -260,24 +258,21 @@ def occupancy() -> Callable[[], SmallFigure]:
 
     rows = occ(t)
     clusters = t.where(name="cudaOccupancyMaxActiveClusters")
-    fig = timeline(t, window=win(t, rows, pad_us=4),
-                   callouts=[Callout(f"{len(clusters)} × cudaOccupancyMaxActiveClusters", event=int(clusters[0]))],
-                   width_in=WIDTH_IN)  # fmt: skip
-    return lambda: picture(
-        "occupancy", fig, "Recording 64_bf16_nowait, inside aten::mm of ProfilerStep#0."
-    )
+    caption = "Recording 64_bf16_nowait, inside aten::mm of ProfilerStep#0."
+    return drawn("occupancy", caption, t,
+                 Callout(f"{len(clusters)} × cudaOccupancyMaxActiveClusters", event=int(clusters[0])),
+                 window=win(t, rows, pad_us=4))  # fmt: skip
 
 
 def launchapi() -> Callable[[], SmallFigure]:
     """Entry: `cuLaunchKernelEx` for the GEMM, `cudaLaunchKernel` for the add."""
     t, ln = T["64_bf16"], LN["64_bf16"]
-    ks = LN["64_bf16"].gpu_ops_of(t.step(3).event)
-    gemm = next(k for k in ks if t.name(k).startswith("nvjet"))
-    add = next(k for k in ks if "CUDAFunctor_add" in t.name(k))
-    fig = timeline(t, step=3, callouts=[
-        Callout("cuLaunchKernelEx (driver API)", event=int(ln.launch[gemm])),
-        Callout("cudaLaunchKernel", event=int(ln.launch[add]))], width_in=WIDTH_IN)  # fmt: skip
-    return lambda: picture("launchapi", fig, "Recording 64_bf16, ProfilerStep#3.")
+    gemm, add = step_gemm("64_bf16", 3), step_add("64_bf16", 3)
+    caption = "Recording 64_bf16, ProfilerStep#3."
+    return drawn("launchapi", caption, t,
+                 Callout("cuLaunchKernelEx (driver API)", event=int(ln.launch[gemm])),
+                 Callout("cudaLaunchKernel", event=int(ln.launch[add])),
+                 step=3)  # fmt: skip
 
 
 def memset() -> Callable[[], SmallFigure]:
@@ -285,9 +280,9 @@ def memset() -> Callable[[], SmallFigure]:
     t, ln = T["4096_bf16"], LN["4096_bf16"]
     m = one(in_step(t, 3, name="cudaMemsetAsync"))
     k = int(ln.gpu_ops_of(one(in_step(t, 3, name="aten::mm")))[1])
-    fig = timeline(t, window=(int(t.ts_ns[m]) - 8_000, int(t.ts_ns[k]) + 25_000),
-                   callouts=[Callout("cudaMemsetAsync", event=m)], width_in=WIDTH_IN)  # fmt: skip
-    return lambda: picture("memset", fig, "Recording 4096_bf16, aten::mm of ProfilerStep#3.")
+    caption = "Recording 4096_bf16, aten::mm of ProfilerStep#3."
+    return drawn("memset", caption, t, Callout("cudaMemsetAsync", event=m),
+                 window=(int(t.ts_ns[m]) - 8_000, int(t.ts_ns[k]) + 25_000))  # fmt: skip
 
 
 def sync64() -> Callable[[], SmallFigure]:
@@ -295,35 +290,29 @@ def sync64() -> Callable[[], SmallFigure]:
     t = T["64_bf16"]
     sync = one(t.where(name="cudaDeviceSynchronize"))
     s1 = int(t.ts_ns[sync] + t.dur_ns[sync])
-    fig = timeline(t, window=(int(t.steps[-1].start_ns) - 5_000, s1 + 5_000),
-                   callouts=[Callout("cudaDeviceSynchronize", event=sync)], width_in=WIDTH_IN)  # fmt: skip
-    return lambda: picture(
-        "sync64", fig, "Recording 64_bf16, the last step and the profiler's closing synchronize."
-    )
+    caption = "Recording 64_bf16, the last step and the profiler's closing synchronize."
+    return drawn("sync64", caption, t, Callout("cudaDeviceSynchronize", event=sync),
+                 window=(int(t.steps[-1].start_ns) - 5_000, s1 + 5_000))  # fmt: skip
 
 
 def syncbig() -> Callable[[], SmallFigure]:
     """Entry: A long `cudaDeviceSynchronize`, with the GPU busy throughout."""
     t = T["4096_fp32"]
     sync = one(t.where(name="cudaDeviceSynchronize"))
-    fig = timeline(t, callouts=[Callout("cudaDeviceSynchronize", event=sync)], width_in=WIDTH_IN,
-                   title="4096_fp32: the whole recorded window")  # fmt: skip
-    return lambda: picture(
-        "syncbig",
-        fig,
+    caption = (
         "Recording 4096_fp32 (float32 without TF32). Under the sync's start the GPU lane looks "
-        "idle: it runs the warm-up call's GEMM, launched before recording began.",
+        "idle: it runs the warm-up call's GEMM, launched before recording began."
     )
+    return drawn("syncbig", caption, t, Callout("cudaDeviceSynchronize", event=sync),
+                 title="4096_fp32: the whole recorded window")  # fmt: skip
 
 
 def empty() -> Callable[[], SmallFigure]:
     """Entry: The GPU row is mostly empty."""
     t = T["64_bf16"]
     k = int(LN["64_bf16"].gpu_ops_of(t.step(3).event)[0])
-    fig = timeline(
-        t, step=3, callouts=[Callout(f"GEMM, {us(t.dur_ns[k] / 1e3)}", event=k)], width_in=WIDTH_IN
-    )
-    return lambda: picture("empty", fig, "Recording 64_bf16, ProfilerStep#3.")
+    caption = "Recording 64_bf16, ProfilerStep#3."
+    return drawn("empty", caption, t, Callout(f"GEMM, {us(t.dur_ns[k] / 1e3)}", event=k), step=3)
 
 
 def latency() -> Callable[[], SmallFigure]:
@@ -333,12 +322,10 @@ def latency() -> Callable[[], SmallFigure]:
     queued = [int(k) for k in l4.gpu_ops if t4.ts_ns[l4.launch[k]] > first_gemm]
     k = next(q for q in queued if t4.name(q).startswith("nvjet") and l4.step_of(q) == t4.steps[1])
     c = int(l4.launch[k])
-    fig = timeline(t4, window=(int(t4.ts_ns[c]) - 10_000, int(t4.ts_ns[k]) + 40_000),
-                   callouts=[Callout(f"GEMM: {us(after_call_us(t4, l4, k))} after its call returned", event=k)],
-                   width_in=WIDTH_IN)  # fmt: skip
-    return lambda: picture(
-        "latency", fig, f"Recording 4096_bf16, the GEMM launched in {t4.steps[1].name}."
-    )
+    caption = f"Recording 4096_bf16, the GEMM launched in {t4.steps[1].name}."
+    return drawn("latency", caption, t4,
+                 Callout(f"GEMM: {us(after_call_us(t4, l4, k))} after its call returned", event=k),
+                 window=(int(t4.ts_ns[c]) - 10_000, int(t4.ts_ns[k]) + 40_000))  # fmt: skip
 
 
 def kernelgap() -> Callable[[], SmallFigure]:
@@ -346,9 +333,9 @@ def kernelgap() -> Callable[[], SmallFigure]:
     name = "64_bf16_20steps"
     t = T[name]
     s = t.steps[10]
-    fig = timeline(t, window=(s.start_ns, t.steps[11].end_ns), width_in=WIDTH_IN,
-                   callouts=[Callout("aten::add's launch", name="cudaLaunchKernel")])  # fmt: skip
-    return lambda: picture("kernelgap", fig, f"Recording {name}, {s.name} and {t.steps[11].name}.")
+    caption = f"Recording {name}, {s.name} and {t.steps[11].name}."
+    return drawn("kernelgap", caption, t, Callout("aten::add's launch", name="cudaLaunchKernel"),
+                 window=(s.start_ns, t.steps[11].end_ns))  # fmt: skip
 
 
 def variance() -> Callable[[], SmallFigure]:
@@ -359,11 +346,9 @@ def variance() -> Callable[[], SmallFigure]:
     d = t.dur_ns[g] / 1e3
     j = int(np.argmax(d))
     lo, hi = max(j - 1, 0), min(j + 1, len(g) - 1)
-    fig = timeline(t, window=win(t, g[[lo, hi]], pad_us=10),
-                   callouts=[Callout(f"longest: {us(d[j])}", event=int(g[j]), at="mid")], width_in=WIDTH_IN)  # fmt: skip
-    return lambda: picture(
-        "variance", fig, f"Recording {name}, the longest of {len(g)} GEMMs and its neighbours."
-    )
+    caption = f"Recording {name}, the longest of {len(g)} GEMMs and its neighbours."
+    return drawn("variance", caption, t, Callout(f"longest: {us(d[j])}", event=int(g[j]), at="mid"),
+                 window=win(t, g[[lo, hi]], pad_us=10))  # fmt: skip
 
 
 def names() -> Callable[[], SmallFigure]:
@@ -373,34 +358,23 @@ def names() -> Callable[[], SmallFigure]:
     small, big = small.pop(), big.pop()
     t, ln = T["64_bf16"], LN["64_bf16"]
     k = int(ln.gpu_ops_of(t.step(4).event)[0])
-    fig = timeline(t, around=k, pad_us=6, callouts=[Callout(small, event=k)], width_in=WIDTH_IN)
-    return lambda: picture("names", fig, "Recording 64_bf16, the GEMM of ProfilerStep#4.")
+    return around("names", t, k, 6, small, "Recording 64_bf16, the GEMM of ProfilerStep#4.")
 
 
 def footprint() -> Callable[[], SmallFigure]:
     """Entry: Registers and shared memory: heavy GEMM, light add."""
-    t, ln = T["4096_bf16"], LN["4096_bf16"]
-    ops = ln.gpu_ops_of(t.step(4).event)
-    gemm = next(int(o) for o in ops if t.name(o).startswith("nvjet"))
-    add = next(int(o) for o in ops if "CUDAFunctor_add" in t.name(o))
+    t = T["4096_bf16"]
+    gemm, add = step_gemm("4096_bf16", 4), step_add("4096_bf16", 4)
     ex = t.extra
-    fig = timeline(t, window=win(t, [gemm, add], pad_us=8), callouts=[
-        Callout(f"{int(ex['registers'][gemm])} registers, {ex['shared_mem'][gemm] / 1024:.0f} KiB shared", event=gemm, at="mid"),
-        Callout(f"{int(ex['registers'][add])} registers, no shared", event=add, at="mid")], width_in=WIDTH_IN)  # fmt: skip
-    return lambda: picture(
-        "footprint", fig, "Recording 4096_bf16, the kernels launched in ProfilerStep#4."
-    )
+    caption = "Recording 4096_bf16, the kernels launched in ProfilerStep#4."
+    return drawn("footprint", caption, t,
+                 Callout(f"{int(ex['registers'][gemm])} registers, {ex['shared_mem'][gemm] / 1024:.0f} KiB shared", event=gemm, at="mid"),
+                 Callout(f"{int(ex['registers'][add])} registers, no shared", event=add, at="mid"),
+                 window=win(t, [gemm, add], pad_us=8))  # fmt: skip
 
 
 def tf32() -> Callable[[], SmallFigure]:
     """Entry: float32 GEMMs: `ffma` against `tf32` in the name."""
-
-    def gemm_of(name: str) -> tuple[Any, Any, str]:
-        t = T[name]
-        rows = t.where(kind=Kind.KERNEL, contains="gemm")
-        names = {t.name(i) for i in rows}
-        assert len(names) == 1, names
-        return t, rows, names.pop()
 
     t32, g32, n32 = gemm_of("4096_fp32")
     ttf, gtf, ntf = gemm_of("4096_fp32_tf32")
@@ -421,9 +395,9 @@ def dtod() -> Callable[[], SmallFigure]:
     name = "64_bf16_addmm"
     t, ln = T[name], LN[name]
     ops = ln.gpu_ops_of(t.step(3).event)
-    fig = timeline(t, window=(int(t.ts_ns[ln.launch[ops[0]]]) - 5_000, int(t.ts_ns[ops[1]] + t.dur_ns[ops[1]]) + 5_000),
-                   callouts=[Callout("Memcpy DtoD: b into the output", event=int(ops[0]))], width_in=WIDTH_IN)  # fmt: skip
-    return lambda: picture("dtod", fig, f"Recording {name} (eager torch.addmm), ProfilerStep#3.")
+    caption = f"Recording {name} (eager torch.addmm), ProfilerStep#3."
+    return drawn("dtod", caption, t, Callout("Memcpy DtoD: b into the output", event=int(ops[0])),
+                 window=(int(t.ts_ns[ln.launch[ops[0]]]) - 5_000, int(t.ts_ns[ops[1]] + t.dur_ns[ops[1]]) + 5_000))  # fmt: skip
 
 
 def chain() -> Callable[[], SmallFigure]:
@@ -431,8 +405,7 @@ def chain() -> Callable[[], SmallFigure]:
     name = "64_bf16_cold"
     t, ln = T[name], LN[name]
     k = int(ln.gpu_ops_of(t.step(4).event)[0])
-    fig = timeline(t, step=4, callouts=[Callout("GEMM", event=k)], width_in=WIDTH_IN)
-    return lambda: picture("chain", fig, f"Recording {name}, ProfilerStep#4.")
+    return drawn("chain", f"Recording {name}, ProfilerStep#4.", t, Callout("GEMM", event=k), step=4)
 
 
 def batched() -> Callable[[], SmallFigure]:
@@ -440,10 +413,10 @@ def batched() -> Callable[[], SmallFigure]:
     name = "64_bf16_batch8"
     t = T[name]
     mat = one(in_step(t, 3, name="aten::matmul"))
-    fig = timeline(t, around=mat, pad_us=3, callouts=[
-        Callout("aten::reshape", name="aten::reshape"),
-        Callout("aten::_unsafe_view", name="aten::_unsafe_view")], width_in=WIDTH_IN)  # fmt: skip
-    return lambda: picture("batched", fig, f"Recording {name}, aten::matmul in ProfilerStep#3.")
+    caption = f"Recording {name}, aten::matmul in ProfilerStep#3."
+    return drawn("batched", caption, t, Callout("aten::reshape", name="aten::reshape"),
+                 Callout("aten::_unsafe_view", name="aten::_unsafe_view"),
+                 around=mat, pad_us=3)  # fmt: skip
 
 
 def addmm() -> Callable[[], SmallFigure]:
@@ -451,10 +424,8 @@ def addmm() -> Callable[[], SmallFigure]:
     name = "64_bf16_addmm"
     t = T[name]
     op = one(in_step(t, 4, name="aten::addmm"))
-    fig = timeline(
-        t, around=op, pad_us=4, callouts=[Callout("aten::addmm", event=op)], width_in=WIDTH_IN
-    )
-    return lambda: picture("addmm", fig, f"Recording {name}, aten::addmm in ProfilerStep#4.")
+    caption = f"Recording {name}, aten::addmm in ProfilerStep#4."
+    return around("addmm", t, op, 4, "aten::addmm", caption)
 
 
 def dynamo() -> Callable[[], SmallFigure]:
@@ -462,14 +433,8 @@ def dynamo() -> Callable[[], SmallFigure]:
     name = "64_bf16_compile"
     t = T[name]
     c = one(in_step(t, 3, name="TorchDynamo Cache Lookup"))
-    fig = timeline(
-        t,
-        around=c,
-        pad_us=25,
-        callouts=[Callout("TorchDynamo Cache Lookup", event=c)],
-        width_in=WIDTH_IN,
-    )
-    return lambda: picture("dynamo", fig, f"Recording {name}, ProfilerStep#3.")
+    caption = f"Recording {name}, ProfilerStep#3."
+    return around("dynamo", t, c, 25, "TorchDynamo Cache Lookup", caption)
 
 
 def region() -> Callable[[], SmallFigure]:
@@ -478,14 +443,8 @@ def region() -> Callable[[], SmallFigure]:
     t = T[name]
     regions = t.where(prefix="Torch-Compiled Region")
     r = int(regions[1])
-    fig = timeline(
-        t,
-        around=r,
-        pad_us=3,
-        callouts=[Callout("Torch-Compiled Region: 0/0", event=r)],
-        width_in=WIDTH_IN,
-    )
-    return lambda: picture("region", fig, f"Recording {name}, ProfilerStep#3.")
+    caption = f"Recording {name}, ProfilerStep#3."
+    return around("region", t, r, 3, "Torch-Compiled Region: 0/0", caption)
 
 
 def hash() -> Callable[[], SmallFigure]:
@@ -495,9 +454,10 @@ def hash() -> Callable[[], SmallFigure]:
     calls = t.where(prefix="## Call CompiledFxGraph")
     hashes = {t.name(i).split()[3] for i in calls}
     h = hashes.pop()
-    fig = timeline(t, callouts=[Callout(h[:10] + "…", event=int(calls[0])), Callout(h[:10] + "…", event=int(calls[-1]))],
-                   width_in=WIDTH_IN, title=f"{name}: the whole recorded window")  # fmt: skip
-    return lambda: picture("hash", fig, f"Recording {name}, all {len(t.steps)} recorded steps.")
+    caption = f"Recording {name}, all {len(t.steps)} recorded steps."
+    return drawn("hash", caption, t, Callout(h[:10] + "…", event=int(calls[0])),
+                 Callout(h[:10] + "…", event=int(calls[-1])),
+                 title=f"{name}: the whole recorded window")  # fmt: skip
 
 
 def samekernel() -> Callable[[], SmallFigure]:
@@ -507,11 +467,7 @@ def samekernel() -> Callable[[], SmallFigure]:
         [T[a], T[c]], [4, 4], ["eager torch.addmm", "torch.compile"], width_in=WIDTH_IN
     )
     for panel, name in ((0, a), (1, c)):
-        t = T[name]
-        k = next(
-            int(o) for o in LN[name].gpu_ops_of(t.step(4).event) if t.name(o).startswith("nvjet")
-        )
-        note(fig, panel, t, k, "the same GEMM")  # fmt: skip
+        note(fig, panel, T[name], step_gemm(name, 4), "the same GEMM")
     return lambda: picture(
         "samekernel",
         fig,
@@ -537,11 +493,9 @@ def graphs() -> Callable[[], SmallFigure]:
     t, ln = T[name], LN[name]
     c = one(in_step(t, 3, name="cudaGraphLaunch"))
     ops = ln.gpu_ops_of_call(c)
-    fig = timeline(t, window=win(t, [c, *ops, one(in_step(t, 3, name="aten::_foreach_copy_"))], pad_us=4),
-                   callouts=[Callout(f"cudaGraphLaunch: {len(ops)} kernels", event=c)], width_in=WIDTH_IN)  # fmt: skip
-    return lambda: picture(
-        "graphs", fig, f"Recording {name} (torch.compile mode reduce-overhead), ProfilerStep#3."
-    )
+    caption = f"Recording {name} (torch.compile mode reduce-overhead), ProfilerStep#3."
+    return drawn("graphs", caption, t, Callout(f"cudaGraphLaunch: {len(ops)} kernels", event=c),
+                 window=win(t, [c, *ops, one(in_step(t, 3, name="aten::_foreach_copy_"))], pad_us=4))  # fmt: skip
 
 
 def schedule() -> Callable[[], SmallFigure]:
