@@ -19,7 +19,7 @@ import pickle
 import re
 import statistics
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -521,9 +521,7 @@ def account(tr: Trace, path: str, seq: int) -> Facts:
     (step,) = step_times(tr)
     k = tr.where(kind=Kind.KERNEL)
     total = float(tr.dur_ns[k].sum())
-    per: dict[str, float] = dict.fromkeys(KERNEL_CLASSES, 0.0)
-    for i in k:
-        per[kernel_class(tr.name(int(i)))] += float(tr.dur_ns[i])
+    per = class_ns(tr)
     attention = {tr.name(int(i)) for i in k if kernel_class(tr.name(int(i))) == "attention"}
     claim(all("cudnn" in n for n in attention), "the attention kernels are cuDNN's")
     flops = head = 0.0
@@ -549,6 +547,16 @@ def account(tr: Trace, path: str, seq: int) -> Facts:
         "head_pct": 100 * head / flops,
         "kernels": step.kernels,
     }
+
+
+def class_ns(tr: Trace, classify: Callable[[str], str] = kernel_class) -> dict[str, float]:
+    """GPU time of a trace's kernels, ns, summed by class (``classify`` of each kernel's name;
+    every class in :data:`KERNEL_CLASSES` present, at 0 if it launched nothing)."""
+    per: dict[str, float] = dict.fromkeys(KERNEL_CLASSES, 0.0)
+    for i in tr.where(kind=Kind.KERNEL):
+        c = classify(tr.name(int(i)))
+        per[c] = per.get(c, 0.0) + float(tr.dur_ns[i])
+    return per
 
 
 def median(values: Sequence[float]) -> float:

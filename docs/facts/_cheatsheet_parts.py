@@ -9,6 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+import part5_measures as part5  # Part 5's reading of the optimizer region
 from _cheatsheet_common import code, in_step, put, rec, us
 from _cheatsheet_common import variant as recorded
 from tracesite.facts import claim
@@ -322,9 +323,7 @@ def train_data_gap() -> None:
 
 def train_optimizer() -> None:
     """Entry: Thousands of tiny kernels launched from `optimizer.step()`."""
-    import part5_measures as m5  # Part 5's reading of the optimizer region
-
-    loop, fused = (m5.optimizer_facts(rec(v, "06_train_step").trace()) for v in
+    loop, fused = (part5.optimizer_facts(rec(v, "06_train_step").trace()) for v in
                    ("eager_forloop", "eager"))  # fmt: skip
     claim(
         loop["kernels"] > 1000 > 10 * fused["kernels"] and loop["top"] != fused["top"],

@@ -18,7 +18,6 @@ from typing import Any
 import part5_measures as m
 
 import tracereader
-from tracereader import Kind
 
 PEERS = Path(__file__).resolve().parents[1] / "peers"
 #: The steps read of every run: after torch.compile's first steps, before step 27, where the
@@ -52,14 +51,14 @@ def median(values: list[float]) -> float:
     return float(statistics.median(values))
 
 
+def kernel_class(name: str) -> str:
+    """Part 5's kernel class, with ``multi_tensor_apply`` split into AdamW's (``FusedAdam``)
+    and the rest (gradient clipping's norm and scaling)."""
+    c = m.kernel_class(name)
+    return "clipping" if c == "AdamW" and "FusedAdam" not in name else c
+
+
 def kernel_ms(tr: tracereader.Trace) -> dict[str, float]:
-    """GPU time of a trace's kernels, ms, by Part 5's kernel classes, with ``multi_tensor_apply``
-    split into AdamW's (``FusedAdam``) and the rest (gradient clipping's norm and scaling)."""
-    out = dict.fromkeys((*m.KERNEL_CLASSES, "clipping"), 0.0)
-    for i in tr.where(kind=Kind.KERNEL):
-        name = tr.name(int(i))
-        c = m.kernel_class(name)
-        if c == "AdamW" and "FusedAdam" not in name:
-            c = "clipping"
-        out[c] += float(tr.dur_ns[i]) / 1e6
-    return out
+    """GPU time of a trace's kernels, ms, by :func:`kernel_class` (clipping at 0 if none)."""
+    ns = {"clipping": 0.0, **m.class_ns(tr, kernel_class)}
+    return {c: v / 1e6 for c, v in ns.items()}

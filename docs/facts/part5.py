@@ -31,8 +31,7 @@ def facts(f: Facts) -> None:
 
     md("stamp", f.stamp())
     if f.gpu == "h200":
-        two_gpus(f)
-        beside_torchtitan(f)
+        beside_torchtitan(f, two_gpus(f))
     num("n_repeats", len(recs("eager")))
     rows = {
         v: m.results_row(
@@ -447,7 +446,7 @@ def facts(f: Facts) -> None:
     )
 
 
-def two_gpus(f: Facts) -> None:
+def two_gpus(f: Facts) -> dict[tuple[str, str], list[dict[str, Any]]]:
     """Your GPU, not ours: the same steps on the H200 and the H100, kernel class by kernel
     class (every repeat of both GPUs), in the H200's run."""
     readers = {"h200": f, "h100": f.on("h100")}
@@ -547,11 +546,13 @@ def two_gpus(f: Facts) -> None:
         + " |"
     )
     f.md("gpu_table", "\n".join(rows))
+    return per
 
 
-def beside_torchtitan(f: Facts) -> None:
+def beside_torchtitan(f: Facts, accounts: dict[tuple[str, str], list[dict[str, Any]]]) -> None:
     """A real trainer beside ours on the H100: torchtitan's runs (``_peers``) against our
-    ``causal`` there, at the same shape, sequence length, batch and precision."""
+    ``causal`` there, at the same shape, sequence length, batch and precision; ``accounts``:
+    :func:`two_gpus`' kernel accounts, per variant and GPU, of every repeat."""
     ours = f.on("h100")
     causal = ours.recs("causal")
     claim(
@@ -595,11 +596,11 @@ def beside_torchtitan(f: Facts) -> None:
         }
     )
     # Its profiled step (default settings), read with tracereader, against our causal's
-    theirs = [_peers.kernel_ms(tracereader.load(str(r["trace"]))) for r in by["A"]]
-    mine = [{**m.account(r.trace(), str(r.trace_path), 2048)} for r in causal]
+    profiled = [tracereader.load(str(r["trace"])) for r in by["A"]]
+    theirs = [_peers.kernel_ms(tr) for tr in profiled]
+    mine = accounts[("causal", "h100")]
     busy = []
-    for r in by["A"]:
-        tr = tracereader.load(str(r["trace"]))
+    for tr in profiled:
         (step,) = tracereader.step_times(tr)
         busy.append(100 * step.gpu_busy_us * 1e3 / (step.end_ns - step.start_ns))
         first = int(tr.ts_ns[tr.where(kind=Kind.KERNEL)].min())

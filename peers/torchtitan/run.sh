@@ -27,7 +27,7 @@ COMMON="--experimental.custom_import titan_1b --model.name llama3_1b --model.fla
   --training.dataset_path $HERE/c4_local
   --training.local_batch_size 8 --training.seq_len 2048 --training.steps 30
   --compile.enable --activation_checkpoint.mode none
-  --metrics.log_freq 1 --metrics.disable_color_printing"
+  --metrics.log_freq 1 --metrics.disable_color_printing --metrics.enable_tensorboard"
 
 for run in "$@"; do
   case $run in
