@@ -247,6 +247,7 @@ def lint(session: nox.Session) -> None:
         "mypy",
         "--strict",
         "docs/_ext/tracesite",
+        "docs/_ext/memory_page.py",
         *measures,
         env={"MYPYPATH": os.pathsep.join(str(p) for p in paths)},
     )

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import os
-import pickle
 import shutil
 import warnings
 from pathlib import Path
 
+import memory_page
 import tracesite  # examples find it in sys.modules and replay the recordings
 from sphinx.errors import ExtensionError
 from sphinx.util import logging
@@ -72,9 +72,10 @@ def check_recordings(app):
 def copy_traces(app):
     """Put every recorded trace of every GPU where pages link to it
     (:meth:`tracesite.Recording.trace_url`): /traces/<gpu>/<example>/<variant>/r<k>.json.gz;
-    and, for a first repeat that recorded a CUDA memory snapshot, the page PyTorch's viewer
-    makes of it (``torch.cuda._memory_viz``'s ``trace_plot``, the snapshot inside):
-    /traces/<gpu>/<example>/<variant>/r0.memory_viz.html."""
+    and, for a first repeat that recorded a CUDA memory snapshot, the site's own viewer of
+    it (:mod:`memory_page`: one self-contained page, offline) and the snapshot itself, for
+    PyTorch's viewer: /traces/<gpu>/<example>/<variant>/r0.memory_viz.html and
+    r0.memory_snapshot.pickle."""
     target = EXTRA / "traces"
     # The reports pages wrote (tracesite.notebook.report_of) stay: a page that an
     # incremental build does not execute again still links to its report.
@@ -89,12 +90,20 @@ def copy_traces(app):
         shutil.copyfile(rec.trace_path, dest)
         snapshot = rec.trace_path.parent / "memory_snapshot.pickle"
         if rec.repeat == 0 and snapshot.is_file():
-            # The docs build replays the examples, so torch is there.
-            from torch.cuda import _memory_viz
-
-            with snapshot.open("rb") as f:
-                page = _memory_viz.trace_plot(pickle.load(f))
-            dest.with_name("r0.memory_viz.html").write_text(page, encoding="utf-8")
+            raw = dest.with_name("r0.memory_snapshot.pickle")
+            shutil.copyfile(snapshot, raw)
+            try:
+                source = snapshot.resolve().relative_to(DOCS.parent).as_posix()
+            except ValueError:
+                source = snapshot.name
+            memory_page.write_page(
+                snapshot,
+                dest.with_name("r0.memory_viz.html"),
+                source=source,
+                title=f"Memory over one step: {rec.example}, {rec.variant}, on the "
+                f"{rec.env.get('gpu', rec.gpu)}",
+                raw_href=raw.name,
+            )
 
 
 def thumbnail_alt(app, doctree, docname):

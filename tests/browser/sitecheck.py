@@ -166,7 +166,8 @@ def launch(playwright):
 
 def list_pages(root: str | Path) -> list[str]:
     """Every HTML page of the site, relative to ``root`` (theme templates excluded, and the
-    recordings' downloads under ``traces/``, such as PyTorch's memory viewer page)."""
+    recordings' downloads under ``traces/``, such as the memory snapshot viewer, which
+    test_memory_viewer.py checks)."""
     root = Path(root)
     pages = []
     for path in sorted(root.rglob("*.html")):
