@@ -31,10 +31,10 @@ warnings.filterwarnings("ignore", message=".*Profiler clears events.*")
 # sphinx_gallery_end_ignore
 import sys
 
-# From the code the stories of this set share (``_01_common.py``, beside this file):
-# the workload ``fn``, the harness ``profile_matmul_add``, and the plumbing of every
-# story (``run_variant``, ``command_line``).
-from _01_common import command_line, profile_matmul_add, run_variant
+# From the code the stories of this set share (``_01_common.py``, beside this file): the
+# workload ``fn``, the harness ``profile_matmul_add``, and the plumbing of every story
+# (``run_variant``, ``command_line``, ``optional_tracereader``).
+from _01_common import command_line, optional_tracereader, profile_matmul_add, run_variant
 
 # %%
 # The workload and how it is profiled
@@ -154,11 +154,7 @@ print(small.table)
 # (overhead-bound): the CPU takes longer to prepare and launch the work than
 # the GPU takes to do it, so a faster GPU would not help.
 
-try:
-    import tracereader
-except ImportError:  # only torch here: the trace file is still there to open in Perfetto
-    tracereader = None
-    print("tracereader is not installed: open the trace at https://ui.perfetto.dev instead")
+tracereader = optional_tracereader()  # None where it is not installed
 
 if tracereader:
     import matplotlib.pyplot as plt  # a pyplot figure, so that notebooks and the site show it

@@ -33,8 +33,8 @@ import sys
 
 # From the code the stories of this set share (``_01_common.py``, beside this file;
 # story 01a shows it): the harness ``profile_matmul_add`` and the plumbing of every
-# story (``run_variant``, ``command_line``).
-from _01_common import command_line, profile_matmul_add, run_variant
+# story (``run_variant``, ``command_line``, ``optional_tracereader``).
+from _01_common import command_line, optional_tracereader, profile_matmul_add, run_variant
 
 # %%
 # The workload and its harness
@@ -120,11 +120,7 @@ cold20  # on the site: when and where it was recorded, and a link to every repea
 # ``ProfilerStep``'s CPU time, and we compare the first with the median of the
 # rest.
 
-try:
-    import tracereader
-except ImportError:  # only torch here: the trace file is still there to open in Perfetto
-    tracereader = None
-    print("tracereader is not installed: open the trace at https://ui.perfetto.dev instead")
+tracereader = optional_tracereader()  # None where it is not installed
 
 
 def first_against_rest(result):

@@ -31,8 +31,8 @@ import sys
 
 # From the code the stories of this set share (``_01_common.py``, beside this file;
 # story 01a shows it): the harness ``profile_matmul_add`` and the plumbing of every
-# story (``run_variant``, ``command_line``).
-from _01_common import command_line, profile_matmul_add, run_variant
+# story (``run_variant``, ``command_line``, ``optional_tracereader``).
+from _01_common import command_line, optional_tracereader, profile_matmul_add, run_variant
 
 # %%
 # The workload and its harness
@@ -127,11 +127,7 @@ print(nowait.table)
 # is no CUDA context, no cuBLAS and no GPU code to load, but the first call
 # still pays for the CPU's own one-time setup.
 
-try:
-    import tracereader
-except ImportError:  # only torch here: the trace file is still there to open in Perfetto
-    tracereader = None
-    print("tracereader is not installed: open the trace at https://ui.perfetto.dev instead")
+tracereader = optional_tracereader()  # None where it is not installed
 
 if tracereader:
     import matplotlib.pyplot as plt  # a pyplot figure, so that notebooks and the site show it

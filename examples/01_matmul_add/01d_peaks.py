@@ -34,9 +34,10 @@ from pathlib import Path
 import torch
 from torch.profiler import ProfilerActivity, profile, record_function
 
-# The plumbing of every story of this set (``run_variant``, ``command_line``), from the
-# code they share (``_01_common.py``, beside this file).
-from _01_common import command_line, run_variant
+# The plumbing of every story of this set (``run_variant``, ``command_line``,
+# ``optional_tracereader``), from the code they share (``_01_common.py``, beside this
+# file).
+from _01_common import command_line, optional_tracereader, run_variant
 
 # %%
 # The harness
@@ -147,11 +148,7 @@ print(peaks.table)
 # written. ``kernel_table`` gives each GPU operation's median duration over its
 # calls, which is what we divide by: one slow call cannot move a median.
 
-try:
-    import tracereader
-except ImportError:  # only torch here: the trace file is still there to open in Perfetto
-    tracereader = None
-    print("tracereader is not installed: open the trace at https://ui.perfetto.dev instead")
+tracereader = optional_tracereader()  # None where it is not installed
 
 if tracereader:
     rows = tracereader.kernel_table(tracereader.load(peaks.trace_path)).to_records()

@@ -38,8 +38,8 @@ import sys
 
 # From the code the stories of this set share (``_01_common.py``, beside this file;
 # story 01a shows it): the harness ``profile_matmul_add`` and the plumbing of every
-# story (``run_variant``, ``command_line``).
-from _01_common import command_line, profile_matmul_add, run_variant
+# story (``run_variant``, ``command_line``, ``optional_tracereader``).
+from _01_common import command_line, optional_tracereader, profile_matmul_add, run_variant
 
 # %%
 # The workload and its harness
@@ -111,11 +111,7 @@ if __name__ == "__main__" and sys.argv[1:] and "ipykernel" not in sys.modules:
 # a large GEMM measured on the same machine (the ``peaks`` experiment of this
 # set; :doc:`/chapters/part1` shows the rate it reached).
 
-try:
-    import tracereader
-except ImportError:  # only torch here: the trace file is still there to open in Perfetto
-    tracereader = None
-    print("tracereader is not installed: open the trace at https://ui.perfetto.dev instead")
+tracereader = optional_tracereader()  # None where it is not installed
 
 
 def gemm_rate(result, n):

@@ -41,8 +41,8 @@ from torch.profiler import ProfilerActivity, profile, record_function, schedule
 
 # From the code the stories of this set share (``_01_common.py``, beside this file;
 # story 01a shows it): ``fn``, ``fn_addmm`` and ``DTYPES``, and the plumbing of every
-# story (``run_variant``, ``command_line``).
-from _01_common import DTYPES, command_line, fn, fn_addmm, run_variant
+# story (``run_variant``, ``command_line``, ``optional_tracereader``).
+from _01_common import DTYPES, command_line, fn, fn_addmm, optional_tracereader, run_variant
 
 # %%
 # The four versions
@@ -248,11 +248,7 @@ if bare:
 # from the trace: each call is a ``record_function`` region named after its
 # version.
 
-try:
-    import tracereader
-except ImportError:  # only torch here: the trace file is still there to open in Perfetto
-    tracereader = None
-    print("tracereader is not installed: open the trace at https://ui.perfetto.dev instead")
+tracereader = optional_tracereader()  # None where it is not installed
 
 if tracereader:
     traced = tracereader.load(interleaved.trace_path)
