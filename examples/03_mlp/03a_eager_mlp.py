@@ -38,10 +38,10 @@ warnings.filterwarnings("ignore", message=".*Profiler clears events.*")
 # sphinx_gallery_end_ignore
 import sys
 
-# From the code the stories of this set share (``_03_common.py``, beside this file):
-# the MLP, its harness ``profile_mlp``, the two shapes, and the plumbing of every story
-# (``run_variant``, ``command_line``).
-from _03_common import BIG, SMALL, command_line, profile_mlp, run_variant
+# From the code the stories of this set share (``_03_common.py``, beside this file): the
+# MLP, its harness ``profile_mlp``, the two shapes, and the plumbing of every story
+# (``run_variant``, ``command_line``, ``optional_tracereader``).
+from _03_common import BIG, SMALL, command_line, optional_tracereader, profile_mlp, run_variant
 
 # %%
 # The MLP
@@ -161,11 +161,7 @@ print(eager.table)
 # The last profiled step, drawn by ``tracereader`` if it is installed;
 # otherwise open the trace at https://ui.perfetto.dev.
 
-try:
-    import tracereader
-except ImportError:  # only torch here: the trace file is still there to open in Perfetto
-    tracereader = None
-    print("tracereader is not installed: open the trace at https://ui.perfetto.dev instead")
+tracereader = optional_tracereader()  # None where it is not installed
 
 if tracereader:
     import matplotlib.pyplot as plt  # a pyplot figure, so that notebooks and the site show it

@@ -41,8 +41,8 @@ import sys
 
 # From the code the stories of this set share (``_03_common.py``, beside this file;
 # story 03a shows it): the MLP, its harness ``profile_mlp``, the shapes, and the
-# plumbing of every story (``run_variant``, ``command_line``).
-from _03_common import SMALL, command_line, profile_mlp, run_variant
+# plumbing of every story (``run_variant``, ``command_line``, ``optional_tracereader``).
+from _03_common import SMALL, command_line, optional_tracereader, profile_mlp, run_variant
 
 # %%
 # The MLP
@@ -138,11 +138,7 @@ print(first.table)
 # contains a string; ``Counter`` counts the pairs. Then the first step on the
 # timeline (otherwise open the trace at https://ui.perfetto.dev).
 
-try:
-    import tracereader
-except ImportError:  # only torch here: the trace file is still there to open in Perfetto
-    tracereader = None
-    print("tracereader is not installed: open the trace at https://ui.perfetto.dev instead")
+tracereader = optional_tracereader()  # None where it is not installed
 
 if tracereader:
     from collections import Counter

@@ -166,3 +166,15 @@ def command_line(variants, run, argv):
         return 2
     print(run(argv[0]).table)
     return 0
+
+
+# ``optional_tracereader()`` is :mod:`tracereader` where it is installed; elsewhere it
+# says in one line where to open the trace instead, and is None, so that a story reads
+# and draws its traces only ``if tracereader``.
+def optional_tracereader():
+    try:
+        import tracereader
+    except ImportError:  # only torch here: the trace file is still there to open in Perfetto
+        print("tracereader is not installed: open the trace at https://ui.perfetto.dev instead")
+        return None
+    return tracereader
