@@ -27,7 +27,6 @@ from _decode import (
     GOAL,
     LOOP_CALLS,
     OTHER,
-    SPEC_TBS,
     Facts,
     Rec,
     Recs,
@@ -103,16 +102,24 @@ class Chapter:
         recs: Recs,
         shapes: dict[str, dict[str, int]],
         sessions: Sessions = lambda name: (),
+        names: Sequence[str] | None = None,
     ) -> None:
         self.recs, self.shapes, self.sessions = recs, shapes, sessions
+        #: The rows of :data:`PATH` read (all by default; a GPU with fewer recordings: fewer).
+        self.names = [n for n, _, _ in PATH if names is None or n in names]
         self._tables: dict[str, Table] = {}
+
+    @cached_property
+    def spec_tbs(self) -> float:
+        """The datasheet memory bandwidth of the GPU the final loop was recorded on, TB/s."""
+        return float(res(self.recs(FINAL)[0])["spec_tbs"])
 
     # --- the path table (part4-notes) and the lesson's short one
 
     @cached_property
     def per(self) -> dict[str, dict[str, list[float]]]:
         per = {}
-        for name, _, _ in PATH:
+        for name in self.names:
             rs = self.recs(name)
             kern, launches, busy = [], [], []
             for r in rs:
@@ -158,38 +165,48 @@ class Chapter:
         rows = [
             self._row(*p, label[base[p[0]]] if p[0] in base else "")
             for p in PATH
-            if names is None or p[0] in names
+            if p[0] in self.names and (names is None or p[0] in names)
         ]
         return (
             "| change | built on | recorded | shape | tokens/s | ms/token | kernels per token "
-            "| launch calls per token | GPU busy | of 4.8 TB/s |\n"
+            f"| launch calls per token | GPU busy | of {self.spec_tbs:g} TB/s |\n"
             "|---|---|---|---|---:|---:|---:|---:|---:|---:|\n" + "\n".join(rows)
         )
 
-    def lesson_table(self) -> str:
-        """The lesson's short path: medians over the repeats (the ranges are in the notes)."""
+    def lesson_table(self, beside: tuple[str, Chapter] | None = None) -> str:
+        """The lesson's short path: medians over the repeats (the ranges are in the notes);
+        ``beside``: another GPU's name and chapter, whose tokens/s get a column."""
         rows = []
         for name, what, shape in PATH:
             if name in LESSON_PATH:
                 p = self.per[name]
+                other = f"{statistics.median(beside[1].per[name]['tps']):.0f} | " if beside else ""
                 rows.append(
                     f"| {LESSON_LABELS.get(name, what)} | {shape} | {statistics.median(p['tps']):.0f} | "
-                    f"{statistics.median(p['launches']):.0f} | "
+                    + other
+                    + f"{statistics.median(p['launches']):.0f} | "
                     f"{100 * min(1, statistics.median(p['busy'])):.0f} % | "
                     f"{100 * statistics.median(p['frac']):.0f} % |"
                 )
+        tps = f"tokens/s | {beside[0]} tokens/s" if beside else "tokens/s"
         return (
-            "| change | shape | tokens/s | launch calls per token | GPU busy | of 4.8 TB/s |\n"
-            "|---|---|---:|---:|---:|---:|\n" + "\n".join(rows)
+            f"| change | shape | {tps} | launch calls per token | GPU busy | of {self.spec_tbs:g} TB/s |\n"
+            + (
+                "|---|---|---:|---:|---:|---:|---:|\n"
+                if beside
+                else "|---|---|---:|---:|---:|---:|\n"
+            )
+            + "\n".join(rows)
         )
 
-    def path_facts(self) -> Facts:
+    def lesson_path_facts(self) -> Facts:
+        """What the lesson claims of its rows (:data:`LESSON_PATH` and the static cache
+        alone), on every repeat: all a GPU needs recorded for the lesson."""
         per, beats = self.per, self.beats
         assert beats("generate_static_compiled_1b", "generate_dynamic_1b")
         assert beats("loop_compiled_8b", "generate_static_compiled_8b")
-        assert beats("loop_fused_8b", "loop_compiled_8b") and beats(
-            "loop_act_attn_8b", "loop_compiled_8b"
-        )
+        assert beats("loop_fused_8b", "loop_compiled_8b")
+        assert beats(FINAL, "loop_fused_8b")
         # A static cache alone is no faster: never faster in every repeat, and slower in the
         # median. The page words how much from the recording: slower in every repeat (as on
         # 2026-12-02), or only in the median (the recording before it: the repeats overlapped).
@@ -208,7 +225,120 @@ class Chapter:
             per["generate_dynamic_1b"]["kernels"]
         )
         assert max(per["generate_static_1b"]["busy"] + per["generate_dynamic_1b"]["busy"]) < 0.5
-        assert beats(FINAL, "loop_fused_8b")
+        f: Facts = {
+            "lesson_path_table": self.lesson_table(),
+            "gs1_vs": static_slower,
+            "gs1_kernels": statistics.median(per["generate_static_1b"]["kernels"]),
+            "gd1_kernels": statistics.median(per["generate_dynamic_1b"]["kernels"]),
+        }
+        for name in ("generate_static_compiled_1b", "generate_static_compiled_8b"):
+            for r in self.recs(name):
+                assert set(calls_per_step(r.trace(), "cudaStreamSynchronize")) == {1}, name
+                assert set(calls_per_step(r.trace(), "cudaGraphLaunch")) == {1}, name
+        # On 8B, where the CPU runs ahead of the compiled forward, the stop check's sync (in
+        # step 2, before its graph launch) waits milliseconds, until the GPU has run the
+        # previous token's forward (its last kernel), in every repeat less than a token.
+        waits: list[float] = []
+        profiled: list[float] = []
+        after_us: list[float] = []
+        ran_ahead: list[bool] = []
+        for r in self.recs("generate_static_compiled_8b"):
+            tr = r.trace()
+            (i,) = syncs(tr)
+            waits.append(float(tr.end_ns[i] - tr.ts_ns[i]) / 1e6)
+            (st,) = [s for s in step_times(tr) if s.name == "ProfilerStep#2"]
+            profiled.append((st.end_ns - st.start_ns) / 1e6)
+            (launch,) = tr.where(name="cudaGraphLaunch", within=_in(tr, "ProfilerStep#2"))
+            done = max(
+                int(tr.end_ns[g])
+                for g in token_ops(tr, "ProfilerStep#1")
+                if tr.kind[g] == Kind.KERNEL
+            )
+            assert tr.end_ns[i] < tr.ts_ns[launch] and tr.end_ns[i] - done > 0
+            after_us.append((tr.end_ns[i] - done) / 1e3)
+            ran_ahead.append(1 < waits[-1] < res(r)["ms_per_token"] and after_us[-1] < 100)
+        # Either the CPU ran ahead in every repeat (the sync waited milliseconds and ended
+        # within 100 µs of the forward's last kernel) or in none (it waited under 0.1 ms, the
+        # GPU long done): the page words which, per GPU.
+        assert len(set(ran_ahead)) == 1 and (ran_ahead[0] or max(waits) < 0.1), (waits, after_us)
+        f["gsc8_ahead"] = ran_ahead[0]
+        f["gsc8_sync_us"] = 1e3 * statistics.median(waits)
+        f["gsc8_sync_ms"] = statistics.median(waits)
+        f["gsc8_prof_ms"] = statistics.median(profiled)
+        f["gsc8_ms"] = statistics.median(per["generate_static_compiled_8b"]["ms"])
+        for r in [
+            *self.recs("loop_compiled_8b"),
+            *self.recs(FINAL),
+        ]:  # our loop: no host sync at all
+            tr = r.trace()
+            assert set(calls_per_step(tr, "cudaStreamSynchronize")) == {0}
+            assert set(calls_per_step(tr, "cudaGraphLaunch")) == {1}
+            assert [launch_calls(tr, st.name) for st in decode_steps(tr)] == [LOOP_CALLS] * 3
+            # Once the CPU is ahead (from the second profiled token on), the GPU never waits.
+            steps = decode_steps(tr)
+            ahead = (
+                int(tr.ts_ns[token_ops(tr, steps[1].name)[0]]),
+                int(tr.end_ns[token_ops(tr, steps[-1].name)[-1]]),
+            )
+            assert not tracereader.gaps(tr, window=ahead, min_gap_us=10)
+        trg = self.recs("generate_static_compiled_1b")[0].trace()
+        f["gsc1_kernel_calls"] = statistics.median(calls_per_step(trg, "cudaLaunchKernel"))
+        f["gsc1_copy_calls"] = statistics.median(calls_per_step(trg, "cudaMemcpyAsync"))
+
+        keys = {
+            "gsc1": "generate_static_compiled_1b",
+            "gd1": "generate_dynamic_1b",
+            "gs1": "generate_static_1b",
+            "gsc8": "generate_static_compiled_8b",
+            "lc8": "loop_compiled_8b",
+            "lf8": "loop_fused_8b",
+            "la8": "loop_act_8b",
+            "laa8": "loop_act_attn_8b",
+            "lk8": "loop_kernels_8b",
+            "ln8": "loop_norms_8b",
+            "ls8": "loop_kernels_sdpa_8b",
+            "lat8": "loop_attention_8b",
+            "lu8": FINAL,
+        }
+        for key, name in keys.items():
+            if name not in self.names:
+                continue
+            p = per[name]
+            f.update(
+                {
+                    f"{key}_tps": statistics.median(p["tps"]),
+                    f"{key}_tps_lo": min(p["tps"]),
+                    f"{key}_tps_hi": max(p["tps"]),
+                    f"{key}_kernels": statistics.median(p["kernels"]),
+                    f"{key}_launches": statistics.median(p["launches"]),
+                    f"{key}_busy": 100 * min(1, statistics.median(p["busy"])),
+                }
+            )
+        tok = {
+            n: tim(self.recs(n)[0])["tokens"]
+            for n in ("loop_fused_8b", "generate_static_compiled_8b")
+        }
+        f["same_tokens"] = first_diff(*tok.values())
+        assert 0 < f["same_tokens"] < len(tok["loop_fused_8b"])
+        lc = [tim(r)["tokens"] for r in self.recs("loop_compiled_8b")]
+        f["lc_diverge"] = min(first_diff(a, b) for a in lc for b in lc if a is not b)
+        assert f["lc_diverge"] < len(lc[0])
+        f["fused_diff"] = max(
+            tim(r)["fused_logits_max_abs_diff"] for r in self.recs("loop_fused_8b")
+        )
+
+        return f
+
+    def path_facts(self) -> Facts:
+        """The lesson's facts and every other row of :data:`PATH` (the lab notes)."""
+        per, beats = self.per, self.beats
+        f = self.lesson_path_facts()
+        b1 = tim(self.recs("loop_fused_1b")[0])["bytes_per_token"]["total"]
+        b8 = tim(self.recs("loop_fused_8b")[0])["bytes_per_token"]["total"]
+        f.update(b1_gb=b1 / 1e9, b_ratio=b8 / b1)
+        # the fused loop short of the goal (on the H200; the H100 reached it with this loop)
+        assert max(res(r)["hbm_fraction_spec"] for r in self.recs("loop_fused_8b")) < GOAL
+        assert beats("loop_act_attn_8b", "loop_compiled_8b")
         built = [
             (next(p for p in PATH if p[0] == BUILDS_ON.get(b[0], a[0])), b)
             for a, b in zip(PATH[4:], PATH[5:], strict=False)
@@ -235,58 +365,11 @@ class Chapter:
             if beating
             else "none of them"
         )
-        f: Facts = {
-            "path_table": self.path_table(),
-            "lesson_path_table": self.lesson_table(),
-            "overlap_steps": ", ".join(f"*{w}*" for _, w, _ in overlapping),
-            "lesson_beating": lesson_beating,
-            "gs1_vs": static_slower,
-            "gs1_kernels": statistics.median(per["generate_static_1b"]["kernels"]),
-            "gd1_kernels": statistics.median(per["generate_dynamic_1b"]["kernels"]),
-        }
-        for name in ("generate_static_compiled_1b", "generate_static_compiled_8b"):
-            for r in self.recs(name):
-                assert set(calls_per_step(r.trace(), "cudaStreamSynchronize")) == {1}, name
-                assert set(calls_per_step(r.trace(), "cudaGraphLaunch")) == {1}, name
-        # On 8B the compiled forward runs ahead of generate()'s CPU work, and the stop check's
-        # sync (in step 2, before its graph launch) waits milliseconds, until the GPU has run
-        # the previous token's forward (its last kernel), in every repeat less than a token.
-        waits, profiled = [], []
-        for r in self.recs("generate_static_compiled_8b"):
-            tr = r.trace()
-            (i,) = syncs(tr)
-            waits.append(float(tr.end_ns[i] - tr.ts_ns[i]) / 1e6)
-            (st,) = [s for s in step_times(tr) if s.name == "ProfilerStep#2"]
-            profiled.append((st.end_ns - st.start_ns) / 1e6)
-            (launch,) = tr.where(name="cudaGraphLaunch", within=_in(tr, "ProfilerStep#2"))
-            done = max(
-                int(tr.end_ns[g])
-                for g in token_ops(tr, "ProfilerStep#1")
-                if tr.kind[g] == Kind.KERNEL
-            )
-            assert tr.end_ns[i] < tr.ts_ns[launch] and 0 < tr.end_ns[i] - done < 100_000
-            assert 1 < waits[-1] < res(r)["ms_per_token"]
-        f["gsc8_sync_ms"] = statistics.median(waits)
-        f["gsc8_prof_ms"] = statistics.median(profiled)
-        f["gsc8_ms"] = statistics.median(per["generate_static_compiled_8b"]["ms"])
-        for r in [
-            *self.recs("loop_compiled_8b"),
-            *self.recs(FINAL),
-        ]:  # our loop: no host sync at all
-            tr = r.trace()
-            assert set(calls_per_step(tr, "cudaStreamSynchronize")) == {0}
-            assert set(calls_per_step(tr, "cudaGraphLaunch")) == {1}
-            assert [launch_calls(tr, st.name) for st in decode_steps(tr)] == [LOOP_CALLS] * 3
-            # Once the CPU is ahead (from the second profiled token on), the GPU never waits.
-            steps = decode_steps(tr)
-            ahead = (
-                int(tr.ts_ns[token_ops(tr, steps[1].name)[0]]),
-                int(tr.end_ns[token_ops(tr, steps[-1].name)[-1]]),
-            )
-            assert not tracereader.gaps(tr, window=ahead, min_gap_us=10)
-        trg = self.recs("generate_static_compiled_1b")[0].trace()
-        f["gsc1_kernel_calls"] = statistics.median(calls_per_step(trg, "cudaLaunchKernel"))
-        f["gsc1_copy_calls"] = statistics.median(calls_per_step(trg, "cudaMemcpyAsync"))
+        f.update(
+            path_table=self.path_table(),
+            overlap_steps=", ".join(f"*{w}*" for _, w, _ in overlapping),
+            lesson_beating=lesson_beating,
+        )
 
         def gemv_total_us(r: Rec) -> float:
             tr = r.trace()
@@ -297,45 +380,6 @@ class Chapter:
         )
         assert tuned[0][1] == max(g for _, g in tuned)  # the slowest repeat has the slowest GEMVs
         f["tuned_runs"] = "; ".join(f"{g:,.0f} µs of GEMVs and {t:.0f} tokens/s" for t, g in tuned)
-        keys = {
-            "gsc1": "generate_static_compiled_1b",
-            "gd1": "generate_dynamic_1b",
-            "gs1": "generate_static_1b",
-            "gsc8": "generate_static_compiled_8b",
-            "lc8": "loop_compiled_8b",
-            "lf8": "loop_fused_8b",
-            "la8": "loop_act_8b",
-            "laa8": "loop_act_attn_8b",
-            "lk8": "loop_kernels_8b",
-            "ln8": "loop_norms_8b",
-            "ls8": "loop_kernels_sdpa_8b",
-            "lat8": "loop_attention_8b",
-            "lu8": FINAL,
-        }
-        for key, name in keys.items():
-            p = per[name]
-            f.update(
-                {
-                    f"{key}_tps": statistics.median(p["tps"]),
-                    f"{key}_tps_lo": min(p["tps"]),
-                    f"{key}_tps_hi": max(p["tps"]),
-                    f"{key}_kernels": statistics.median(p["kernels"]),
-                    f"{key}_launches": statistics.median(p["launches"]),
-                    f"{key}_busy": 100 * min(1, statistics.median(p["busy"])),
-                }
-            )
-        tok = {
-            n: tim(self.recs(n)[0])["tokens"]
-            for n in ("loop_fused_8b", "generate_static_compiled_8b")
-        }
-        f["same_tokens"] = first_diff(*tok.values())
-        assert 0 < f["same_tokens"] < len(tok["loop_fused_8b"])
-        lc = [tim(r)["tokens"] for r in self.recs("loop_compiled_8b")]
-        f["lc_diverge"] = min(first_diff(a, b) for a in lc for b in lc if a is not b)
-        assert f["lc_diverge"] < len(lc[0])
-        f["fused_diff"] = max(
-            tim(r)["fused_logits_max_abs_diff"] for r in self.recs("loop_fused_8b")
-        )
 
         def o_proj(r: Rec) -> tuple[float, int, int, str]:
             """Duration, grid and block of layer 5's output-projection GEMV in step 2."""
@@ -393,35 +437,31 @@ class Chapter:
 
     def bound_facts(self) -> Facts:
         b8 = tim(self.recs("loop_fused_8b")[0])["bytes_per_token"]
-        b1 = tim(self.recs("loop_fused_1b")[0])["bytes_per_token"]
         for v in ("loop_fused_8b", FINAL):
             assert all(tim(r)["bytes_per_token"] == b8 for r in self.recs(v))
             assert all(res(r)["bytes_per_token"] == b8["total"] for r in self.recs(v))
         copy = self.copy
         fr = [res(r)["hbm_fraction_spec"] for r in self.recs("loop_fused_8b")]
         frc = [res(r)["hbm_fraction_copy"] for r in self.recs("loop_fused_8b")]
-        assert max(fr) < GOAL  # short of the goal
         assert b8["weights"] > 0.99 * b8["total"]  # almost all of it weights
         return {
             "b8_gb": b8["total"] / 1e9,
             "b8_kv_mb": b8["kv_cache"] / 1e6,
             "b8_w_gb": b8["weights"] / 1e9,
-            "b1_gb": b1["total"] / 1e9,
-            "b_ratio": b8["total"] / b1["total"],
             "copy_tbs": statistics.median(copy),
             "copy_tbs_lo": min(copy),
             "copy_tbs_hi": max(copy),
-            "copy_spec_pct": 100 * statistics.median(copy) / SPEC_TBS,
-            "floor_spec_ms": b8["total"] / (SPEC_TBS * 1e12) * 1e3,
+            "copy_spec_pct": 100 * statistics.median(copy) / self.spec_tbs,
+            "floor_spec_ms": b8["total"] / (self.spec_tbs * 1e12) * 1e3,
             "at_copy_ms": b8["total"] / (statistics.median(copy) * 1e12) * 1e3,
-            "goal_tps": GOAL * SPEC_TBS * 1e12 / b8["total"],
-            "max_tps": SPEC_TBS * 1e12 / b8["total"],
+            "goal_tps": GOAL * self.spec_tbs * 1e12 / b8["total"],
+            "max_tps": self.spec_tbs * 1e12 / b8["total"],
             "lf8_frac": 100 * statistics.median(fr),
             "lf8_frac_lo": 100 * min(fr),
             "lf8_frac_hi": 100 * max(fr),
             "lf8_fracc": 100 * statistics.median(frc),
             "lf8_ms": statistics.median(res(r)["ms_per_token"] for r in self.recs("loop_fused_8b")),
-            "spec_tbs": SPEC_TBS,
+            "spec_tbs": self.spec_tbs,
             "goal_pct": 100 * GOAL,
         }
 
@@ -436,7 +476,9 @@ class Chapter:
             )
         return self._tables[name]
 
-    def fused_facts(self) -> Facts:
+    def fused_facts(self, notes: bool = True) -> Facts:
+        """The fused loop by class; with ``notes``, the lab notes' claims on its classes
+        too (the H200's: on the H100 the down GEMV streamed faster than q/k/v)."""
         t8 = self.table("loop_fused_8b")
         f: Facts = {
             "class_table": t8.markdown(),
@@ -449,6 +491,8 @@ class Chapter:
         gemv_us = sum(t8.med[c] for c in t8.gbs)
         f.update(gemv_us=gemv_us, gemv_pct=100 * gemv_us / t8.token)
         assert all(x.gemvs > 0.5 * x.token_us for x in t8.runs)  # the GEMVs take most of the token
+        if not notes:
+            return f
         nb = gemv_bytes(self.shapes["8b"])
         for x in t8.runs:  # every claim below, on every repeat
             t, g = x.t, x.gbs
@@ -499,10 +543,12 @@ class Chapter:
         ff = [res(r)["hbm_fraction_spec"] for r in self.recs(FINAL)]
         tpsf = [res(r)["tokens_per_s"] for r in self.recs(FINAL)]
         assert (
-            min(ff) >= GOAL and min(tpsf) >= GOAL * SPEC_TBS * 1e12 / b8
+            min(ff) >= GOAL and min(tpsf) >= GOAL * self.spec_tbs * 1e12 / b8
         )  # the goal, in every repeat
         nb = gemv_bytes(self.shapes["8b"])
-        floor_us = (sum(32 * nb[c] for c in GEMV_CLASSES) + nb["lm_head"]) / (SPEC_TBS * 1e12) * 1e6
+        floor_us = (
+            (sum(32 * nb[c] for c in GEMV_CLASSES) + nb["lm_head"]) / (self.spec_tbs * 1e12) * 1e6
+        )
         f: Facts = {
             "class_table_final": tu.markdown(),
             "final_frac": 100 * statistics.median(ff),
@@ -617,9 +663,9 @@ class Chapter:
             assert any(g.cause == "sync" for g in tracereader.gaps(tr, min_gap_us=100))
         item = [x["item_us_per_token"] for x in per]
         assert min(item) > 0
-        for r in rs:  # the host read costs time in every round of every repeat
-            t = tim(r)
-            assert min(t["ms_per_token_item"]) > max(t["ms_per_token"])
+        for r in rs:  # the host read costs time in every repeat: its median round slower
+            t = tim(r)  # than every round without it (one H100 round with it was not)
+            assert statistics.median(t["ms_per_token_item"]) > max(t["ms_per_token"])
         rel = [e for x in per for e in x["rel_err"]]
         agree = [sum(x["argmax_agrees"]) for x in per]
         gaps = [
