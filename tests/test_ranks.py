@@ -243,3 +243,24 @@ def test_cli_summary_of_ranks_rejects_single_trace_options(tmp_path, capsys):
     assert main(["summary", str(bad)]) == 2
     err = capsys.readouterr().err
     assert err.startswith("tracereader: ") and err.count("\n") == 1 and "notes.json" in err
+
+
+def test_cli_summary_of_repeats_gives_each_its_own_summary(tmp_path, capsys):
+    one = HTA_2RANK.parent / "h200" / "train_eager.json.gz"
+    for r in range(3):
+        shutil.copy(one, tmp_path / f"r{r}.json.gz")
+    assert main(["summary", str(one)]) == 0
+    alone = capsys.readouterr().out
+    assert main(["summary", str(tmp_path)]) == 0
+    text = capsys.readouterr().out
+    first, *rest = text.split("\n\n== ")
+    assert "not ranks" in first and "Per rank" not in text and len(rest) == 3
+    # each repeat's summary is the one trace's own, under its path
+    body = rest[0].split(" ==\n\n", 1)[1].rstrip("\n")
+    assert body.replace(str(tmp_path / "r0.json.gz"), str(one)) == alone.rstrip("\n")
+    assert main(["summary", str(tmp_path), "--format", "json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["ranks"] is False and "repeats" in data["why"] and len(data["traces"]) == 3
+    assert main(["summary", str(tmp_path), "--drop-last-step"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("tracereader: --drop-last-step") and err.count("\n") == 1

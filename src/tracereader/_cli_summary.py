@@ -1,43 +1,84 @@
 """``tracereader summary`` of one trace: the facts, the steps table, and the help's epilog.
 
-The command line's body for one trace (several ranks go to
-:func:`tracereader._ranks.rank_summary`); :mod:`tracereader.cli` dispatches here.
+The command line's body for one trace, and for several that are repeats of one run
+rather than ranks of one job (ranks go to :func:`tracereader._ranks.rank_summary`);
+:mod:`tracereader.cli` dispatches here.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Mapping
+from typing import Any
 
 from ._errors import UserError
+from ._events import Trace
 from ._load import load
 
-__all__ = ["summary_epilog", "summary_one"]
+__all__ = ["summary_epilog", "summary_one", "summary_repeats"]
 
 
 def summary_one(args: argparse.Namespace) -> int:
     """Print the summary of the one trace in ``args.file``; the exit status."""
     from ._measure import summary
-    from ._tables import Table
 
     if args.drop_last_step:
         raise UserError("--drop-last-step applies to several ranks (a directory or several files)")
     args.file = args.file[0]
+    _check_bytes(args)
+    s = summary(load(args.file, extra_args=False))  # the summary reads no other arg
+    if args.format == "json":
+        print(json.dumps(_with_bytes(s, args), indent=2))
+        return 0
+    _print(_with_bytes(s, args), args.format)
+    return 0
+
+
+def summary_repeats(args: argparse.Namespace, traces: Mapping[str, Trace], why: str) -> int:
+    """Print the summary of each of ``traces`` (path -> trace), repeats rather than ranks."""
+    from ._measure import summary
+
+    if args.drop_last_step:
+        raise UserError(f"--drop-last-step applies to several ranks, and these are not: {why}")
+    _check_bytes(args)
+    each = {path: _with_bytes(summary(trace), args) for path, trace in traces.items()}
+    if args.format == "json":
+        print(json.dumps({"ranks": False, "why": why, "traces": list(each.values())}, indent=2))
+        return 0
+    print(f"{why[0].upper()}{why[1:]}. Each trace is summarised on its own.")
+    for path, s in each.items():
+        print()
+        print(f"**{path}**" if args.format == "markdown" else f"== {path} ==")
+        print()
+        _print(s, args.format)
+    return 0
+
+
+def _check_bytes(args: argparse.Namespace) -> None:
     per_step = args.bytes_per_step
     if per_step is not None and per_step <= 0:
         raise UserError("--bytes-per-step must be a positive number of bytes")
     if args.peak_tbs is not None and (args.peak_tbs <= 0 or per_step is None):
         raise UserError("--peak-tbs needs --bytes-per-step and must be positive")
-    s = summary(load(args.file, extra_args=False))  # the summary reads no other arg
+
+
+def _with_bytes(s: dict[str, Any], args: argparse.Namespace) -> dict[str, Any]:
+    """``s`` with each step's bandwidth when ``--bytes-per-step`` is given."""
+    per_step = args.bytes_per_step
     if per_step is not None:  # each step read `per_step` bytes while its GPU ops ran
         for d in s["step_times"]:
             busy_s = d["gpu_busy_us"] * 1e-6
             d["busy_tb_per_s"] = round(per_step / busy_s / 1e12, 3) if busy_s > 0 else None
             if args.peak_tbs is not None and d["busy_tb_per_s"] is not None:
                 d["peak_fraction"] = round(d["busy_tb_per_s"] / args.peak_tbs, 3)
-    if args.format == "json":
-        print(json.dumps(s, indent=2))
-        return 0
+    return s
+
+
+def _print(s: dict[str, Any], fmt: str) -> None:
+    """The summary ``s`` as text or Markdown: the facts, then the steps table."""
+    from ._tables import Table
+
     apis = [f"{k}: {v} GPU op(s)" for k, v in s["launch_apis"].items()] or ["none"]
     how = ", ".join(f"{k} {v}" for k, v in s["issuer_methods"].items())
     busy_pct = 100 * s["gpu_busy_us"] / s["duration_us"] if s["duration_us"] else 0.0
@@ -59,7 +100,7 @@ def summary_one(args: argparse.Namespace) -> int:
         ("launch-to-start", [f"median {med:,.2f} us" if med is not None else "n/a"]),
     ] + [("steps", ["none: no ProfilerStep#N range (prof.step() marks one per step), "
                     "so no per-step verdict"])] * (not s["step_times"])  # fmt: skip
-    if args.format == "markdown":
+    if fmt == "markdown":
         facts_text = Table(["what", "value"], [[k, "; ".join(v)] for k, v in facts], "Summary",
                            name_columns=()).to_markdown()  # fmt: skip
     else:
@@ -85,13 +126,12 @@ def summary_one(args: argparse.Namespace) -> int:
     print(facts_text)
     if len(steps):
         print()
-        print(steps.to_markdown() if args.format == "markdown" else steps.to_text())
+        print(steps.to_markdown() if fmt == "markdown" else steps.to_text())
     if not s["gpu_ops"]:
         from ._measure import NO_GPU_ACTIVITY
 
         print()
         print(NO_GPU_ACTIVITY[0].upper() + NO_GPU_ACTIVITY[1:] + ".")
-    return 0
 
 
 def summary_epilog() -> str:

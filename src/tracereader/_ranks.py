@@ -34,7 +34,7 @@ from ._link import link
 from ._load import load
 from ._tables import Table, op_table
 
-__all__ = ["RankSummary", "load_ranks", "rank_summary"]
+__all__ = ["RankSummary", "load_ranks", "rank_summary", "ranks_of"]
 
 _Source = str | os.PathLike[str]
 _RANK_IN_NAME = re.compile(r"rank[-_.]?(\d+)", re.IGNORECASE)
@@ -98,11 +98,14 @@ def load_ranks(sources: _Source | Sequence[_Source]) -> dict[int, Trace]:
         A file is not a trace, a directory holds no trace files, or two traces
         claim the same rank.
     """
-    paths = _expand(sources)
+    return ranks_of([(path, load(path)) for path in _expand(sources)])
+
+
+def ranks_of(loaded: Sequence[tuple[Path, Trace]]) -> dict[int, Trace]:
+    """:func:`load_ranks` of traces already loaded: ``(path, trace)`` pairs, in order."""
     out: dict[int, Trace] = {}
     where: dict[int, Path] = {}
-    for i, path in enumerate(paths):
-        trace = load(path)
+    for i, (path, trace) in enumerate(loaded):
         rank, how = _rank_of(trace, path)
         rank = i if rank is None else rank
         if rank in out:

@@ -3,7 +3,7 @@
 ::
 
     tracereader summary trace.json.gz            # what is in it, GPU busy, steps
-    tracereader summary traces/                  # several ranks: communication, stragglers
+    tracereader summary traces/                  # ranks: communication, stragglers
     tracereader summary decode.json.gz --bytes-per-step 15.03e9 --peak-tbs 4.8
     tracereader kernels trace.json.gz --step 2   # per-kernel times
     tracereader ops trace.json.gz --top 20       # self/total CPU and GPU time per op
@@ -116,11 +116,17 @@ def _summary(args: argparse.Namespace) -> int:
 
 
 def _summary_ranks(args: argparse.Namespace) -> int:
-    from ._ranks import load_ranks, rank_summary
+    from ._cli_summary import summary_repeats
+    from ._overview import ranks_or_repeats
+    from ._ranks import _expand, rank_summary, ranks_of
 
+    loaded = [(path, load(path)) for path in _expand(args.file)]
+    are_ranks, why = ranks_or_repeats({str(path): trace for path, trace in loaded})
+    if not are_ranks:  # repeats of one run, or unrelated runs: one summary each
+        return summary_repeats(args, {str(path): trace for path, trace in loaded}, why)
     if args.bytes_per_step is not None or args.peak_tbs is not None:
         raise UserError("--bytes-per-step and --peak-tbs take one trace, not several ranks")
-    _emit(rank_summary(load_ranks(args.file), drop_last_step=args.drop_last_step), args.format)
+    _emit(rank_summary(ranks_of(loaded), drop_last_step=args.drop_last_step), args.format)
     return 0
 
 
@@ -272,8 +278,9 @@ def _parser() -> argparse.ArgumentParser:
     ) -> argparse.ArgumentParser:
         p = sub.add_parser(name, help=help, description=help)
         if name == "summary":
-            p.add_argument("file", nargs="+", help="trace file, or several ranks: a directory "
-                           "or several files")  # fmt: skip
+            p.add_argument("file", nargs="+", help="trace file, or a directory or several files: "
+                           "ranks of one job (told by distributedInfo.rank or by each trace's "
+                           "own GPU) get the rank view, repeats of one run a summary each")  # fmt: skip
         elif name == "compare":
             p.add_argument("a", help="first trace (.json or .json.gz)")
             p.add_argument("b", help="second trace")
