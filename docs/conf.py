@@ -2,6 +2,7 @@
 
 import os
 import sys
+import warnings
 from pathlib import Path
 
 HERE = Path(__file__).parent
@@ -14,6 +15,13 @@ sys.path.insert(0, str(HERE / "_ext"))
 os.environ["PYTHONPATH"] = os.pathsep.join(
     filter(None, [str(HERE / "_ext"), os.environ.get("PYTHONPATH")])
 )
+# A quiet build log. The chapters' Jupyter kernels run with an IPython profile of the
+# build's own, which logs errors only: ipykernel's warning that a local kernel talks to
+# Sphinx over TCP without encryption, once per chapter, says nothing about the site.
+_IPYTHON = HERE / "_build" / ".ipython" / "profile_default"
+_IPYTHON.mkdir(parents=True, exist_ok=True)
+(_IPYTHON / "ipython_kernel_config.py").write_text('c.IPKernelApp.log_level = "ERROR"\n')
+os.environ["IPYTHONDIR"] = str(_IPYTHON.parent)
 # Every build, with or without a GPU, renders from the recordings: the GPU build runner
 # re-records first (`nox -s gpu-build`), then builds like any other machine.
 
@@ -122,3 +130,19 @@ napoleon_use_rtype = False
 # "ts_ns, dur_ns : int64 arrays" is a numpy-style shared entry: render Attributes like
 # Parameters, which napoleon splits correctly (its :ivar: form garbles shared names).
 napoleon_custom_sections = [("Attributes", "params_style")]
+
+
+def _quiet_sphinx_deprecations(*_: object) -> None:
+    """Sphinx 9 warns, once per use, where napoleon, MyST and the theme call API it will
+    remove in Sphinx 11: nothing this site can act on. Set just before the sources are
+    read: set when this file loads, it did not hold."""
+    from sphinx import deprecation
+
+    category = getattr(deprecation, "RemovedInSphinx11Warning", None)
+    if category is not None:  # Sphinx 9; Sphinx 8 has no such warning
+        warnings.filterwarnings("ignore", category=category)
+
+
+def setup(app: object) -> None:
+    """Sphinx's hook for conf.py: the filter goes in just before the sources are read."""
+    app.connect("env-before-read-docs", _quiet_sphinx_deprecations)  # type: ignore[attr-defined]
