@@ -75,6 +75,9 @@ sphinx_gallery_conf = {
     # Each figure also at twice the resolution, for sharp pictures on high-density screens
     # and the zoom overlay (the page lays it out at the 1x size).
     "image_srcset": ["2x"],
+    # An example without a figure of its own: a small sketch of a trace, CPU over GPU
+    # (sphinx-gallery's own default weighs 27 kB a copy, once per such example).
+    "default_thumb_file": str(HERE / "_static" / "thumb_default.png"),
 }
 
 myst_enable_extensions = ["colon_fence", "deflist", "dollarmath", "substitution", "attrs_inline"]
