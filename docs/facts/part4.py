@@ -116,7 +116,7 @@ def facts(f: Facts) -> None:
         "lu8_tps b8_gb copy_tbs_lo copy_tbs_hi copy_spec_pct floor_spec_ms max_tps "
         "lf8_frac spec_tbs goal_pct gemv_pct final_frac f_token_us f_gemv_over_us f_small_us "
         "f_rest_us f_floor_us f_gemv_pct f_lost_us f_o_gbs f_gate_up_gbs lg_positions lg_agree "
-        "item_us item_us_lo item_us_hi lg_abs_med",
+        "item_us item_us_lo item_us_hi lg_abs_med lg_agree_lo lg_agree_hi",
     )
     if f.gpu == "h200":
         claim(
@@ -131,6 +131,23 @@ def facts(f: Facts) -> None:
             "profiled one, so that token started on an idle GPU: the recording cannot tell "
             "whether the CPU runs ahead there.",
         )
+    # The final loop's profiled token: the GPU's idle time between its ops, every repeat.
+    between = [idle_between_us(r.trace()) for r in recs(FINAL)]
+    claim(
+        all(longest < 10 for _, longest, _ in between),
+        "no gap between the final loop's GPU ops lasts 10 µs, in every repeat",
+    )
+    idle = [total for total, _, _ in between]
+    num("f_between_us", float(np.median(idle)))
+    num("f_between_us_lo", min(idle))
+    num("f_between_us_hi", max(idle))
+    num("f_ops", between[0][2])
+    num("f_between_per_op_us", float(np.median(idle)) / (between[0][2] - 1))
+    claim(len({n for _, _, n in between}) == 1, "every repeat's token runs as many GPU ops")
+    # compiled generate(), 1B: the longest idle stretch of the profiled token, every repeat
+    g1gap = [longest_gap_us(r.trace()) for r in recs("generate_static_compiled_1b")]
+    num("g1_gap_us_lo", min(g1gap))
+    num("g1_gap_us_hi", max(g1gap))
     num("read_gap_ms", ch["read_gap_ms"])  # not pasted: a picture's caption reads them
     num("read_gap_drawn_ms", ch["read_gap_drawn_ms"])
     # The cards: each repeat's env names its GPU's UUID (several cards of one model per GPU).
@@ -282,6 +299,15 @@ def longest_gap_us(tr: Trace, step: str = "ProfilerStep#2") -> float:
     ops = token_ops(tr, step)
     starts, ends = tr.ts_ns[ops], np.maximum.accumulate(tr.end_ns[ops])
     return float((starts[1:] - ends[:-1]).max()) / 1e3
+
+
+def idle_between_us(tr: Trace, step: str = "ProfilerStep#2") -> tuple[float, float, int]:
+    """The step's GPU ops: the idle time between them summed, the longest such gap (µs),
+    and how many ops."""
+    ops = token_ops(tr, step)
+    starts, ends = tr.ts_ns[ops], np.maximum.accumulate(tr.end_ns[ops])
+    gaps = np.maximum(starts[1:] - ends[:-1], 0) / 1e3
+    return float(gaps.sum()), float(gaps.max()), len(ops)
 
 
 def layer_window(
