@@ -495,20 +495,35 @@ class Table:
         """How much slower the slowest repeat ran one class than the fastest, in %."""
         return 100 * (max(x.t[c] for x in self.runs) / min(x.t[c] for x in self.runs) - 1)
 
-    def markdown(self) -> str:
+    def markdown(self, beside: tuple[str, Table] | None = None) -> str:
+        """The table; ``beside``: another GPU's table of the same loop, as two more columns."""
+        other = beside[1] if beside else None
+
+        def more(c: str | None) -> str:
+            if other is None:
+                return ""
+            if c is None:  # the rest of the token
+                return f" {other.rest:,.0f} | |"
+            gbs = f"{other.gbs[c]:,.0f}" if c in other.gbs else ""
+            return f" {other.med[c]:,.0f} | {gbs} |"
+
         rows = [
             f"| {c} | {self.runs[0].n[c]} | {self.med[c]:,.0f} | {100 * self.med[c] / self.token:.1f} % | "
             + (f"{self.gbs[c]:,.0f}" if c in self.gbs else "")
             + " |"
+            + more(c)
             for c in CLASSES
         ]
         rows.append(
             f"| the rest of the token | | {self.rest:,.0f} | {100 * self.rest / self.token:.1f} % | |"
+            + more(None)
         )
-        return (
-            "| class | ops | µs per token | of the token | GB/s |\n|---|---:|---:|---:|---:|\n"
-            + "\n".join(rows)
-        )
+        head = "| class | ops | µs per token | of the token | GB/s |"
+        rule = "|---|---:|---:|---:|---:|"
+        if beside:
+            head += f" {beside[0]} µs | {beside[0]} GB/s |"
+            rule += "---:|---:|"
+        return f"{head}\n{rule}\n" + "\n".join(rows)
 
 
 # ---------------------------------------------------------------------- what the pictures show

@@ -88,6 +88,8 @@ def facts(f: Facts) -> None:
         shapes = load_definitions(COMMON)["SHAPES"]
         h100 = Chapter(f.on("h100").recs, shapes, names=LESSON_ROWS)
         ch["lesson_path_table"] = C.lesson_table(beside=("H100", h100))
+        ch["class_table_final"] = C.table(FINAL).markdown(beside=("H100", h100.table(FINAL)))
+        assert h100.table(FINAL).runs[0].n == C.table(FINAL).runs[0].n  # the same kernels
         rows8 = [n for n in LESSON_PATH if n.endswith("_8b")]
         claim(
             all(beyond_spread(C.per[n]["tps"], h100.per[n]["tps"]) for n in rows8),
