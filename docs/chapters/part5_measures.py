@@ -632,17 +632,23 @@ def results_row(
     }
 
 
-def results_table(rows: dict[str, dict[str, Any]]) -> str:
-    """A Markdown table of every variant's results (medians; the step's range over all repeats)."""
+def results_table(
+    rows: dict[str, dict[str, Any]], beside: tuple[str, dict[str, dict[str, Any]]] | None = None
+) -> str:
+    """A Markdown table of every variant's results (medians; the step's range over all
+    repeats); ``beside``: another GPU's rows, whose tokens/s and MFU follow as two columns."""
+    more = f" {beside[0]} tokens/s | {beside[0]} MFU |" if beside else ""
     lines = [
         "| variant | sequences x tokens | weights and AdamW moments | tokens/s | step ms (median, min-max) "
-        "| MFU | MFU, causal attention counted half | peak GiB |",
-        "|---|--:|---|--:|--:|--:|--:|--:|",
+        "| MFU | MFU, causal attention counted half | peak GiB |" + more,
+        "|---|--:|---|--:|--:|--:|--:|--:|" + "--:|--:|" * bool(beside),
     ]
     for name, r in rows.items():
+        o = beside[1][name] if beside else None
+        extra = f" {o['tokens_per_s']:,.0f} | {o['mfu']:.3f} |" if o else ""
         lines.append(f"| `{name}` | {r['batch']:.0f} x {r['seq']:,.0f} | {r['precision']} | {r['tokens_per_s']:,.0f} "
                      f"| {r['step_ms']:.1f} ({r['step_ms_min']:.1f}-{r['step_ms_max']:.1f}) | {r['mfu']:.3f} "
-                     f"| {r['mfu_half']:.3f} | {r['peak_gib']:.1f} |")  # fmt: skip
+                     f"| {r['mfu_half']:.3f} | {r['peak_gib']:.1f} |" + extra)  # fmt: skip
     return "\n".join(lines)
 
 

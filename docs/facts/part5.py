@@ -61,7 +61,19 @@ def facts(f: Facts) -> None:
             "final_mfu": rows["final"]["mfu"],
         }
     )
-    md("results_table", m.results_table(rows))
+    if f.gpu == "h200":  # the same variants on the H100, beside: tokens/s and MFU
+        other = f.on("h100")
+        h100_rows = {
+            v: m.results_row(
+                [r.results for r in other.recs(v)],
+                [r.timings() for r in other.recs(v)],
+                other.recs(v)[0].params.get("weights", "fp32"),
+            )
+            for v in m.ATTEMPTS
+        }
+        md("results_table", m.results_table(rows, beside=("H100", h100_rows)))
+    else:
+        md("results_table", m.results_table(rows))
     m.check_attempts(rows)  # every claim of the goal's section, on every repeat
     every = [r for v in (*m.ATTEMPTS, "memory") for r in recs(v)]
     env = [r.meta["env"] for r in every]
