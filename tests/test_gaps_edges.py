@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import random
 import re
 from pathlib import Path
 
 import pytest
 from _builders import call, gpu, make, op, step
 
-from tracereader import load, step_times
+from tracereader import _gaps, load, step_times
 from tracereader._gaps import gaps
 from tracereader._report import report
 
@@ -83,3 +84,27 @@ def test_loader_inline_step_lists_the_dataloader_wait_and_the_tail():
     )
     assert "step end" in rows[1] and "135,259.84" in rows[1]
     assert "between ops" in rows[2] and "608.51" in rows[2]
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        ROOT / "tests" / "data" / "h200" / "train_stack.json.gz",
+        LOADER / "trace.json.gz",
+        ROOT / "tests" / "data" / "hta_2rank" / "sampled_rank-0.json.gz",
+    ],  # fmt: skip
+)
+def test_a_window_cuts_only_its_stretch_of_each_thread_with_the_same_gaps(path, monkeypatch):
+    """The classifier cuts a thread into segments only around the gaps it is asked about:
+    the gaps, their causes and shares are those of the whole thread cut into segments."""
+    trace = load(path)
+    lo, hi = int(trace.ts_ns.min()), int(trace.end_ns.max())
+    rnd = random.Random(0)
+    windows = [None, *(st.window for st in step_times(trace))]
+    windows += [tuple(sorted(rnd.randint(lo, hi) for _ in range(2))) for _ in range(20)]
+    found = [gaps(trace, w, 0.0, edges=w is not None) for w in windows]
+    assert sum(map(len, found)) > 100
+    whole = _gaps._lane_segments
+    monkeypatch.setattr(_gaps, "_lane_segments", lambda t, lane, _lo, _hi: whole(t, lane, lo, hi))
+    fresh = load(path)
+    assert found == [gaps(fresh, w, 0.0, edges=w is not None) for w in windows]

@@ -548,3 +548,40 @@ def test_without_extra_args_the_columns_and_ids_are_the_same(path):
     tolerant = _tolerant.load_tolerant(data, label, extra_args=False)
     assert {**summary(tolerant), "parser": "fast"} == summary(ids_only)
     assert dict(tolerant.extra) == {}
+
+
+@pytest.mark.parametrize("path", [SYNTH / "modern.json", *REAL[:5], COMM_TRACE, MEMORY_TRACE])
+def test_extra_args_names_keep_those_columns_as_a_full_load_reads_them(path):
+    """extra_args=(names) (tracereader report) keeps those columns only, the rest the same."""
+    from tracereader._report import REPORT_ARGS
+
+    full, some = load(path), load(path, extra_args=REPORT_ARGS)
+    kept = ("registers", "shared_mem", "occupancy_pct", "grid", "block", "grid_xyz",
+            "block_xyz", "input_dims")  # fmt: skip
+    assert tuple(some.extra) == tuple(k for k in full.extra if k in kept)
+    for key in some.extra:
+        np.testing.assert_array_equal(full.extra[key], some.extra[key], err_msg=key)
+    for col in COLUMNS:
+        np.testing.assert_array_equal(getattr(full, col), getattr(some, col), err_msg=col)
+    assert (full.names, full.cats, full.lanes, full.texts, full.repairs) == (
+        some.names, some.cats, some.lanes, some.texts, some.repairs)  # fmt: skip
+    assert (full.memory_events, full.comm_args) == (some.memory_events, some.comm_args)
+    data, label = loader._read_bytes(path)
+    tolerant = _tolerant.load_tolerant(data, label, extra_args=REPORT_ARGS)
+    assert tuple(tolerant.extra) == tuple(some.extra)
+    for key in some.extra:
+        np.testing.assert_array_equal(tolerant.extra[key], some.extra[key], err_msg=key)
+    assert (tolerant.memory_events, tolerant.comm_args) == (some.memory_events, some.comm_args)
+
+
+def test_extra_args_names_are_checked_and_read_together():
+    """An unknown column fails before the file is read; grid and grid_xyz come together."""
+    with pytest.raises(ValueError, match="no such column 'regs'"):
+        load(SYNTH / "no_such_file.json", extra_args=["registers", "regs"])
+    assert _columns.extra_columns(True) == _columns.EXTRA_COLUMNS
+    assert _columns.extra_columns(False) == _columns.extra_columns(()) == ()
+    assert _columns.extra_columns("grid_xyz") == ("grid", "grid_xyz")
+    assert _columns.extra_columns({"block", "bytes"}) == ("bytes", "block", "block_xyz")
+    trace = load(SYNTH / "modern.json", extra_args=["grid_xyz"])
+    assert tuple(trace.extra) == ("grid", "grid_xyz")
+    assert trace.memory_events == load(SYNTH / "modern.json").memory_events

@@ -16,7 +16,7 @@ import json
 import mmap
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from operator import attrgetter, itemgetter
 from typing import Any
@@ -30,6 +30,7 @@ from ._side import ABSENT, MEMORY_ARGS, MemoryEvent, is_comm_name, memory_events
 
 __all__ = [
     "EXTRA_ARGS",
+    "EXTRA_COLUMNS",
     "INT_ARGS",
     "Buffer",
     "Columns",
@@ -39,6 +40,7 @@ __all__ = [
     "TraceError",
     "base_ns",
     "exact_ns",
+    "extra_columns",
     "needs_exact_ts",
     "skip_space",
     "to_record",
@@ -146,8 +148,6 @@ _KIND_ARGS: dict[int, tuple[str, ...]] = {
     Kind.SYNC: _GPU_ARGS,
 }
 _ID_ATTRS = tuple(_ID_ARGS.values())
-#: The ids alone, per kind: all a load with ``extra_args=False`` reads of the args.
-_KIND_IDS = {k: tuple(a for a in attrs if a in _ID_ATTRS) for k, attrs in _KIND_ARGS.items()}
 _GPU_LANE = np.zeros(len(Kind), dtype=bool)  # Kind -> lives on a (device, stream) lane
 _GPU_LANE[[int(k) for k in (*GPU_OP_KINDS, Kind.GPU_ANNOTATION, Kind.SYNC)]] = True
 #: |ts| above this many µs would overflow int64 nanoseconds.
@@ -170,8 +170,29 @@ class _Interner(dict[Any, int]):
 
 #: ``Trace.extra``'s columns, in order: the args other than the two ids, volumes,
 #: packed 3-D sizes (:func:`pack_xyz`) and the ``Input Dims`` text id.
-_EXTRA_COLUMNS = (*EXTRA_ARGS.values(), "grid", "block", "grid_xyz", "block_xyz", "input_dims")
+EXTRA_COLUMNS = (*EXTRA_ARGS.values(), "grid", "block", "grid_xyz", "block_xyz", "input_dims")
+#: Columns read from one arg together: a kernel's grid gives its volume and its packed size.
+_TOGETHER = {"grid_xyz": "grid", "block_xyz": "block"}
 _IdColumns = tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]  # correlation, External id
+
+
+def extra_columns(extra_args: bool | Collection[str]) -> tuple[str, ...]:
+    """The ``Trace.extra`` columns a load with ``extra_args`` keeps, in order.
+
+    ``True``: all of :data:`EXTRA_COLUMNS`; ``False``: none; else the names
+    given (a string is one name), with the column read from the same arg:
+    ``grid`` with ``grid_xyz``, ``block`` with ``block_xyz``.
+    """
+    if isinstance(extra_args, bool):
+        return EXTRA_COLUMNS if extra_args else ()
+    names = {extra_args} if isinstance(extra_args, str) else set(extra_args)
+    unknown = sorted(names - set(EXTRA_COLUMNS))
+    if unknown:
+        raise ValueError(f"extra_args: no such column {', '.join(map(repr, unknown))} "
+                         f"(the columns: {', '.join(EXTRA_COLUMNS)})")  # fmt: skip
+    names |= {_TOGETHER.get(n, n) for n in names}
+    names |= {n for n, arg in _TOGETHER.items() if arg in names}
+    return tuple(n for n in EXTRA_COLUMNS if n in names)
 
 
 class Columns:
@@ -186,10 +207,18 @@ class Columns:
     :class:`~tracereader._extra.ArgColumns`, until they are read.
     """
 
-    def __init__(self, label: str, base_ns: int, extra_args: bool = True) -> None:
+    def __init__(self, label: str, base_ns: int, extra_args: bool | Collection[str] = True) -> None:
         self.label, self.base_ns = label, base_ns
-        #: False: keep only the two ids of the args (``load(..., extra_args=False)``).
-        self.extra_args = extra_args
+        #: The ``Trace.extra`` columns kept (:func:`extra_columns`).
+        self.kept = extra_columns(extra_args)
+        #: As :func:`tracereader.load` takes it: ``True``, ``False`` (the two ids of
+        #: the args only) or the columns to keep, as a frozenset.
+        self.extra_args = extra_args if isinstance(extra_args, bool) else frozenset(self.kept)
+        #: Keep the ``[memory]`` events and the communication events' args.
+        self.side = extra_args is not False
+        kept_attrs = {*_ID_ATTRS, *self.kept}
+        self._attrs = {k: tuple(a for a in _KIND_ARGS.get(k, _ALL_ARGS) if a in kept_attrs)
+                       for k in range(len(Kind))}  # fmt: skip
         self.names, self.cats, self.lanes = _Interner(), _Interner(), _Interner()
         self.texts = _Interner()  # args.Input Dims, whitespace dropped
         self._raw_ids: dict[bytes, int] = {}  # Input Dims as written -> id in texts
@@ -222,7 +251,7 @@ class Columns:
         phases, xs, instants = _by_phase(events)
         self.n_flows += phases["s"] + phases["f"] + phases["t"]
         self.n_instants += len(instants)
-        if instants and self.extra_args:
+        if instants and self.side:
             self.memory_events += memory_events(instants)
         if phases["M"]:
             for ev in events:
@@ -237,7 +266,7 @@ class Columns:
         self._chunk("dur_us", np.fromiter(map(_DUR, xs), np.float64, n))
         name_id = np.fromiter(map(self.names.__getitem__, map(_NAME, xs)), np.int32, n)
         self._chunk("name_id", name_id)
-        if len(self.names) > self._names_seen and self.extra_args:
+        if len(self.names) > self._names_seen and self.side:
             new = itertools.islice(self.names.items(), self._names_seen, None)
             self._comm_ids += [i for name, i in new if is_comm_name(name)]
             self._names_seen = len(self.names)
@@ -254,15 +283,17 @@ class Columns:
         bounds = np.searchsorted(kind[by_kind], np.arange(len(Kind) + 1)).tolist()
         for k in range(len(Kind)):
             rows = by_kind[bounds[k] : bounds[k + 1]]
-            attrs = _KIND_ARGS.get(k, _ALL_ARGS) if self.extra_args else _KIND_IDS.get(k, _ID_ATTRS)
+            attrs = self._attrs[k]
             if not len(rows) or not attrs:
                 continue
             some = [args[rows[0]]] if len(rows) == 1 else itemgetter(*rows.tolist())(args)
             values = {attr: self._ints(some, attr) for attr in attrs}
-            if k == Kind.KERNEL and self.extra_args:
-                values["grid"], values["grid_xyz"] = _sizes([a.grid for a in some])
-                values["block"], values["block_xyz"] = _sizes([a.block for a in some])
-            elif k == Kind.CPU_OP and self.extra_args:
+            if k == Kind.KERNEL:
+                if "grid" in self.kept:
+                    values["grid"], values["grid_xyz"] = _sizes([a.grid for a in some])
+                if "block" in self.kept:
+                    values["block"], values["block_xyz"] = _sizes([a.block for a in some])
+            elif k == Kind.CPU_OP and "input_dims" in self.kept:
                 dims = self._text_ids([a.input_dims for a in some])
                 if any(d >= 0 for d in dims):
                     values["input_dims"] = np.asarray(dims, np.int64)
@@ -503,7 +534,7 @@ class Columns:
             if values:
                 groups.append((at, values))
         self.args.clear()
-        names = _EXTRA_COLUMNS if self.extra_args else ()  # not read: no column at all
+        names = self.kept  # the others are not read: no column at all
         return (ids["correlation"], ids["external_id"]), ArgColumns(names, groups, len(rows))
 
 

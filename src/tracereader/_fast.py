@@ -18,12 +18,14 @@ from __future__ import annotations
 
 import contextlib
 import decimal
+import functools
 import os
 import pickle
 import re
 import sys
 import threading
 import warnings
+from collections.abc import Collection
 from typing import Any
 
 import msgspec
@@ -36,12 +38,13 @@ from ._columns import (
     TraceError,
     base_ns,
     exact_ns,
+    extra_columns,
     needs_exact_ts,
     skip_space,
     to_record,
 )
 from ._events import Trace
-from ._side import ABSENT, comm_from_dicts, is_comm_name
+from ._side import ABSENT, MEMORY_ARGS, comm_from_dicts, is_comm_name
 
 __all__ = ["ArgsRecord", "EventRecord", "IdsEventRecord", "IdsRecord", "NotFast", "load_fast"]
 
@@ -159,8 +162,27 @@ _TS: msgspec.json.Decoder[list[TsRecord]] = msgspec.json.Decoder(
 )
 
 
+@functools.lru_cache(maxsize=8)
+def _events_decoder(extra_args: bool | frozenset[str]) -> msgspec.json.Decoder[Any]:
+    """The decoder of a piece for a load with ``extra_args`` (as :class:`Columns` keeps it).
+
+    For some columns, :class:`ArgsRecord` cut to their args, the ids, thread
+    names and the ``[memory]`` args: msgspec skips every other arg unseen.
+    """
+    if isinstance(extra_args, bool):
+        return _EVENTS if extra_args else _IDS_EVENTS
+    keep = {"correlation", "external_id", "name", *MEMORY_ARGS.values(), *extra_columns(extra_args)}
+    fields = [(f.name, f.type, msgspec.field(default=f.default, name=f.encode_name))
+              for f in msgspec.structs.fields(ArgsRecord) if f.name in keep]  # fmt: skip
+    args = msgspec.defstruct("SomeArgsRecord", fields, gc=False)
+    envelope = [(f.name, (args | None) if f.name == "args" else f.type, f.default)
+                for f in msgspec.structs.fields(EventRecord)]  # fmt: skip
+    event = msgspec.defstruct("SomeArgsEventRecord", envelope, gc=False)
+    return msgspec.json.Decoder(list[event])  # type: ignore[valid-type]
+
+
 def load_fast(
-    holder: list[Buffer], label: str, workers: int | None, extra_args: bool = True
+    holder: list[Buffer], label: str, workers: int | None, extra_args: bool | Collection[str] = True
 ) -> Trace:
     """Decode with msgspec piece by piece; ``holder[0]`` is released once decoded.
 
@@ -306,7 +328,7 @@ def _decode_spans(
 def _decode_into(buffer: Buffer, spans: list[tuple[int, int]], columns: Columns) -> None:
     # Every piece is copied into the same scratch buffer: no fresh pages per piece.
     scratch = bytearray(max(end - begin for begin, end in spans) + 2)
-    decoder = _EVENTS if columns.extra_args else _IDS_EVENTS
+    decoder = _events_decoder(columns.extra_args)
     for begin, end in spans:
         piece = _piece(buffer, begin, end, scratch)
         dicts = None

@@ -14,6 +14,7 @@ fails, its work runs here afterwards, with the same result.
 
 from __future__ import annotations
 
+import gc
 import os
 import pickle
 import sys
@@ -49,6 +50,10 @@ def side_by_side(there: Callable[[], _A], here: Callable[[], _B]) -> tuple[_A, _
         pid = os.fork()
     if not pid:  # the helper: work, send, and leave without any cleanup
         try:
+            # It lives only until it sends: no cyclic garbage collection (each
+            # pass over the new objects, matplotlib's at import, costs time and
+            # writes to pages it shares with this process).
+            gc.disable()
             os.close(read_fd)
             message: tuple[str, Any]
             try:

@@ -18,7 +18,7 @@ from ._events import CPU_OP_KINDS, LAUNCH_KINDS, Kind, Trace, cached, kind_mask,
 from ._intervals import Window, gpu_intervals, union
 from ._link import LAUNCH_APIS, SYNC_APIS, link
 
-__all__ = ["CAUSES", "CAUSES_HELP", "Gap", "GapColumns", "gap_columns", "gaps"]
+__all__ = ["CAUSES", "CAUSES_HELP", "Gap", "GapColumns", "gap_columns", "gaps", "prepare_causes"]
 
 #: Causes of an idle gap, in tie-break order.
 CAUSES = ("sync", "op without kernels", "python", "launch", "nothing recorded")
@@ -120,17 +120,42 @@ def _event_causes(trace: Trace) -> tuple[npt.NDArray[np.int8], npt.NDArray[np.bo
 
 
 @dataclass
-class _LaneSegments:
-    """One CPU thread's time cut into segments, each with its innermost event.
+class _LaneEvents:
+    """One CPU thread's events: ``rows`` in time order, their starts, their ends sorted.
 
-    Segment ``k`` is ``[bounds[k], bounds[k + 1])``, at every start and end of
-    the thread's events ``rows``; ``seg_event`` is the innermost event
-    covering it (-1: none) and ``seg_cat`` its category, ``before[c, k]`` the
-    time of category ``c`` before segment ``k``. Worked out once per thread
-    and kept with the trace: the report asks for the gaps of every step.
+    Kept with the trace (:func:`_lane_events`): each request for gaps cuts
+    only the stretch of the thread it needs into segments from these.
     """
 
     rows: npt.NDArray[np.int64]
+    ts_ns: npt.NDArray[np.int64]
+    ends_sorted_ns: npt.NDArray[np.int64]
+    sync_rows: npt.NDArray[np.int64]
+
+
+def _lane_events(trace: Trace, lane: int) -> _LaneEvents:
+    """:class:`_LaneEvents` of ``lane``, computed once per trace."""
+
+    def make() -> _LaneEvents:
+        _, sync = _cached_event_causes(trace)
+        rows = np.flatnonzero(trace.lane == lane)
+        return _LaneEvents(rows, trace.ts_ns[rows], np.sort(trace.end_ns[rows]), rows[sync[rows]])
+
+    return cached(trace, f"gap_lane_events_{lane}", make)
+
+
+@dataclass
+class _LaneSegments:
+    """A stretch of one CPU thread's time cut into segments, each with its innermost event.
+
+    Segment ``k`` is ``[bounds[k], bounds[k + 1])``, at every start and end of
+    the thread's events; ``seg_event`` is the innermost event covering it (-1:
+    none) and ``seg_cat`` its category, ``before[c, k]`` the time of category
+    ``c`` from ``bounds[0]`` to segment ``k``. ``bounds`` is a run of the
+    thread's sorted boundaries (:func:`_lane_segments`), so times between
+    two of them, and the segments, are those of the whole thread.
+    """
+
     bounds: npt.NDArray[np.int64]
     seg_event: npt.NDArray[np.int64]
     seg_cat: npt.NDArray[np.int8]
@@ -138,23 +163,35 @@ class _LaneSegments:
     sync_rows: npt.NDArray[np.int64]
 
 
-def _lane_segments(trace: Trace, lane: int) -> _LaneSegments:
-    """:class:`_LaneSegments` of ``lane``, computed once per trace."""
+def _lane_segments(trace: Trace, lane: int, lo_ns: int, hi_ns: int) -> _LaneSegments:
+    """:class:`_LaneSegments` of ``lane`` for gaps inside ``[lo_ns, hi_ns]``.
 
-    def make() -> _LaneSegments:
-        cat, sync = _cached_event_causes(trace)
-        rows = np.flatnonzero(trace.lane == lane)
-        bounds = _boundaries(trace, rows)
-        seg_event = _innermost_events(trace, rows, bounds, np.ones(len(bounds), dtype=bool))
-        seg_cat = np.where(seg_event >= 0, cat[np.maximum(seg_event, 0)], _NOTHING)
-        seg_len = np.append(np.diff(bounds), 0)
-        before = np.zeros((_NOTHING, len(bounds) + 1), dtype=np.int64)
-        for c in range(_NOTHING):
-            np.cumsum(np.where(seg_cat == c, seg_len, 0), out=before[c, 1:])
-        return _LaneSegments(rows, bounds, seg_event, seg_cat.astype(np.int8), before,
-                             rows[sync[rows]])  # fmt: skip
+    Its bounds are the thread's boundaries from the last one at or before
+    ``lo_ns`` (from the first, if none) to the first one at or after
+    ``hi_ns`` (to the last, if none): the segments such gaps fall in, and no
+    more, so the cost follows the stretch asked for rather than the thread.
+    """
+    cat, _ = _cached_event_causes(trace)
+    ev = _lane_events(trace, lane)
+    bounds = _boundaries(ev, lo_ns, hi_ns)
+    seg_event = _innermost_events(trace, ev.rows, ev.ts_ns, bounds)
+    seg_cat = np.where(seg_event >= 0, cat[np.maximum(seg_event, 0)], _NOTHING)
+    seg_len = np.append(np.diff(bounds), 0)
+    before = np.zeros((_NOTHING, len(bounds) + 1), dtype=np.int64)
+    for c in range(_NOTHING):
+        np.cumsum(np.where(seg_cat == c, seg_len, 0), out=before[c, 1:])
+    return _LaneSegments(bounds, seg_event, seg_cat.astype(np.int8), before, ev.sync_rows)
 
-    return cached(trace, f"gap_lane_segments_{lane}", make)
+
+def prepare_causes(trace: Trace) -> None:
+    """Work out what every :func:`gaps` call reads, and keep it with ``trace``.
+
+    Each event's cause category and each CPU thread's events (the linker's
+    parents on the way): a process forked afterwards finds them ready.
+    """
+    for lane in trace.lanes:
+        if not lane.is_gpu:
+            _lane_events(trace, lane.index)
 
 
 def _cached_event_causes(trace: Trace) -> tuple[npt.NDArray[np.int8], npt.NDArray[np.bool_]]:
@@ -183,7 +220,7 @@ def _classify_lane(
         ns of each gap spent in each category.
     """
     bounds, seg_event, seg_cat = lane.bounds, lane.seg_event, lane.seg_cat
-    # Segment k is [bounds[k], bounds[k + 1]); -1: before the thread's first event.
+    # Segment k is [bounds[k], bounds[k + 1]); -1: before bounds[0] (the thread's first event).
     first_seg = np.searchsorted(bounds, gap_start, "right") - 1
     last_seg = np.searchsorted(bounds, gap_end, "left") - 1
     share = _category_shares(lane, first_seg, last_seg, gap_start, gap_end)
@@ -199,9 +236,22 @@ def _classify_lane(
     return cause, event, share
 
 
-def _boundaries(trace: Trace, rows: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
-    """Every distinct start and end time of the events ``rows``, sorted."""
-    b = np.sort(np.concatenate([trace.ts_ns[rows], trace.end_ns[rows]]))
+def _boundaries(ev: _LaneEvents, lo_ns: int, hi_ns: int) -> npt.NDArray[np.int64]:
+    """The thread's distinct event starts and ends, sorted, that bracket ``[lo_ns, hi_ns]``.
+
+    From the last one at or before ``lo_ns`` (the first, if none) to the first
+    one at or after ``hi_ns`` (the last, if none): a run of the sorted
+    boundaries of all the thread's events.
+    """
+    ts, ends = ev.ts_ns, ev.ends_sorted_ns  # both sorted
+    below = [int(x[i - 1]) for x in (ts, ends) if (i := int(np.searchsorted(x, lo_ns, "right")))]
+    above = [int(x[i]) for x in (ts, ends) if (i := int(np.searchsorted(x, hi_ns))) < len(x)]
+    parts = []
+    for x in (ts, ends):
+        a = int(np.searchsorted(x, max(below))) if below else 0
+        z = int(np.searchsorted(x, min(above), "right")) if above else len(x)
+        parts.append(x[a:z])
+    b = np.sort(np.concatenate(parts))
     first: npt.NDArray[np.bool_] = np.append(True, b[1:] != b[:-1])  # (np.unique hashes: slower)
     return b[first]
 
@@ -209,28 +259,24 @@ def _boundaries(trace: Trace, rows: npt.NDArray[np.int64]) -> npt.NDArray[np.int
 def _innermost_events(
     trace: Trace,
     rows: npt.NDArray[np.int64],
+    ts_ns: npt.NDArray[np.int64],
     bounds: npt.NDArray[np.int64],
-    needed: npt.NDArray[np.bool_],
 ) -> npt.NDArray[np.int64]:
-    """Row of the innermost event of ``rows`` covering each segment (-1: none).
+    """Row of the innermost event of ``rows`` (starting at ``ts_ns``) covering each segment.
 
-    Only ``needed`` segments are resolved (the others get -1). Each starts
-    from the last event that began at or before the segment, and walks up the
-    linker's parents while that event ended before the segment starts.
+    -1 where none does. Each segment starts from the last event that began
+    at or before it, and walks up the linker's parents (on the same thread,
+    so among ``rows``) while that event ended before the segment starts.
     """
-    ts, end = trace.ts_ns[rows], trace.end_ns[rows]
-    parent = link(trace).parent[rows]  # on the same lane: among rows, or -1
-    at = np.full(len(trace), -1, dtype=np.int64)
-    at[rows] = np.arange(len(rows), dtype=np.int64)
-    local_parent = np.where(parent >= 0, at[np.maximum(parent, 0)], -1)  # a position in rows
-    pos = np.searchsorted(ts, bounds, "right") - 1
-    pos[~needed] = -1
-    todo = np.flatnonzero(pos >= 0)
+    pos = np.searchsorted(ts_ns, bounds, "right") - 1
+    event = np.where(pos >= 0, rows[np.maximum(pos, 0)], -1)
+    parent, end = link(trace).parent, trace.end_ns
+    todo = np.flatnonzero(event >= 0)
     while todo.size:
-        todo = todo[end[pos[todo]] <= bounds[todo]]
-        pos[todo] = local_parent[pos[todo]]
-        todo = todo[pos[todo] >= 0]
-    return np.where(pos >= 0, rows[np.maximum(pos, 0)], -1)
+        todo = todo[end[event[todo]] <= bounds[todo]]
+        event[todo] = parent[event[todo]]
+        todo = todo[event[todo] >= 0]
+    return event
 
 
 def _category_shares(
@@ -305,24 +351,31 @@ def _main_events(
     """
     n_gaps = len(gap_start)
     first_seg = np.maximum(first_seg, 0)
-    count = np.maximum(last_seg - first_seg + 1, 0)
+    count = np.where(wanted, np.maximum(last_seg - first_seg + 1, 0), 0)
     gap = np.repeat(np.arange(n_gaps), count)
     seg = np.repeat(first_seg - np.cumsum(count) + count, count) + np.arange(count.sum())
+    keep = (seg_cat[seg] == cause[gap]) & (seg_event[seg] >= 0)
+    gap, seg = gap[keep], seg[keep]
     seg_end = np.append(bounds[1:], np.iinfo(np.int64).max)
     length = np.minimum(seg_end[seg], gap_end[gap]) - np.maximum(bounds[seg], gap_start[gap])
-    keep = (seg_cat[seg] == cause[gap]) & (seg_event[seg] >= 0) & wanted[gap] & (length > 0)
-    gap, ev, length = gap[keep], seg_event[seg[keep]], length[keep]
+    inside = length > 0
+    gap, ev, length = gap[inside], seg_event[seg[inside]], length[inside]
     event = np.full(n_gaps, -1, dtype=np.int64)
-    if gap.size:
-        order = np.lexsort((ev, gap))
-        gap, ev, length = gap[order], ev[order], length[order]
-        new = np.ones(len(gap), dtype=bool)
-        new[1:] = (gap[1:] != gap[:-1]) | (ev[1:] != ev[:-1])
-        first = np.flatnonzero(new)
-        g, e, total = gap[first], ev[first], np.add.reduceat(length, first)
-        best = np.lexsort((-total, g))
-        top = best[np.append(True, g[best][1:] != g[best][:-1])]
-        event[g[top]] = e[top]
+    if not gap.size:
+        return event
+    # The time of each (gap, event) pair: by gap, then event.
+    order = np.lexsort((ev, gap))
+    gap, ev, length = gap[order], ev[order], length[order]
+    new = np.ones(len(gap), dtype=bool)
+    new[1:] = (gap[1:] != gap[:-1]) | (ev[1:] != ev[:-1])
+    first = np.flatnonzero(new)
+    g, e, total = gap[first], ev[first], np.add.reduceat(length, first)
+    # Per gap, the first pair (the lowest row) with the largest time.
+    new_gap = np.append(True, g[1:] != g[:-1])
+    group = np.cumsum(new_gap) - 1
+    best = np.flatnonzero(total == np.maximum.reduceat(total, np.flatnonzero(new_gap))[group])
+    top = best[np.append(True, group[best][1:] != group[best][:-1])]
+    event[g[top]] = e[top]
     return event
 
 
@@ -483,7 +536,7 @@ def _causes(
     share[:, _NOTHING] = gap_end - gap_start
     for lane in np.unique(thread[thread >= 0]).tolist():
         mine = np.flatnonzero(thread == lane)
-        cause[mine], event[mine], share[mine] = _classify_lane(
-            trace, _lane_segments(trace, lane), gap_start[mine], gap_end[mine]
-        )
+        start, end = gap_start[mine], gap_end[mine]
+        segments = _lane_segments(trace, lane, int(start.min()), int(end.max()))
+        cause[mine], event[mine], share[mine] = _classify_lane(trace, segments, start, end)
     return cause, event, share

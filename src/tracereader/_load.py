@@ -35,9 +35,10 @@ from __future__ import annotations
 import mmap
 import os
 import zlib
+from collections.abc import Collection
 from pathlib import Path
 
-from ._columns import Buffer, TraceError, skip_space
+from ._columns import Buffer, TraceError, extra_columns, skip_space
 from ._events import Trace
 from ._tolerant import load_tolerant
 
@@ -120,7 +121,10 @@ def _gunzip(data: Buffer, label: str) -> bytearray:
 
 # --------------------------------------------------------------------------- entry point
 def load(
-    source: str | os.PathLike[str] | bytes, *, workers: int | None = None, extra_args: bool = True
+    source: str | os.PathLike[str] | bytes,
+    *,
+    workers: int | None = None,
+    extra_args: bool | Collection[str] = True,
 ) -> Trace:
     """Load a torch.profiler (Kineto) Chrome trace into columns.
 
@@ -143,7 +147,12 @@ def load(
         ``[memory]`` events and the args of communication events. ``False``
         skips them, unread, for a quicker load where only the ids are needed
         (``tracereader summary``): ``trace.extra`` is then empty, and
-        ``trace.memory_events`` and ``trace.comm_args`` too.
+        ``trace.memory_events`` and ``trace.comm_args`` too. Names of
+        ``trace.extra`` columns (``("registers", "input_dims")``) keep those
+        columns only, and the memory and communication events: the other args
+        are skipped unread (``tracereader report``). ``grid`` and ``grid_xyz``
+        come together, as do ``block`` and ``block_xyz``; an unknown name
+        raises :class:`ValueError`. ``trace.repairs`` names only what was read.
 
     Returns
     -------
@@ -167,6 +176,7 @@ def load(
     >>> trace.parser, len(trace), trace.repairs  # doctest: +SKIP
     ('fast', 5012, [])
     """
+    extra_columns(extra_args)  # an unknown column name fails before the file is read
     data, label = _read_bytes(source)
     try:
         from ._fast import NotFast, load_fast

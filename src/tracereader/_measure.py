@@ -29,13 +29,13 @@ Definitions (all per GPU op, joined to its launch call by correlation):
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from ._events import LAUNCH_KINDS, Kind, Trace, kind_mask, name_mask
+from ._events import LAUNCH_KINDS, Kind, Trace, cached, kind_mask, name_mask
 from ._intervals import Window, gpu_intervals, launched_in, union
 from ._link import GRAPH_LAUNCH_APIS, link
 
@@ -352,8 +352,13 @@ def step_times(trace: Trace) -> list[StepTime]:
     """Per ``ProfilerStep``: CPU range, GPU busy time of its launches, counts, verdict.
 
     Also each step's span and the GPU's idle time inside it, which the verdict
-    reads (see :class:`StepTime`).
+    reads (see :class:`StepTime`). Worked out once per trace; each call
+    returns copies.
     """
+    return [replace(st) for st in cached(trace, "step_times", lambda: _step_times(trace))]
+
+
+def _step_times(trace: Trace) -> list[StepTime]:
     ln = link(trace)
     out = []
     step_of_op = ln.step[ln.gpu_ops]

@@ -25,15 +25,19 @@ import numpy as np
 import numpy.typing as npt
 
 from ._columns import base_ns
-from ._events import Kind, Trace
+from ._events import Kind, Trace, cached
 from ._side import MEMORY_ARGS
 from ._tables import Table
 
-__all__ = ["SNAPSHOT_NOTE", "DeviceMemory", "MemoryView", "memory_view"]
+__all__ = ["SNAPSHOT_NOTE", "DeviceMemory", "MemoryView", "keep_memory_view", "memory_view"]
+
+#: Rows of events (sorted by start), their starts and their ends.
+_Spans = tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64]]
 
 GIB = float(1 << 30)
 #: Largest live blocks listed at the peak.
 TOP_BLOCKS = 10
+_KEY = "memory_view"  # where the trace keeps its view
 #: torch's ``c10::DeviceType`` numbers for the devices a trace names.
 DEVICE_TYPES = {0: "cpu", 1: "cuda", 6: "hip", 12: "xpu", 13: "mps", 19: "mtia"}
 SNAPSHOT_NOTE = (
@@ -117,21 +121,27 @@ class _Where:
 
     def __init__(self, trace: Trace) -> None:
         self.trace = trace
-        ann = np.flatnonzero(trace.kind == Kind.USER_ANNOTATION).tolist()
-        self.ann = np.array([i for i in ann if not trace.name(i).startswith("ProfilerStep#")],
-                            dtype=np.int64)  # fmt: skip
+        ann = np.flatnonzero(trace.kind == Kind.USER_ANNOTATION)
+        step = np.array([n.startswith("ProfilerStep#") for n in trace.names], dtype=bool)
+        self.ann = self._spans(ann[~step[trace.name_id[ann]]] if len(step) else ann)
         self.ops = np.flatnonzero(trace.kind == Kind.CPU_OP)
+        self.ops_on: dict[int, _Spans] = {}  # lane -> its CPU ops, as _spans
 
-    def _innermost(self, rows: npt.NDArray[np.int64], when_ns: int) -> str:
-        t = self.trace
-        inside = rows[(t.ts_ns[rows] <= when_ns) & (when_ns < t.end_ns[rows])]
-        return t.name(int(inside[-1])) if len(inside) else ""  # sorted by start: last is inner
+    def _spans(self, rows: npt.NDArray[np.int64]) -> _Spans:
+        return rows, self.trace.ts_ns[rows], self.trace.end_ns[rows]
+
+    def _innermost(self, spans: _Spans, when_ns: int) -> str:
+        rows, ts, end = spans
+        inside = rows[(ts <= when_ns) & (when_ns < end)]  # sorted by start: the last is inner
+        return self.trace.name(int(inside[-1])) if len(inside) else ""
 
     def __call__(self, when_ns: int, lane: int) -> dict[str, Any]:
         step = next((s.name for s in self.trace.steps if s.start_ns <= when_ns < s.end_ns), "")
-        ops = self.ops[self.trace.lane[self.ops] == lane] if lane >= 0 else self.ops[:0]
+        if lane not in self.ops_on:
+            on = self.ops[self.trace.lane[self.ops] == lane] if lane >= 0 else self.ops[:0]
+            self.ops_on[lane] = self._spans(on)
         return {"ts_ns": when_ns, "step": step, "region": self._innermost(self.ann, when_ns),
-                "op": self._innermost(ops, when_ns)}  # fmt: skip
+                "op": self._innermost(self.ops_on[lane], when_ns)}  # fmt: skip
 
 
 # ---------------------------------------------------------------- reading
@@ -180,12 +190,13 @@ def _lanes(trace: Trace) -> dict[tuple[Any, Any], int]:
     return {(ln.pid, ln.tid): ln.index for ln in trace.lanes if not ln.is_gpu}
 
 
-def _device(trace: Trace, name: str, cols: dict[str, npt.NDArray[np.int64]]) -> DeviceMemory:
+def _device(
+    trace: Trace, name: str, cols: dict[str, npt.NDArray[np.int64]], where: _Where
+) -> DeviceMemory:
     order = np.lexsort((cols["order"], cols["ts_ns"]))
     c = {k: v[order] for k, v in cols.items()}
     d = DeviceMemory(name, c["ts_ns"], c["bytes"], c["allocated"], c["reserved"], c["addr"],
                      c["lane"], int(c["allocated"][0] - c["bytes"][0]))  # fmt: skip
-    where = _Where(trace)
     k = int(np.argmax(d.allocated_bytes))
     d.peak = {"bytes": int(d.allocated_bytes[k]), **where(int(d.ts_ns[k]), int(d.lane[k]))}
     j = int(np.argmax(d.reserved_bytes))
@@ -230,7 +241,20 @@ def _step_peaks(trace: Trace, devices: list[DeviceMemory]) -> Table:
 
 
 def memory_view(trace: Trace) -> MemoryView | None:
-    """The memory view of ``trace``, or ``None`` when it holds no ``[memory]`` event."""
+    """The memory view of ``trace``, or ``None`` when it holds no ``[memory]`` event.
+
+    Worked out once per trace and kept with it (the report's section and its
+    charts both read it).
+    """
+    return cached(trace, _KEY, lambda: _memory_view(trace))
+
+
+def keep_memory_view(trace: Trace, view: MemoryView | None) -> None:
+    """Keep ``view``, :func:`memory_view` of ``trace`` worked out elsewhere (a helper process)."""
+    cached(trace, _KEY, lambda: view)
+
+
+def _memory_view(trace: Trace) -> MemoryView | None:
     if not trace.memory_events:
         return None
     base = base_ns(trace.meta)
@@ -260,7 +284,8 @@ def memory_view(trace: Trace) -> MemoryView | None:
         return None
     devices = []
     keys = ("ts_ns", "bytes", "allocated", "reserved", "addr", "lane", "order")
+    where = _Where(trace)
     for dev in sorted(by_dev, key=lambda d: (d == "cpu", d)):
         arr = kept[by_dev[dev]]
-        devices.append(_device(trace, dev, {k: arr[:, i] for i, k in enumerate(keys)}))
+        devices.append(_device(trace, dev, {k: arr[:, i] for i, k in enumerate(keys)}, where))
     return MemoryView(devices, _step_peaks(trace, devices), trace.t0_ns)

@@ -18,17 +18,18 @@ from ._classify import class_table
 from ._datasheet import trace_datasheet
 from ._events import Trace, arg_column
 from ._fork import side_by_side
-from ._gaps import CAUSES_HELP, gaps
+from ._gaps import CAUSES_HELP, gaps, prepare_causes
 from ._headline import cpu_headline, headline
 from ._kernel_view import OCCUPANCY_NOTE, launch_table, weighted_occupancy_pct
 from ._link import link
 from ._load import load
-from ._measure import NO_GPU_ACTIVITY
+from ._measure import NO_GPU_ACTIVITY, StepTime, step_times
+from ._memory import keep_memory_view, memory_view
 from ._overview import SPLIT_KINDS, GpuSplit, gpu_split, kernel_detail, ranks_or_repeats
 from ._ranks import _expand, _rank_of, rank_summary
 from ._regions import region_table
 from ._report_html import bar, esc, ms_columns, page, picture, table, unit
-from ._report_views import comm_section, memory_section
+from ._report_views import comm_section, memory_charts, memory_section
 from ._symptoms import Symptom, symptoms
 from ._tables import Table, op_table
 from ._trimmed import trimmed_note
@@ -37,6 +38,9 @@ from ._waits import WAITING, is_wait, waits
 __all__ = ["Peaks", "report"]
 
 TOP = 20
+#: The ``Trace.extra`` columns the report reads: its traces are loaded with these
+#: alone (``load(..., extra_args=REPORT_ARGS)``), every other arg skipped unread.
+REPORT_ARGS = ("registers", "shared_mem", "occupancy_pct", "grid", "block", "input_dims")
 #: Most rows of a folded full table.
 FOLDED = 100
 
@@ -180,10 +184,28 @@ def _kernels(trace: Trace) -> str:
             "ones in µs (<code>_us</code>); min and max: the shortest and longest call.</p>")  # fmt: skip
 
 
-def _slowest(trace: Trace, split: list[GpuSplit], draw: bool) -> str:
-    steps = [s.step for s in split if s.step is not None]
-    later = steps[1:] or steps  # a cold first step is rarely the one to read
-    worst = max(later, key=lambda s: s.span_us) if steps else None
+def _worst(trace: Trace) -> tuple[list[StepTime], StepTime | None]:
+    """The steps, and the slowest one after the first (a cold first step is rarely the one)."""
+    steps = step_times(trace)
+    later = steps[1:] or steps
+    return steps, max(later, key=lambda s: s.span_us) if steps else None
+
+
+def _slowest_picture(trace: Trace, draw: bool) -> str:
+    """The slowest step's timeline picture (``""`` without ``draw``), as an ``<img>``."""
+    if not draw:
+        return ""
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        return '<p class="note">(Install matplotlib for a timeline picture.)</p>'
+    _, worst = _worst(trace)
+    return _picture(trace, worst.name if worst else None)
+
+
+def _slowest(trace: Trace) -> tuple[str, str]:
+    """The "slowest step" section, before and after its picture (:func:`_slowest_picture`)."""
+    steps, worst = _worst(trace)
     window: tuple[int, int] | None = None
     head = '<h2 id="slowest">The slowest step</h2><p>No ProfilerStep#N: the whole trace.</p>'
     if worst is not None:
@@ -194,14 +216,6 @@ def _slowest(trace: Trace, split: list[GpuSplit], draw: bool) -> str:
         if len(steps) > 1:
             head += (f'<p class="note">The first step, {esc(steps[0].name)} '
                      f"({steps[0].span_us:,.0f} µs), is left out: it pays one-time costs.</p>")  # fmt: skip
-    img = ""
-    if draw:
-        try:
-            import matplotlib  # noqa: F401
-        except ImportError:
-            img = '<p class="note">(Install matplotlib for a timeline picture.)</p>'
-        else:
-            img = _picture(trace, worst.name if worst else None)
     found = sorted(gaps(trace, window, edges=True), key=lambda g: -g.gap_us)[:10]
     where = {"start": "step start", "end": "step end", "": "between ops"}
     rows = [[round(float(trace.rel_us(g.start_ns)), 3), g.gap_us, where[g.edge], g.device,
@@ -212,14 +226,10 @@ def _slowest(trace: Trace, split: list[GpuSplit], draw: bool) -> str:
               rows, "Largest GPU idle gaps in the step (its start and end included) and what "
               "the launching CPU thread was doing", ("next_gpu_op",), 40, 60)  # fmt: skip
     if not rows:
-        return head + img + "<p>No GPU idle gap of 1 µs or more.</p>"
+        return head, "<p>No GPU idle gap of 1 µs or more.</p>"
     causes = CAUSES_HELP.split("\n", 1)[1]
-    return (
-        head
-        + img
-        + table(t)
-        + f"<details><summary>What the causes mean</summary><pre>{esc(causes)}</pre></details>"
-    )
+    return head, (table(t) + f"<details><summary>What the causes mean</summary><pre>"
+                  f"{esc(causes)}</pre></details>")  # fmt: skip
 
 
 def _picture(trace: Trace, step: str | None) -> str:
@@ -273,26 +283,38 @@ def _cpu_only(trace: Trace) -> str:
             + (table(regions) if len(regions) else "<p>No record_function region.</p>"))  # fmt: skip
 
 
-def _one(trace: Trace, peaks: Peaks, draw: bool) -> str:
+def _head(trace: Trace) -> str:
+    """The line under the headline: the file, its events and steps, repairs, trimming."""
     trimmed = trimmed_note(trace)
     cut = f' <b class="verdict-CPU-bound">Incomplete: it {esc(trimmed)}.</b>' if trimmed else ""
-    head = (f"<p>Trace <code>{esc(Path(trace.source).name)}</code>: {len(trace):,} events, "
+    return (f"<p>Trace <code>{esc(Path(trace.source).name)}</code>: {len(trace):,} events, "
             f"{len(trace.steps)} step(s), repairs: {esc('; '.join(trace.repairs) or 'none')}."
             f"{cut}</p>")  # fmt: skip
+
+
+def _one(trace: Trace, peaks: Peaks, draw: bool) -> str:
     if not len(link(trace).gpu_ops):
         mtia = trace.mtia_device_ops
         note = f"<p>{mtia:,} MTIA device ops are not read (MTIA is not supported yet).</p>"
         top = f'<p class="headline"><b>{esc(cpu_headline(trace))}</b></p>'
-        return top + head + (note if mtia else "") + _cpu_only(trace)
-    split = gpu_split(trace)
-    # The sections that draw (matplotlib) in a helper process, the rest here meanwhile.
-    (slowest, memory), (found, overview, kernels, comm) = side_by_side(
-        lambda: (_slowest(trace, split, draw), memory_section(trace, draw)),
-        lambda: (symptoms(trace), _overview(trace, split, peaks), _kernels(trace),
+        return top + _head(trace) + (note if mtia else "") + _cpu_only(trace)
+    step_times(trace)  # every section reads the steps: worked out once, kept with the trace
+    # Two rounds, each with a forked helper (two cores): first what both sides of the
+    # second read (the memory view there; here each event's gap cause), then the
+    # pictures (matplotlib) there and the other numbers here.
+    (view, head, overview, comm), _ = side_by_side(
+        lambda: (memory_view(trace), _head(trace), _overview(trace, gpu_split(trace), peaks),
                  comm_section(trace)),
+        lambda: prepare_causes(trace),
     )  # fmt: skip
+    keep_memory_view(trace, view)
+    (picture, charts), (found, kernels, (before, after)) = side_by_side(
+        lambda: (_slowest_picture(trace, draw), memory_charts(trace, draw)),
+        lambda: (symptoms(trace), _kernels(trace), _slowest(trace)),
+    )
     top = f'<p class="headline"><b>{esc(headline(trace, found))}</b></p>'
-    body = overview + kernels + slowest + comm + memory
+    memory = memory_section(trace, draw, charts)
+    body = overview + kernels + before + picture + after + comm + memory
     return top + head + body + _next(found)
 
 
@@ -377,8 +399,9 @@ def report(source: str | Path, peaks: Peaks = Peaks(), *, draw: bool = True) -> 
     """
     path = Path(source)
     if not path.is_dir():
-        return page(f"tracereader report: {path.name}", _contents(_one(load(path), peaks, draw)))
-    traces = {p.name: load(p) for p in _expand(path)}
+        trace = load(path, extra_args=REPORT_ARGS)
+        return page(f"tracereader report: {path.name}", _contents(_one(trace, peaks, draw)))
+    traces = {p.name: load(p, extra_args=REPORT_ARGS) for p in _expand(path)}
     if len(traces) == 1:
         ((name, t),) = traces.items()
         return page(f"tracereader report: {name}", _contents(_one(t, peaks, draw)))

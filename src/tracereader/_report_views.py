@@ -19,7 +19,7 @@ from ._events import Trace
 from ._memory import GIB, SNAPSHOT_NOTE, DeviceMemory, MemoryView, memory_view
 from ._report_html import esc, ms_columns, picture, table
 
-__all__ = ["comm_section", "memory_section"]
+__all__ = ["comm_section", "memory_charts", "memory_section"]
 
 #: Rows of the downsampled series shown without matplotlib.
 SERIES_ROWS = 40
@@ -87,24 +87,42 @@ def _line(view: MemoryView, d: DeviceMemory) -> str:
             f"{d.events:,} events.")  # fmt: skip
 
 
-def memory_section(trace: Trace, draw: bool = True) -> str:
-    """The "Memory" section, or "" when the trace has no ``[memory]`` event."""
+def memory_charts(trace: Trace, draw: bool = True) -> list[str]:
+    """The memory section's chart per GPU device, as :func:`memory_section` shows them.
+
+    Each is an inlined PNG, a note when matplotlib is missing, or ``""``
+    without ``draw``; no entry when the trace has no ``[memory]`` event.
+    The report draws them in a helper process meanwhile (:mod:`tracereader._fork`).
+    """
+    view = memory_view(trace)
+    if view is None or not draw:
+        return [] if view is None else [""] * len(_gpus(view))
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        return ['<p class="note">(Install matplotlib for a memory chart.)</p>'] * len(_gpus(view))
+    return [_chart(view, d, trace) for d in _gpus(view)]
+
+
+def _gpus(view: MemoryView) -> list[DeviceMemory]:
+    """The devices the section draws: the GPUs, else every device."""
+    return [d for d in view.devices if d.device != "cpu"] or view.devices
+
+
+def memory_section(trace: Trace, draw: bool = True, charts: list[str] | None = None) -> str:
+    """The "Memory" section, or "" when the trace has no ``[memory]`` event.
+
+    ``charts``: :func:`memory_charts`' result, drawn elsewhere; ``None``: drawn here.
+    """
     view = memory_view(trace)
     if view is None:
         return ""
-    gpus = [d for d in view.devices if d.device != "cpu"] or view.devices
+    gpus = _gpus(view)
     out = ['<h2 id="memory">Memory</h2>', "<ul>"]
     out += [f"<li>{esc(_line(view, d))}</li>" for d in view.devices]
     out.append("</ul>")
-    for d in gpus:
-        shown = ""
-        if draw:
-            try:
-                import matplotlib  # noqa: F401
-            except ImportError:
-                shown = '<p class="note">(Install matplotlib for a memory chart.)</p>'
-            else:
-                shown = _chart(view, d, trace)
+    charts = memory_charts(trace, draw) if charts is None else charts
+    for d, shown in zip(gpus, charts, strict=True):
         if not shown.startswith("<img"):
             shown += table(view.series(d, SERIES_ROWS), sortable=False)
         out.append(shown)

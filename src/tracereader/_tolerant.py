@@ -14,7 +14,7 @@ import decimal
 import gc
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from typing import Any
 
 from ._columns import (
@@ -40,12 +40,14 @@ _ESCAPED_BYTE = re.compile("[\udc80-\udcff]")  # what "surrogateescape" makes of
 
 
 def load_tolerant(
-    data: Buffer, label: str, parser: str = "tolerant", extra_args: bool = True
+    data: Buffer, label: str, parser: str = "tolerant", extra_args: bool | Collection[str] = True
 ) -> Trace:
     """Decode with stdlib ``json`` (slow, forgiving) and report what it forgave.
 
     ``parser`` names the path in ``trace.parser``: ``"tolerant"`` after msgspec
     refused the bytes, ``"stdlib"`` where msgspec is not installed.
+    ``extra_args``: as for :func:`tracereader.load` (the args are all decoded
+    here; :class:`Columns` keeps the columns asked for).
     """
     repairs: list[str] = []
     try:
