@@ -146,6 +146,11 @@ def facts(f: Facts) -> None:
     num("f_ops", between[0][2])
     num("f_between_per_op_us", float(np.median(idle)) / (between[0][2] - 1))
     claim(len({n for _, _, n in between}) == 1, "every repeat's token runs as many GPU ops")
+    if f.gpu == "h100":  # its profiled hand-offs alone exceed the unprofiled rest
+        claim(
+            all(b > x.rest for b, x in zip(idle, C.table(FINAL).runs, strict=True)),
+            "on the H100 the idle between ops, profiled, is more than its whole rest",
+        )
     # compiled generate(), 1B: the longest idle stretch of the profiled token, every repeat
     g1gap = [longest_gap_us(r.trace()) for r in recs("generate_static_compiled_1b")]
     num("g1_gap_us_lo", min(g1gap))
