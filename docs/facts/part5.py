@@ -62,7 +62,7 @@ def facts(f: Facts) -> None:
         }
     )
     if f.gpu == "h200":  # the same variants on the H100, beside: tokens/s and MFU
-        other = f.on("h100")
+        other: Any = f.on("h100")  # a recording's results are optional in general
         h100_rows = {
             v: m.results_row(
                 [r.results for r in other.recs(v)],
