@@ -541,7 +541,8 @@ class Chapter:
             if beside
             else f"none of their {len(spans)} processes ran beside another kept here"
         )
-        return f"These repeats come from recording runs on {len(days)} days; {alone}."
+        on = "one day" if len(days) == 1 else f"{len(days)} days"
+        return f"These repeats come from recording runs on {on}; {alone}."
 
     # --- the final loop, class by class (the lesson; the details in part4-kernels)
 
