@@ -46,7 +46,7 @@ from ._columns import (
 from ._events import Trace
 from ._side import ABSENT, MEMORY_ARGS, comm_from_dicts, is_comm_name
 
-__all__ = ["ArgsRecord", "EventRecord", "IdsEventRecord", "IdsRecord", "NotFast", "load_fast"]
+__all__ = ["ArgsRecord", "EventRecord", "NotFast", "load_fast"]
 
 #: Bytes of JSON decoded per msgspec call: the Python objects of one piece
 #: (about 10k events) live only until the piece is turned into columns. Small
@@ -122,27 +122,6 @@ class CommRecord(msgspec.Struct, gc=False):
     args: dict[str, Any] | None = None
 
 
-class IdsRecord(msgspec.Struct, gc=False):
-    """:class:`ArgsRecord` cut to the two ids and thread names (``extra_args=False``)."""
-
-    correlation: NumOrText = -1
-    external_id: NumOrText = msgspec.field(default=-1, name="External id")
-    name: Any = None  # thread_name metadata
-
-
-class IdsEventRecord(msgspec.Struct, gc=False):
-    """:class:`EventRecord` with :class:`IdsRecord` args: every other arg skipped unseen."""
-
-    ph: str = ""
-    name: str = ""
-    cat: str = ""
-    pid: int | str = ""
-    tid: int | str = ""
-    ts: float | None = None  # µs
-    dur: float | None = None  # µs
-    args: IdsRecord | None = None
-
-
 class TsRecord(msgspec.Struct, gc=False):
     """An event's phase and its ``ts`` as written: a JSON float arrives as a Decimal."""
 
@@ -152,7 +131,6 @@ class TsRecord(msgspec.Struct, gc=False):
 
 _TOP: msgspec.json.Decoder[dict[str, msgspec.Raw]] = msgspec.json.Decoder(dict[str, msgspec.Raw])
 _EVENTS: msgspec.json.Decoder[list[EventRecord]] = msgspec.json.Decoder(list[EventRecord])
-_IDS_EVENTS: msgspec.json.Decoder[list[IdsEventRecord]] = msgspec.json.Decoder(list[IdsEventRecord])
 _ANY_EVENTS: msgspec.json.Decoder[list[Any]] = msgspec.json.Decoder(list[Any])
 _COMM_EVENT: msgspec.json.Decoder[CommRecord] = msgspec.json.Decoder(CommRecord)
 #: Where a communication event's name starts (``_side.is_comm_name``; checked again once decoded).
@@ -162,16 +140,11 @@ _TS: msgspec.json.Decoder[list[TsRecord]] = msgspec.json.Decoder(
 )
 
 
-@functools.lru_cache(maxsize=8)
-def _events_decoder(extra_args: bool | frozenset[str]) -> msgspec.json.Decoder[Any]:
-    """The decoder of a piece for a load with ``extra_args`` (as :class:`Columns` keeps it).
+def _cut_events(keep: Collection[str]) -> msgspec.json.Decoder[Any]:
+    """The decoder of a piece whose args are :class:`ArgsRecord` cut to ``keep``'s fields.
 
-    For some columns, :class:`ArgsRecord` cut to their args, the ids, thread
-    names and the ``[memory]`` args: msgspec skips every other arg unseen.
+    msgspec skips every other arg unseen.
     """
-    if isinstance(extra_args, bool):
-        return _EVENTS if extra_args else _IDS_EVENTS
-    keep = {"correlation", "external_id", "name", *MEMORY_ARGS.values(), *extra_columns(extra_args)}
     fields = [(f.name, f.type, msgspec.field(default=f.default, name=f.encode_name))
               for f in msgspec.structs.fields(ArgsRecord) if f.name in keep]  # fmt: skip
     args = msgspec.defstruct("SomeArgsRecord", fields, gc=False)
@@ -179,6 +152,24 @@ def _events_decoder(extra_args: bool | frozenset[str]) -> msgspec.json.Decoder[A
                 for f in msgspec.structs.fields(EventRecord)]  # fmt: skip
     event = msgspec.defstruct("SomeArgsEventRecord", envelope, gc=False)
     return msgspec.json.Decoder(list[event])  # type: ignore[valid-type]
+
+
+#: The two ids and thread names alone (``extra_args=False``).
+_IDS_EVENTS = _cut_events({"correlation", "external_id", "name"})
+
+
+@functools.lru_cache(maxsize=8)
+def _events_decoder(extra_args: bool | frozenset[str]) -> msgspec.json.Decoder[Any]:
+    """The decoder of a piece for a load with ``extra_args`` (as :class:`Columns` keeps it).
+
+    For some columns, :class:`ArgsRecord` cut to their args, the ids, thread
+    names and the ``[memory]`` args.
+    """
+    if isinstance(extra_args, bool):
+        return _EVENTS if extra_args else _IDS_EVENTS
+    return _cut_events(
+        {"correlation", "external_id", "name", *MEMORY_ARGS.values(), *extra_columns(extra_args)}
+    )
 
 
 def load_fast(
