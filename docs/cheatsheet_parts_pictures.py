@@ -17,6 +17,7 @@ from cheatsheet_pictures import (
     WIDTH_IN,
     SmallFigure,
     around,
+    around_call,
     drawn,
     picture,
     win,
@@ -29,9 +30,8 @@ from tracereader import Callout, Kind, link, timeline
 def bias() -> Callable[[], SmallFigure]:
     """Entry: `bias` in a GEMM kernel's name, and no add kernel."""
     t = rec("small", "02_linear").trace()
-    op = one(in_step(t, t.steps[-1].name, name="aten::addmm"))
     caption = "Recording 02_linear small, the last step: one addmm, one launch, one kernel."
-    return around("bias", t, op, 6, "aten::addmm", caption)
+    return around_call("bias", t, t.steps[-1].name, "aten::addmm", 6, caption)
 
 
 def views() -> Callable[[], SmallFigure]:

@@ -6,7 +6,8 @@ text. It picks the events it draws the way the entry's facts do
 (``docs/facts/_cheatsheet_matmul.py``): the numbers and claims are computed and checked on
 every repeat there, not here. The cheatsheet's own entries (``cheatsheet.md``), about the
 other parts' recordings, are drawn in :mod:`cheatsheet_parts_pictures` with the helpers
-here (:class:`SmallFigure`, :func:`picture`, :func:`drawn`, :func:`around`).
+here (:class:`SmallFigure`, :func:`picture`, :func:`drawn`, :func:`around`,
+:func:`around_call`).
 """
 
 from __future__ import annotations
@@ -419,22 +420,26 @@ def batched() -> Callable[[], SmallFigure]:
                  around=mat, pad_us=3)  # fmt: skip
 
 
+def around_call(
+    key: str, trace: Any, step: int | str, call: str, pad_us: float, caption: str
+) -> Callable[[], SmallFigure]:
+    """:func:`around` the one event named ``call`` in ``step`` (a number or a name), labelled
+    with its name."""
+    return around(key, trace, one(in_step(trace, step, name=call)), pad_us, call, caption)
+
+
 def addmm() -> Callable[[], SmallFigure]:
     """Entry: `aten::addmm` instead of `aten::matmul` plus `aten::add`."""
     name = "64_bf16_addmm"
-    t = T[name]
-    op = one(in_step(t, 4, name="aten::addmm"))
     caption = f"Recording {name}, aten::addmm in ProfilerStep#4."
-    return around("addmm", t, op, 4, "aten::addmm", caption)
+    return around_call("addmm", T[name], 4, "aten::addmm", 4, caption)
 
 
 def dynamo() -> Callable[[], SmallFigure]:
     """Entry: `TorchDynamo Cache Lookup` in every step."""
     name = "64_bf16_compile"
-    t = T[name]
-    c = one(in_step(t, 3, name="TorchDynamo Cache Lookup"))
     caption = f"Recording {name}, ProfilerStep#3."
-    return around("dynamo", t, c, 25, "TorchDynamo Cache Lookup", caption)
+    return around_call("dynamo", T[name], 3, "TorchDynamo Cache Lookup", 25, caption)
 
 
 def region() -> Callable[[], SmallFigure]:
