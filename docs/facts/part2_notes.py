@@ -7,9 +7,9 @@ Every number the notes quote and every claim they make about the recordings of
 
 from __future__ import annotations
 
+import part2
 import part2_measures as m
 from tracesite.facts import Facts, claim
-from tracesite.words import about
 
 EXAMPLE = "03_mlp"
 GPUS = ("h200", "h100")
@@ -121,23 +121,12 @@ def facts(f: Facts) -> None:
     num("at_cold_n", n_cold)
 
     def big_shape() -> None:
-        big = m.big_shape(
-            trace("eager_big"),
-            trace("compile_big"),
-            trace("liger_big"),
-            rec("liger_big").params,
+        big = part2.big_shape(
+            f,
+            h200_says="on the H200 Liger's kernel broke even with the pair at the larger shape",
+            h100_says="on the H100 Liger's kernel saved time at the larger shape",
         )
         f.num_from(big, "liger_block liger_masked_pct liger_small_block liger_small_masked_pct")
-        if f.gpu == "h200":
-            claim(
-                about(big["liger_big_us"], big["pair_big_us"]),
-                "on the H200 Liger's kernel broke even with the pair at the larger shape",
-            )
-        if f.gpu == "h100":
-            claim(
-                big["liger_big_us"] < 0.9 * big["pair_big_us"],
-                "on the H100 Liger's kernel saved time at the larger shape",
-            )
 
     f.repeats(big_shape)
 
