@@ -185,8 +185,7 @@ def facts(f: Facts) -> None:
         )
         f.num_from(off, "off_warm l2s_warm n_abr")
         share = m.request_share_facts(recorded("peaks"))
-        num("pk_off_ms", share["pk_off_ms"])
-        num("pk_share", share["pk_share"])
+        f.num_from(share, "pk_off_ms pk_share")
         sync = m.sync_facts(
             recorded("64_bf16"),
             recorded("4096_bf16"),
@@ -195,8 +194,7 @@ def facts(f: Facts) -> None:
         )
         f.num_from(sync, "s64_us s64_busy s4k_us s4k_busy s64c_us s64c_busy a100_sync_pct l2s32_ms")
         window = m.window_facts(recordings=[(recorded(n), rec(n).meta) for n in m.VARIANTS])
-        num("idle_sync_min", window["idle_sync_min"])
-        num("idle_sync_max", window["idle_sync_max"])
+        f.num_from(window, "idle_sync_min idle_sync_max")
 
     f.repeats(late_kernel)
 

@@ -128,8 +128,7 @@ def facts(f: Facts) -> None:
         )
         f.num_from(off, "off_warm l2s_warm off_cold l2s_cold off_nw l2s_nw n_abr abr_ms n_abr_20")
         share = m.request_share_facts(trace("peaks"))
-        num("pk_off_ms", share["pk_off_ms"])
-        num("pk_share", share["pk_share"])
+        f.num_from(share, "pk_off_ms pk_share")
         window = m.window_facts(recordings=[(trace(n), rec(n).meta) for n in m.VARIANTS])
         f.num_from(window, "n_idle_sync idle_sync_min idle_sync_max")
 
@@ -178,8 +177,7 @@ def facts(f: Facts) -> None:
         speed = m.speed_facts(
             trace("peaks"), trace("64_bf16"), trace("4096_bf16_20steps"), trace("4096_bf16")
         )
-        num("r4k_tflops", speed["r4k_tflops"])
-        num("r4k_pct", speed["r4k_pct"])
+        f.num_from(speed, "r4k_tflops r4k_pct")
         dtype: dict[str, Any] = m.dtype_facts(
             trace("4096_bf16"), trace("4096_fp32"), trace("4096_fp32_tf32")
         )
@@ -207,8 +205,7 @@ def facts(f: Facts) -> None:
             trace("4096_bf16_autotune"),
         )
         md("fused_name", fused["fused_name"])
-        num("fused_vs_pair", fused["fused_vs_pair"])
-        num("fused_vs_gemm", fused["fused_vs_gemm"])
+        f.num_from(fused, "fused_vs_pair fused_vs_gemm")
         # Per step, GPU time of eager, compiled (cuBLAS + copy) and fused: a tie on the H200;
         # on the H100 the fused Triton GEMM is slower, so the fused step loses.
         if f.gpu == "h200":

@@ -89,8 +89,7 @@ def facts(f: Facts) -> None:
     def mlp_compile() -> None:
         c = m.mlp_compile(trace("eager"), trace("compile"), trace("liger"))
         md("k_fused", c["k_fused"])
-        num("bytes_eager", c["bytes_eager"])
-        num("bytes_fused", c["bytes_fused"])
+        f.num_from(c, "bytes_eager bytes_fused")
 
     f.repeats(mlp_compile)
 

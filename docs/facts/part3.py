@@ -113,8 +113,7 @@ def facts(f: Facts) -> None:
     # Why does the fastest kernel read 0 % occupancy?
     def occupancy() -> None:
         occ = m.occupancy_facts(trace("sdpa_cudnn"), trace("sdpa_flash"))
-        num("c_smem_kib", occ["c_smem_kib"])
-        num("f_occ", occ["f_occ"])
+        f.num_from(occ, "c_smem_kib f_occ")
 
     f.repeats(occupancy)
 
