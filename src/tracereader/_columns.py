@@ -76,7 +76,6 @@ EXTRA_ARGS = {
 }
 _ID_ARGS = {"correlation": "correlation", "External id": "external_id"}
 INT_ARGS = {**_ID_ARGS, **EXTRA_ARGS}  # JSON key -> attribute of an args record
-Num = int | float | None  # None: JSON null; an absent key reads as -1
 #: What a numeric arg may hold as decoded: a string is read as the integer it
 #: spells (``"1"``), any other string as absent (ROCm's ``"stream": "0x0"``).
 NumOrText = int | float | str | None
