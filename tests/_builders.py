@@ -4,16 +4,29 @@
 event each (times in µs), ``launched`` an op with its launch call and GPU op; ``doc``
 wraps events in a trace document and ``make`` loads it. ``LAUNCH_PATHS``, ``GAPS`` and
 ``NESTED`` are event lists for the linker, the gap causes and the op tables; ``make_doc``
-builds a small eager trace for the drawing and rendering tests. A plain module:
-``tests/conftest.py`` puts this folder on ``sys.path``.
+builds a small eager trace for the drawing and rendering tests. ``H200_TRACES`` and
+``RECORDINGS`` are the real traces the tests read. A plain module: ``tests/conftest.py``
+puts this folder on ``sys.path``.
 """
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from tracereader import load
 from tracereader._events import Trace
+
+ROOT = Path(__file__).resolve().parents[1]
+#: The committed H200 traces, named: a missing one fails ("no such file"), never skips.
+H200_TRACES = [
+    ROOT / "tests" / "data" / "h200" / f"{name}.json.gz"
+    for name in ("compile", "cudagraphs", "sdpa", "train_eager", "train_stack")
+]
+#: The site's recordings (first repeat of each variant, on the H200 the pages read);
+#: test_load checks there are some.
+RECORDINGS = sorted((ROOT / "docs" / "recordings" / "h200").glob("*/*/r0/trace.json.gz"))
+REAL = H200_TRACES + RECORDINGS
 
 PID = 4242
 

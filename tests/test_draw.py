@@ -5,11 +5,10 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
-from _builders import ADD_KERNEL, MM_KERNEL, make_doc, x_event
+from _builders import ADD_KERNEL, H200_TRACES, MM_KERNEL, RECORDINGS, ROOT, make_doc, x_event
 
 from tracereader import Kind, load
 from tracereader._draw import Callout, alt_text, compare_timelines, resolve_window, timeline
@@ -17,16 +16,6 @@ from tracereader._draw_layout import CLASS_INDEX, bar_label, classify, merge_bar
 from tracereader._gaps import gaps as measure_gaps
 from tracereader._link import link
 from tracereader._names import shorten_kernel_name
-
-ROOT = Path(__file__).resolve().parents[1]
-#: The committed H200 traces, named: a missing one fails ("no such file"), never skips.
-H200_TRACES = [
-    ROOT / "tests" / "data" / "h200" / f"{name}.json.gz"
-    for name in ("compile", "cudagraphs", "sdpa", "train_eager", "train_stack")
-]
-#: The site's recordings (first repeat of each variant, on the H200 the pages read);
-#: test_load checks there are some.
-RECORDINGS = sorted((ROOT / "docs" / "recordings" / "h200").glob("*/*/r0/trace.json.gz"))
 
 
 @pytest.fixture(scope="module")

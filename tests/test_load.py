@@ -16,25 +16,16 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from _builders import H200_TRACES, REAL, RECORDINGS, ROOT
 
 import tracereader
 from tracereader import Kind, TraceError, _columns, _fast, _tolerant, load
 from tracereader import _load as loader
 from tracereader._columns import unpack_xyz
 
-ROOT = Path(__file__).resolve().parents[1]
 SYNTH = ROOT / "tests" / "data" / "synthetic"
 BASE_NS = 1_790_857_026_000_000_000
 T_NS = 5_000_000_000_000_000  # the synthetic traces' T (µs) in ns
-#: The committed H200 traces, named: a missing one fails ("no such file"), never skips.
-H200_TRACES = [
-    ROOT / "tests" / "data" / "h200" / f"{name}.json.gz"
-    for name in ("compile", "cudagraphs", "sdpa", "train_eager", "train_stack")
-]
-#: The site's recordings (first repeat of each variant, on the H200 the pages read);
-#: test_load checks there are some.
-RECORDINGS = sorted((ROOT / "docs" / "recordings" / "h200").glob("*/*/r0/trace.json.gz"))
-REAL = H200_TRACES + RECORDINGS
 COLUMNS = ("ts_ns", "dur_ns", "kind", "name_id", "cat_id", "lane", "correlation", "external_id")
 
 

@@ -12,22 +12,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from _builders import GAPS, LAUNCH_PATHS, call, ev, gpu, make, op, step
+from _builders import GAPS, LAUNCH_PATHS, REAL, ROOT, call, ev, gpu, make, op, step
 
 from tracereader import load
 from tracereader._gaps import gaps
 from tracereader._measure import gpu_busy_us, launches, step_times, summary
 
-ROOT = Path(__file__).resolve().parent.parent
-#: The committed H200 traces, named: a missing one fails ("no such file"), never skips.
-H200_TRACES = [
-    ROOT / "tests" / "data" / "h200" / f"{name}.json.gz"
-    for name in ("compile", "cudagraphs", "sdpa", "train_eager", "train_stack")
-]
-#: The site's recordings (first repeat of each variant, on the H200 the pages read);
-#: test_load checks there are some.
-RECORDINGS = sorted((ROOT / "docs" / "recordings" / "h200").glob("*/*/r0/trace.json.gz"))
-REAL = H200_TRACES + RECORDINGS
 #: Every trace file the tests ship: the recordings plus the loader's quirk fixtures.
 ALL_TRACES = REAL + sorted((ROOT / "tests" / "data" / "synthetic").glob("*.json"))
 

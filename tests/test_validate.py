@@ -3,19 +3,13 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
+from _builders import H200_TRACES, ROOT
 
 from tracereader import Finding, load, validate
 
-ROOT = Path(__file__).resolve().parents[1]
 SYNTH = ROOT / "tests" / "data" / "synthetic"
-#: The committed H200 traces, named: a missing one fails ("no such file"), never skips.
-H200_TRACES = [
-    ROOT / "tests" / "data" / "h200" / f"{name}.json.gz"
-    for name in ("compile", "cudagraphs", "sdpa", "train_eager", "train_stack")
-]
 CHECKS = ["parser", "versions", "options", "counts", "python", "gpu", "zero_dur", "overlap"]
 
 
