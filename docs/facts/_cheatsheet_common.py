@@ -12,6 +12,7 @@ Face post's (``HF``), cited as theirs.
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -157,20 +158,20 @@ def one(rows: Any) -> int:
     return int(rows[0])
 
 
+def step_kernel(name: str, step: int, wanted: Callable[[str], bool]) -> int:
+    """The first GPU op launched in step ``step`` of ``name`` whose name is ``wanted``."""
+    t = T[name]
+    return next(int(o) for o in LN[name].gpu_ops_of(t.step(step).event) if wanted(t.name(o)))
+
+
 def step_gemm(name: str, step: int) -> int:
     """The GEMM (the ``nvjet`` kernel) launched in step ``step`` of ``name``."""
-    t = T[name]
-    return next(
-        int(o) for o in LN[name].gpu_ops_of(t.step(step).event) if t.name(o).startswith("nvjet")
-    )
+    return step_kernel(name, step, lambda kernel: kernel.startswith("nvjet"))
 
 
 def step_add(name: str, step: int) -> int:
     """The add kernel (``CUDAFunctor_add``) launched in step ``step`` of ``name``."""
-    t = T[name]
-    return next(
-        int(o) for o in LN[name].gpu_ops_of(t.step(step).event) if "CUDAFunctor_add" in t.name(o)
-    )
+    return step_kernel(name, step, lambda kernel: "CUDAFunctor_add" in kernel)
 
 
 def gemm_of(name: str) -> tuple[Any, Any, str]:
