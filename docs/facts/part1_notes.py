@@ -14,6 +14,7 @@ from typing import Any
 import part1_measures as m
 from part1_measures import medians
 from tracesite.facts import Facts, claim
+from tracesite.notebook import verdict
 
 from tracereader import Kind, Trace
 
@@ -29,16 +30,6 @@ def autotune_text(picks: Sequence[bool]) -> str:
     if k == 0:
         return f"kept cuBLAS and the copy in all {n} repeats"
     return f"picked the fused Triton kernel in {k} of {n} repeats and cuBLAS with the copy in the others"
-
-
-def verdict(ratios: Sequence[float], more: str, less: str, same: str, margin: float = 0.05) -> str:
-    """Word a ratio measured once per process, claiming a difference only beyond ``margin``
-    on the same side in every process."""
-    if min(ratios) > 1 + margin:
-        return more
-    if max(ratios) < 1 - margin:
-        return less
-    return same
 
 
 def cpu_verdict(
