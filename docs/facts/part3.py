@@ -33,15 +33,18 @@ def facts(f: Facts) -> None:
     def peak_mib(v: str) -> float:  # extra memory of one forward: torch.cuda.max_memory_allocated
         return rec(v).timings()["peak_extra_bytes"] / 2**20  # type: ignore[index, no-any-return]
 
-    # Where does attention written by hand spend its time?
-    def naive() -> None:
-        nf = m.naive_facts(
+    def naive_facts() -> dict[str, Any]:  # this repeat's naive attention, by hand and in place
+        return m.naive_facts(
             trace("naive"),
             trace("naive_inplace"),
             peak_mib("naive"),
             peak_mib("naive_inplace"),
             SHAPE,
         )
+
+    # Where does attention written by hand spend its time?
+    def naive() -> None:
+        nf = naive_facts()
         f.num_from(
             nf,
             "naive_ops score_mib naive_us naive_gemm_pct fill_tbs mul_tbs naive_peak_mib ip_us "
@@ -160,13 +163,7 @@ def facts(f: Facts) -> None:
     num("peak_tbs", tbs)
 
     def bandwidth() -> None:
-        mul_tbs = m.naive_facts(
-            trace("naive"),
-            trace("naive_inplace"),
-            peak_mib("naive"),
-            peak_mib("naive_inplace"),
-            SHAPE,
-        )["mul_tbs"]
+        mul_tbs = naive_facts()["mul_tbs"]
         share = num("mul_bw_pct", 100 * float(mul_tbs) / tbs)
         claim(
             words.about(share, 90),
