@@ -48,6 +48,24 @@ def check_op_table(
         assert abs(ops[name]["self_cpu_us"] - self_us) < 0.01, name
 
 
+def lane_offset(f: Facts) -> dict[str, Any]:
+    """This repeat's late GPU lane, in one dict: the lane offset (``offset_facts``), the
+    Activity Buffer Request's share of it (``request_share_facts``) and what every
+    recording's profiled window shows (``window_facts``). The page and its notes paste
+    different keys of it."""
+    trace = f.trace
+    return {
+        **m.offset_facts(
+            trace("64_bf16"),
+            trace("64_bf16_cold"),
+            trace("64_bf16_nowait"),
+            trace("64_bf16_20steps_cold"),
+        ),
+        **m.request_share_facts(trace("peaks")),
+        **m.window_facts(recordings=[(trace(n), f.rec(n).meta) for n in m.VARIANTS]),
+    }
+
+
 def facts(f: Facts) -> None:
     rec, recs, num, md, recorded = f.rec, f.recs, f.num, f.md, f.trace
 
@@ -177,15 +195,9 @@ def facts(f: Facts) -> None:
 
     # Is a late kernel the GPU's fault?
     def late_kernel() -> None:
-        off = m.offset_facts(
-            recorded("64_bf16"),
-            recorded("64_bf16_cold"),
-            recorded("64_bf16_nowait"),
-            recorded("64_bf16_20steps_cold"),
+        f.num_from(
+            lane_offset(f), "off_warm l2s_warm n_abr pk_off_ms pk_share idle_sync_min idle_sync_max"
         )
-        f.num_from(off, "off_warm l2s_warm n_abr")
-        share = m.request_share_facts(recorded("peaks"))
-        f.num_from(share, "pk_off_ms pk_share")
         sync = m.sync_facts(
             recorded("64_bf16"),
             recorded("4096_bf16"),
@@ -193,8 +205,6 @@ def facts(f: Facts) -> None:
             recorded("64_bf16_cold"),
         )
         f.num_from(sync, "s64_us s64_busy s4k_us s4k_busy s64c_us s64c_busy a100_sync_pct l2s32_ms")
-        window = m.window_facts(recordings=[(recorded(n), rec(n).meta) for n in m.VARIANTS])
-        f.num_from(window, "idle_sync_min idle_sync_max")
 
     f.repeats(late_kernel)
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import part1
 import part1_measures as m
 from part1_measures import medians
 from tracesite.facts import Facts, claim
@@ -111,17 +112,11 @@ def facts(f: Facts) -> None:
 
     # The lane offset and the Activity Buffer Request
     def offset() -> None:
-        off = m.offset_facts(
-            trace("64_bf16"),
-            trace("64_bf16_cold"),
-            trace("64_bf16_nowait"),
-            trace("64_bf16_20steps_cold"),
+        f.num_from(
+            part1.lane_offset(f),
+            "off_warm l2s_warm off_cold l2s_cold off_nw l2s_nw n_abr abr_ms n_abr_20 pk_off_ms "
+            "pk_share n_idle_sync idle_sync_min idle_sync_max",
         )
-        f.num_from(off, "off_warm l2s_warm off_cold l2s_cold off_nw l2s_nw n_abr abr_ms n_abr_20")
-        share = m.request_share_facts(trace("peaks"))
-        f.num_from(share, "pk_off_ms pk_share")
-        window = m.window_facts(recordings=[(trace(n), rec(n).meta) for n in m.VARIANTS])
-        f.num_from(window, "n_idle_sync idle_sync_min idle_sync_max")
 
     f.repeats(offset)
 
