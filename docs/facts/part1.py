@@ -3,7 +3,7 @@
 Every number the page quotes and every claim it makes about the recordings of
 ``01_matmul_add``, computed by :mod:`part1_measures` (each ``*_facts`` function asserts
 its claims) and checked on every repeat. :func:`check_op_table`, which only this page
-uses, lives here.
+uses, lives here, and the readers of the measures its notes read too (:func:`offsets`...).
 """
 
 from __future__ import annotations
@@ -48,22 +48,94 @@ def check_op_table(
         assert abs(ops[name]["self_cpu_us"] - self_us) < 0.01, name
 
 
+# Measures the page and its notes both read, on the same recordings of this repeat: each
+# page pastes its own keys of what they return.
+
+
+def offsets(f: Facts) -> dict[str, Any]:
+    """The GPU lane's late start, warm, cold and unwaited (``offset_facts``)."""
+    t = f.trace
+    return m.offset_facts(
+        t("64_bf16"), t("64_bf16_cold"), t("64_bf16_nowait"), t("64_bf16_20steps_cold")
+    )
+
+
 def lane_offset(f: Facts) -> dict[str, Any]:
-    """This repeat's late GPU lane, in one dict: the lane offset (``offset_facts``), the
+    """This repeat's late GPU lane, in one dict: the lane offset (:func:`offsets`), the
     Activity Buffer Request's share of it (``request_share_facts``) and what every
-    recording's profiled window shows (``window_facts``). The page and its notes paste
-    different keys of it."""
-    trace = f.trace
+    recording's profiled window shows (``window_facts``)."""
     return {
-        **m.offset_facts(
-            trace("64_bf16"),
-            trace("64_bf16_cold"),
-            trace("64_bf16_nowait"),
-            trace("64_bf16_20steps_cold"),
-        ),
-        **m.request_share_facts(trace("peaks")),
-        **m.window_facts(recordings=[(trace(n), f.rec(n).meta) for n in m.VARIANTS]),
+        **offsets(f),
+        **m.request_share_facts(f.trace("peaks")),
+        **m.window_facts(recordings=[(f.trace(n), f.rec(n).meta) for n in m.VARIANTS]),
     }
+
+
+def call_chain(f: Facts) -> dict[str, Any]:
+    """From the Python call to the kernel, plain and batched (``chain_facts``)."""
+    return m.chain_facts(f.trace("64_bf16"), f.trace("64_bf16_batch8"))
+
+
+def launch_calls(f: Facts) -> dict[str, Any]:
+    """The calls before each GEMM launch (``launch_call_facts``)."""
+    t = f.trace
+    others = [t(n) for n in ("4096_fp32_tf32", "4096_bf16_compile", "peaks")]
+    return m.launch_call_facts(
+        t("64_bf16"), t("4096_bf16"), t("4096_fp32"), t("4096_fp32_tf32"), others=others
+    )
+
+
+def gemm_speed(f: Facts) -> dict[str, Any]:
+    """The kernels' rates against the peaks (``speed_facts``)."""
+    t = f.trace
+    return m.speed_facts(t("peaks"), t("64_bf16"), t("4096_bf16_20steps"), t("4096_bf16"))
+
+
+def first_step_costs(f: Facts) -> dict[str, Any]:
+    """The first step against the later ones, cold and warm (``first_step_facts``)."""
+    t = f.trace
+    return m.first_step_facts(
+        t("64_bf16_20steps_cold"),
+        t("64_bf16_20steps"),
+        t("64_bf16_cold"),
+        warm_meta=f.rec("64_bf16_20steps").meta,
+    )
+
+
+def closing_sync(f: Facts) -> dict[str, Any]:
+    """The closing synchronize of each step (``sync_facts``)."""
+    t = f.trace
+    return m.sync_facts(t("64_bf16"), t("4096_bf16"), t("4096_fp32"), t("64_bf16_cold"))
+
+
+def cold_table(f: Facts) -> dict[str, Any]:
+    """The cold process's op table (``cold_table_facts``)."""
+    return m.cold_table_facts(
+        f.trace("64_bf16_cold"), totals_cold=f.rec("64_bf16_cold").table_totals_us()
+    )
+
+
+def compiled(f: Facts) -> dict[str, Any]:
+    """What torch.compile changes (``compile_facts``), its recordings checked to come from
+    one process with the eager one's (``same_process``)."""
+    t = f.trace
+    m.same_process(
+        [f.rec("64_bf16").meta, f.rec("64_bf16_compile").meta], "64_bf16", "64_bf16_compile"
+    )
+    return m.compile_facts(
+        t("64_bf16"),
+        t("64_bf16_compile"),
+        t("64_bf16_addmm"),
+        t("64_bf16_reduce_overhead"),
+        t("4096_bf16_compile"),
+    )
+
+
+def interleaved(f: Facts) -> dict[str, Any]:
+    """The versions' calls interleaved, profiled and as the harness timed them unprofiled
+    (``interleaved_facts``)."""
+    timings: Any = f.rec("interleaved_64").timings()
+    return m.interleaved_facts(f.trace("interleaved_64"), bare=timings["calls"])
 
 
 def facts(f: Facts) -> None:
@@ -138,31 +210,19 @@ def facts(f: Facts) -> None:
 
     # How does a Python call become a kernel?
     def chain() -> None:
-        ch: dict[str, Any] = m.chain_facts(recorded("64_bf16"), recorded("64_bf16_batch8"))
+        ch = call_chain(f)
         md("chain", ch["chain"])
         md("add_chain", ch["add_chain"])
         md("batch_ops", ch["batch_ops"])
         num("batch_kernels", ch["batch_kernels"])
-        others = [recorded(n) for n in ("4096_fp32_tf32", "4096_bf16_compile", "peaks")]
-        calls: dict[str, Any] = m.launch_call_facts(
-            recorded("64_bf16"),
-            recorded("4096_bf16"),
-            recorded("4096_fp32"),
-            recorded("4096_fp32_tf32"),
-            others=others,
-        )
+        calls = launch_calls(f)
         md("c64", calls["c64"])
 
     f.repeats(chain)
 
     # Is the kernel fast?
     def speed() -> None:
-        sp = m.speed_facts(
-            recorded("peaks"),
-            recorded("64_bf16"),
-            recorded("4096_bf16_20steps"),
-            recorded("4096_bf16"),
-        )
+        sp = gemm_speed(f)
         f.num_from(
             sp,
             "peak_tflops peak_tbs peak_pct g64_us g4k_us gemm_time_ratio r64_tflops r4k_tflops "
@@ -181,14 +241,9 @@ def facts(f: Facts) -> None:
 
     # Why is the first step slow?
     def first_step() -> None:
-        first = m.first_step_facts(
-            recorded("64_bf16_20steps_cold"),
-            recorded("64_bf16_20steps"),
-            recorded("64_bf16_cold"),
-            warm_meta=rec("64_bf16_20steps").meta,
-        )
         f.num_from(
-            first, "cold_first cold_rest warm_first warm_rest cold_ratio warm_ratio gap2 gap3"
+            first_step_costs(f),
+            "cold_first cold_rest warm_first warm_rest cold_ratio warm_ratio gap2 gap3",
         )
 
     f.repeats(first_step)
@@ -198,45 +253,22 @@ def facts(f: Facts) -> None:
         f.num_from(
             lane_offset(f), "off_warm l2s_warm n_abr pk_off_ms pk_share idle_sync_min idle_sync_max"
         )
-        sync = m.sync_facts(
-            recorded("64_bf16"),
-            recorded("4096_bf16"),
-            recorded("4096_fp32"),
-            recorded("64_bf16_cold"),
+        f.num_from(
+            closing_sync(f),
+            "s64_us s64_busy s4k_us s4k_busy s64c_us s64c_busy a100_sync_pct l2s32_ms",
         )
-        f.num_from(sync, "s64_us s64_busy s4k_us s4k_busy s64c_us s64c_busy a100_sync_pct l2s32_ms")
 
     f.repeats(late_kernel)
 
-    off = m.offset_facts(
-        recorded("64_bf16"),
-        recorded("64_bf16_cold"),
-        recorded("64_bf16_nowait"),
-        recorded("64_bf16_20steps_cold"),
-    )
+    off = offsets(f)
     num("off_warm_first", off["off_warm"])
     num("l2s_warm_first", off["l2s_warm"])
 
     # What does torch.compile change, and what does it not?
     def compile_() -> None:
-        comp = m.compile_facts(
-            recorded("64_bf16"),
-            recorded("64_bf16_compile"),
-            recorded("64_bf16_addmm"),
-            recorded("64_bf16_reduce_overhead"),
-            recorded("4096_bf16_compile"),
-        )
-        num("c_ops", comp["c_ops"])
-        timings: Any = rec("interleaved_64").timings()  # what the harness timed, unprofiled
-        inter = m.interleaved_facts(recorded("interleaved_64"), bare=timings["calls"])
-        f.num_from(inter, "c_over_e u_c_over_e u_r_over_e")
-        cold = m.cold_table_facts(
-            recorded("64_bf16_cold"), totals_cold=rec("64_bf16_cold").table_totals_us()
-        )
-        f.num_from(cold, "cold_pct_work a100_pct_work cold_cpu64")
-        m.same_process(
-            [rec("64_bf16").meta, rec("64_bf16_compile").meta], "64_bf16", "64_bf16_compile"
-        )
+        num("c_ops", compiled(f)["c_ops"])
+        f.num_from(interleaved(f), "c_over_e u_c_over_e u_r_over_e")
+        f.num_from(cold_table(f), "cold_pct_work a100_pct_work cold_cpu64")
         # What to do: compare GPU time per step, not the op count. At 4096 the fused Triton
         # GEMM runs fewer GPU ops per step than eager, yet no less GPU time (more, on the H100).
         eager, fused = recorded("4096_bf16"), recorded("4096_bf16_triton_gemm")

@@ -3,7 +3,8 @@
 Every number the notes quote and every claim they make about the recordings of
 ``01_matmul_add``, computed by :mod:`part1_measures` (each ``*_facts`` function asserts
 its claims) and checked on every repeat. The wording functions only the notes use
-(:func:`autotune_text`, :func:`verdict`, :func:`cpu_verdict`) live here.
+(:func:`autotune_text`, :func:`cpu_verdict`) live here; the measures Part 1's page reads
+too are read by its facts module's helpers (:func:`part1.offsets`...).
 """
 
 from __future__ import annotations
@@ -90,13 +91,7 @@ def facts(f: Facts) -> None:
 
     # The cold first step, up close
     def first_step() -> None:
-        first = m.first_step_facts(
-            trace("64_bf16_20steps_cold"),
-            trace("64_bf16_20steps"),
-            trace("64_bf16_cold"),
-            warm_meta=rec("64_bf16_20steps").meta,
-        )
-        f.num_from(first, "cold_ratio warm_ratio gap2 gap3 gap4")
+        f.num_from(part1.first_step_costs(f), "cold_ratio warm_ratio gap2 gap3 gap4")
         unscheduled = m.unscheduled_facts(trace("64_bf16_nowait"))
         f.num_from(
             unscheduled,
@@ -122,37 +117,23 @@ def facts(f: Facts) -> None:
 
     # The calls before a GEMM launch
     def launch_calls() -> None:
-        others = [trace(n) for n in ("4096_fp32_tf32", "4096_bf16_compile", "peaks")]
-        calls: dict[str, Any] = m.launch_call_facts(
-            trace("64_bf16"),
-            trace("4096_bf16"),
-            trace("4096_fp32"),
-            trace("4096_fp32_tf32"),
-            others=others,
-        )
+        calls = part1.launch_calls(f)
         md("c64", calls["c64"])
         md("c4k", calls["c4k"])
         md("c32", calls["c32"])
         num("memset_us", calls["memset_us"])
-        chain: dict[str, Any] = m.chain_facts(trace("64_bf16"), trace("64_bf16_batch8"))
-        md("batch_ops", chain["batch_ops"])
+        md("batch_ops", part1.call_chain(f)["batch_ops"])
 
     f.repeats(launch_calls)
 
     # The closing synchronize
     def closing_sync() -> None:
-        sync = m.sync_facts(
-            trace("64_bf16"), trace("4096_bf16"), trace("4096_fp32"), trace("64_bf16_cold")
-        )
         f.num_from(
-            sync,
+            part1.closing_sync(f),
             "s64_us s64_busy s4k_us s4k_busy s4k_pct s32_us s32_busy s32_pct s32_unrec s64c_us "
             "s64c_busy a100_sync_pct l2s32_ms",
         )
-        cold = m.cold_table_facts(
-            trace("64_bf16_cold"), totals_cold=rec("64_bf16_cold").table_totals_us()
-        )
-        f.num_from(cold, "cold_pct_work a100_pct_work cold_cpu64 cold_gpu64")
+        f.num_from(part1.cold_table(f), "cold_pct_work a100_pct_work cold_cpu64 cold_gpu64")
 
     f.repeats(closing_sync)
 
@@ -160,10 +141,7 @@ def facts(f: Facts) -> None:
     def kernels() -> None:
         dist = m.distribution_facts(trace("4096_bf16_20steps"))
         f.num_from(dist, "k20_n k20_min k20_med k20_max k20_spread gemm_speedup")
-        speed = m.speed_facts(
-            trace("peaks"), trace("64_bf16"), trace("4096_bf16_20steps"), trace("4096_bf16")
-        )
-        f.num_from(speed, "r4k_tflops r4k_pct")
+        f.num_from(part1.gemm_speed(f), "r4k_tflops r4k_pct")
         dtype: dict[str, Any] = m.dtype_facts(
             trace("4096_bf16"), trace("4096_fp32"), trace("4096_fp32_tf32")
         )
@@ -176,14 +154,7 @@ def facts(f: Facts) -> None:
 
     # torch.compile: the fused kernel and the CPU cost
     def compile_() -> None:
-        comp = m.compile_facts(
-            trace("64_bf16"),
-            trace("64_bf16_compile"),
-            trace("64_bf16_addmm"),
-            trace("64_bf16_reduce_overhead"),
-            trace("4096_bf16_compile"),
-        )
-        f.num_from(comp, "r_ops cp_mb cp_us copy_tbs a100_copy_tbs per_graph")
+        f.num_from(part1.compiled(f), "r_ops cp_mb cp_us copy_tbs a100_copy_tbs per_graph")
         fused: dict[str, Any] = fused_facts(
             trace("4096_bf16"),
             trace("4096_bf16_compile"),
@@ -207,14 +178,9 @@ def facts(f: Facts) -> None:
                 "on the H100 the fused step kept the GPU busy longer than the compiled cuBLAS one",
             )
             num("fused_step_pct", fused["fused_step_pct"])
-        timings: Any = rec("interleaved_64").timings()  # what the harness timed, unprofiled
-        inter = m.interleaved_facts(trace("interleaved_64"), bare=timings["calls"])
         f.num_from(
-            inter,
+            part1.interleaved(f),
             "rounds n_unprof prof_cost c_over_e a_over_e r_over_e u_c_over_e u_a_over_e u_r_over_e",
-        )
-        m.same_process(
-            [rec("64_bf16").meta, rec("64_bf16_compile").meta], "64_bf16", "64_bf16_compile"
         )
 
     f.repeats(compile_)
