@@ -2,7 +2,9 @@
 
 Every number the page quotes and every claim it makes about the recordings of
 ``02_linear`` and ``03_mlp``, computed by :mod:`part2_measures` (which raises on a false
-claim) and checked on every repeat. Numbers are medians over the repeats.
+claim) and checked on every repeat. Numbers are medians over the repeats. The measures
+its notes read too are read here, by :func:`big_shape`, :func:`cold_first_forward` and
+:func:`fusion_outcomes`.
 """
 
 from __future__ import annotations
@@ -10,6 +12,8 @@ from __future__ import annotations
 import part2_measures as m
 from tracesite.facts import Facts, claim
 from tracesite.words import about, beyond_spread, no_outlier
+
+from tracereader import Trace
 
 EXAMPLE = "02_linear"
 GPUS = ("h200", "h100")
@@ -30,6 +34,21 @@ def big_shape(f: Facts, h200_says: str, h100_says: str) -> m.Values:
     if f.gpu == "h100":
         claim(big["liger_big_us"] < 0.9 * big["pair_big_us"], h100_says)
     return big
+
+
+def cold_first_forward(f: Facts) -> m.Values:
+    """The cold process's first forward against this repeat's warm ones (``first_forward``)."""
+    warm = [f.trace(v) for v in ("eager", "eager_big", "compile", "liger")]
+    return m.first_forward(f.trace("eager_cold"), warm)
+
+
+def fusion_outcomes(f: Facts) -> m.Values:
+    """What each way of fusing made of the MLP, over every repeat (``fusion_outcomes``)."""
+
+    def every(variant: str) -> list[Trace]:
+        return [r.trace() for r in f.recs(variant)]
+
+    return m.fusion_outcomes({v: every(v) for v in m.HOW}, every("eager"), every("liger"))
 
 
 def facts(f: Facts) -> None:
@@ -78,9 +97,7 @@ def facts(f: Facts) -> None:
 
     # Who asks for occupancy, and when?
     def first_forward() -> None:
-        cold = m.first_forward(
-            trace("eager_cold"), [trace(v) for v in ("eager", "eager_big", "compile", "liger")]
-        )
+        cold = cold_first_forward(f)
         f.num_from(cold, "cold_occ cold_gate_ms cold_occ_us")
 
     f.repeats(first_forward)
@@ -93,10 +110,7 @@ def facts(f: Facts) -> None:
 
     f.repeats(mlp_compile)
 
-    runs = {v: [r.trace() for r in recs(v)] for v in m.HOW}
-    out = m.fusion_outcomes(
-        runs, [r.trace() for r in recs("eager")], [r.trace() for r in recs("liger")]
-    )
+    out = fusion_outcomes(f)
     for key in ("warm", "cold"):
         num(f"{key}_of", out[f"{key}_of"])
         num(f"{key}_n", out[f"{key}_n"])

@@ -73,9 +73,7 @@ def facts(f: Facts) -> None:
 
     # The first forward of a fresh process
     def first_forward() -> None:
-        cold = m.first_forward(
-            trace("eager_cold"), [trace(v) for v in ("eager", "eager_big", "compile", "liger")]
-        )
+        cold = part2.cold_first_forward(f)
         f.num_from(
             cold,
             "cold_fwd_ms cold_occ warm_fwd_us cold_clusters cold_gate_ms cold_up_ms cold_down_ms "
@@ -96,10 +94,7 @@ def facts(f: Facts) -> None:
         md("part4_issuer", "`aten::cumsum`")
 
     # The fused kernel's launch configurations
-    runs = {v: [r.trace() for r in recs(v)] for v in m.HOW}
-    out = m.fusion_outcomes(
-        runs, [r.trace() for r in recs("eager")], [r.trace() for r in recs("liger")]
-    )
+    out = part2.fusion_outcomes(f)
     md("outcome_table", out["outcome_table"])
     # Process or cache: max-autotune's first warm repeat raced from an empty cache
     walls = [float(r.env["wall_s"]) for r in recs("autotune")]
