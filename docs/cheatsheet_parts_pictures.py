@@ -7,6 +7,7 @@ from the drawn repeat, picking the events the entry's facts pick
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 from _cheatsheet_common import in_step, one, rec
@@ -25,6 +26,19 @@ from cheatsheet_pictures import (
 from matplotlib.patches import Rectangle
 
 from tracereader import Callout, Kind, link, timeline
+
+
+def launched_in_last_step(t: Any, **where: Any) -> int:
+    """The one GPU op matching ``where`` (as ``Trace.where`` takes it) that a call in the
+    last step launched."""
+    ln, last = link(t), t.steps[-1].name
+    return one(
+        [
+            int(i)
+            for i in t.where(**where)
+            if ln.launch[i] >= 0 and (s := ln.step_of(int(i))) is not None and s.name == last
+        ]
+    )
 
 
 def bias() -> Callable[[], SmallFigure]:
@@ -54,18 +68,7 @@ def views() -> Callable[[], SmallFigure]:
 def fused() -> Callable[[], SmallFigure]:
     """Entry: A `triton_poi_fused_…` kernel where two pointwise kernels were."""
     tc = rec("compile", "03_mlp").trace()
-    f = fused_kernel(tc)
-    last = tc.steps[-1].name
-    k = one(
-        [
-            i
-            for i in tc.where(kind=Kind.KERNEL)
-            if tc.name(i) == f
-            and link(tc).launch[i] >= 0
-            and (s_ := link(tc).step_of(int(i))) is not None
-            and s_.name == last
-        ]
-    )
+    k = launched_in_last_step(tc, kind=Kind.KERNEL, name=fused_kernel(tc))
     caption = "Recording 03_mlp compile, around the fused kernel of the last step."
     return around("fused", tc, k, 60, "fused gelu * mul", caption)
 
@@ -85,10 +88,7 @@ def graph() -> Callable[[], SmallFigure]:
 def att_copy() -> Callable[[], SmallFigure]:
     """Entry: A `Memcpy DtoD` before the mask in hand-written attention."""
     t = rec("naive", "04_attention").trace()
-    ln = link(t)
-    copies = [int(i) for i in t.where(kind=Kind.MEMCPY) if ln.launch[i] >= 0]
-    last = t.steps[-1].name
-    c = one([c for c in copies if (s_ := ln.step_of(c)) is not None and s_.name == last])
+    c = launched_in_last_step(t, kind=Kind.MEMCPY)
     caption = "Recording 04_attention naive, the last step: the score matrix copied, then masked."
     return around("att_copy", t, c, 150, "Memcpy DtoD: the clone", caption)
 
