@@ -5,7 +5,8 @@ makes about them, checked on every repeat. A number beside a picture or a printe
 is the drawn recording's (``f.md`` in ``f.repeats`` pastes the drawn repeat's text); a
 median over the repeats (``f.num``) is called a median. The page's own checks of the
 snippet and of the printed ``tracereader summary`` stay on the page: they read what the
-build runs, not the recordings. The page imports :func:`after_call_us` for its pictures.
+build runs, not the recordings. The page imports :func:`after_call_us` for its pictures:
+the cheatsheet's (:mod:`_cheatsheet_common`), as is :func:`idle_before_us`.
 """
 
 from __future__ import annotations
@@ -13,24 +14,13 @@ from __future__ import annotations
 from typing import Any
 
 import part1_measures as p1  # Part 1's checks: the first step, the profiler's cost
+from _cheatsheet_common import after_call_us, idle_before_us
 from tracesite.facts import Facts, Fmt, claim
 
 from tracereader import datasheet, kernel_table, link, step_times, summary
 
 EXAMPLE = "01_matmul_add"
 GPUS = ("h200", "h100")
-
-
-def after_call_us(t: Any, L: Any, k: int) -> float:
-    """From the END of a GPU op's launch call to the op's start, in µs."""
-    c = int(L.launch[k])
-    return (int(t.ts_ns[k]) - int(t.ts_ns[c] + t.dur_ns[c])) / 1e3
-
-
-def idle_before_us(t: Any, L: Any, k: int) -> float:
-    """How long the GPU lane was idle right before op ``k`` started (inf: nothing before)."""
-    ends = [int(t.ts_ns[i] + t.dur_ns[i]) for i in L.gpu_ops if t.ts_ns[i] < t.ts_ns[k]]
-    return (int(t.ts_ns[k]) - max(ends)) / 1e3 if ends else float("inf")
 
 
 def facts(f: Facts) -> None:
