@@ -1,13 +1,14 @@
 #!/bin/bash
 # torchtitan 0.2.2 training the Llama-3.2-1B shape of 06_train_step on one GPU, offline.
-# Usage: OUT=DIR WHEELS=DIR bash peers/torchtitan/run.sh RUN...   (RUN: A, B or E)
+# Usage: OUT=DIR WHEELS=DIR bash peers/torchtitan/run.sh RUN...   (RUN: A, B, E or P)
 #   A  torchtitan's defaults: fp32 weights, gradients and AdamW states, bf16 autocast,
 #      torch.compile, gradient clipping at 1.0; profiles step 30 (trace.json.gz)
 #   B  all bf16 (--training.dtype bfloat16): weights, gradients and AdamW states, as
 #      06_train_step's `causal`
 #   E  A without the profiler
+#   P  B, profiling step 30 (trace.json.gz), as A does
 # Each run writes OUT/<RUN>/log.txt (torchtitan's log, one "step: ... tps: ..." line per
-# step) and env.txt; A also OUT/A/trace.json.gz. WHEELS holds torchtitan and what it needs
+# step) and env.txt; A and P also OUT/<RUN>/trace.json.gz. WHEELS holds torchtitan and what it needs
 # beyond the GPU machine's image (datasets, torchdata, tyro, dill, multiprocess,
 # docstring_parser, typeguard); without WHEELS, they must already be installed.
 set -u
@@ -34,7 +35,8 @@ for run in "$@"; do
     A) flags="--profiling.enable_profiling --profiling.profile_freq 30" ;;
     B) flags="--training.dtype bfloat16" ;;
     E) flags="" ;;
-    *) echo "run.sh: no run named $run (A, B or E)" >&2; exit 2 ;;
+    P) flags="--training.dtype bfloat16 --profiling.enable_profiling --profiling.profile_freq 30" ;;
+    *) echo "run.sh: no run named $run (A, B, E or P)" >&2; exit 2 ;;
   esac
   dest=$OUT/$run; mkdir -p "$dest"; rm -rf "/tmp/titan_$run"
   {
