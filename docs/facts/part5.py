@@ -570,17 +570,15 @@ def beside_torchtitan(f: Facts, accounts: dict[tuple[str, str], list[dict[str, A
     second recorded ours in its own call, on its machine."""
     causal = f.on("h100").recs("causal")
     first, second = _peers.sessions("h100")
+    again = _peers.ours(second, "causal")
     by_session = {
         first: [(_timings(r), _results(r)["tokens_per_s"]) for r in causal],
-        second: [
-            (x["timings"], x["results"]["tokens_per_s"]) for x in _peers.ours(second, "causal")
-        ],
+        second: [(x["timings"], x["results"]["tokens_per_s"]) for x in again],
     }
     claim(
         all(t["seq"] == 2048 and t["batch"] == 8 for s in by_session.values() for t, _ in s),
         "causal trains batches of 8 sequences of 2,048 tokens, as the torchtitan runs",
     )
-    again = _peers.ours(second, "causal")
     claim(
         len(again) == 3
         and all(x["code_hash"] == causal[0].meta["code_hash"] for x in again)
@@ -617,7 +615,7 @@ def beside_torchtitan(f: Facts, accounts: dict[tuple[str, str], list[dict[str, A
         default = [_peers.median(r["tps"]) for r in by["A"] + by["E"]]
         bf16 = [_peers.median(r["tps"]) for r in by["B"]]
         ratios.append(m.median(ours_tps) / _peers.median(bf16))
-        tokens = 8 * 2048
+        tokens = 8 * 2048  # a step's, on both sides (claimed above)
         gaps_ms.append(1e3 * tokens / _peers.median(bf16) - 1e3 * tokens / m.median(ours_tps))
         ours_steps = [
             t["batch"] * t["seq"] / (ms / 1e3) for t, _ in by_session[name] for ms in t["step_ms"]
@@ -670,16 +668,14 @@ def beside_torchtitan(f: Facts, accounts: dict[tuple[str, str], list[dict[str, A
             "the step's first kernel",
         )
         loader_ms.append(tr.dur_ns[loader] / 1e6)
-        rope = [
-            i
+        complex_kernels = [
+            (i, _peers.kernel_class(tr.name(i)))
             for i in kernels.tolist()
-            if "complex" in tr.name(i) and _peers.kernel_class(tr.name(i)) == "other"
+            if "complex" in tr.name(i)
         ]
+        rope = [i for i, c in complex_kernels if c == "other"]
         claim(
-            any(
-                "complex" in tr.name(i) and _peers.kernel_class(tr.name(i)) == "Triton"
-                for i in kernels.tolist()
-            ),
+            any(c == "Triton" for _, c in complex_kernels),
             "Inductor compiles its RoPE's casts and reshapes into Triton kernels",
         )
         rope_n.append(len(rope))
