@@ -70,6 +70,16 @@ def test_a_story_hashes_as_one_file_with_its_helper_pasted_in(tmp_path):
     assert record.code_hash(story, "profile_thing", {"size": 4}) != base
 
 
+def test_a_definition_moved_verbatim_keeps_the_hash(tmp_path):
+    """The hash reads what the entry reaches, not where it stands: a function moved below
+    its caller, or from the story into its helper module, is the same code."""
+    base = record.code_hash(write(tmp_path, EXAMPLE), "profile_thing", {"size": 4})
+    helper = "def helper(x):\n    \"\"\"Helper docstring.\"\"\"\n    return x * SCALE\n"
+    moved = EXAMPLE.replace(helper, "") + "\n" + helper
+    assert moved != EXAMPLE
+    assert record.code_hash(write(tmp_path, moved, "02_thing.py"), "profile_thing", {"size": 4}) == base
+
+
 @pytest.mark.parametrize(
     ("line", "error"),
     [("from _01_common import helper as h", "without 'as'"),

@@ -185,6 +185,9 @@ def inlined_source(
 def code_hash(source_path: str | os.PathLike[str], entry: str, params: dict[str, Any]) -> str:
     """Hash of ``entry`` in ``source_path``, everything it reaches, and ``params``.
 
+    What it reaches counts as a set of statements: where each stands (in the story or in
+    its helper, above or below its caller) does not change the hash.
+
     Parameters
     ----------
     source_path
@@ -211,11 +214,9 @@ def code_hash(source_path: str | os.PathLike[str], entry: str, params: dict[str,
             continue
         seen[id(stmt)] = stmt
         todo.extend(n.id for n in ast.walk(stmt) if isinstance(n, ast.Name) and n.id in defs)
-    # Keep source order so the hash does not depend on traversal order.
-    order = {id(s): i for i, s in enumerate(body)}
-    parts = [
-        _canonical(_strip_docstrings(s)) for s in sorted(seen.values(), key=lambda s: order[id(s)])
-    ]
+    # Sorted, so that the hash depends neither on the traversal nor on where a definition
+    # stands: moving one verbatim (within the story, or into its helper) keeps the hash.
+    parts = sorted(_canonical(_strip_docstrings(s)) for s in seen.values())
     parts.append(json.dumps(params, sort_keys=True, default=str))
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
 
