@@ -52,7 +52,7 @@ from torch.profiler import record_function
 # story 03a shows it): the MLP ``GeGLUMLP``, ``_profile_steps`` (profiles ``active``
 # steps after ``skip`` unkept ones, with input shapes, and writes ``trace.json``), the
 # small shape, and the plumbing of every story.
-from _03_common import SMALL, GeGLUMLP, _profile_steps, run_variant
+from _03_common import SMALL, GeGLUMLP, _profile_steps, story_run
 
 # %%
 # The MLP
@@ -240,15 +240,7 @@ VARIANTS = {
 # ``run(name)`` profiles one variant into ``traces/03_mlp/<name>/`` and says
 # where it ran. On the CPU, every size above ``CPU_MAX_DIM`` shrinks to it.
 
-
-def run(name):
-    return run_variant(VARIANTS, name)
-
-
-# sphinx_gallery_start_ignore
-if "tracesite" in sys.modules:  # the site build replays the H200's recordings instead
-    run = sys.modules["tracesite"].replayer(run)
-# sphinx_gallery_end_ignore
+run = story_run(VARIANTS)
 
 # %%
 # The default mode, from nothing

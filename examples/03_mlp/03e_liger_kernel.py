@@ -40,8 +40,8 @@ import sys
 
 # From the code the stories of this set share (``_03_common.py``, beside this file;
 # story 03a shows it): the MLP, its harness ``profile_mlp``, the shapes, and the
-# plumbing of every story (``run_variant``, ``command_line``, ``optional_tracereader``).
-from _03_common import BIG, SMALL, command_line, optional_tracereader, profile_mlp, run_variant
+# plumbing of every story (``story_run``, ``optional_tracereader``).
+from _03_common import BIG, SMALL, optional_tracereader, profile_mlp, story_run
 
 # %%
 # The MLP
@@ -100,21 +100,10 @@ VARIANTS = {
 # %%
 # ``run(name)`` profiles one variant into ``traces/03_mlp/<name>/`` and says
 # where it ran. On the CPU, every size above ``CPU_MAX_DIM`` shrinks to it.
+# ``python 03e_liger_kernel.py VARIANT`` profiles that variant and stops (inside
+# Jupyter, ``sys.argv`` holds the kernel's own flags, so a notebook runs the page).
 
-
-def run(name):
-    return run_variant(VARIANTS, name)
-
-
-# sphinx_gallery_start_ignore
-if "tracesite" in sys.modules:  # the site build replays the H200's recordings instead
-    run = sys.modules["tracesite"].replayer(run)
-# sphinx_gallery_end_ignore
-
-# ``python 03e_liger_kernel.py VARIANT`` profiles that variant and stops (inside Jupyter,
-# ``sys.argv`` holds the kernel's own flags, so a notebook runs the page).
-if __name__ == "__main__" and sys.argv[1:] and "ipykernel" not in sys.modules:
-    sys.exit(command_line(VARIANTS, run, sys.argv[1:]))
+run = story_run(VARIANTS, __name__)
 
 # %%
 # The small shape: the table

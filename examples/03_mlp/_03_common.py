@@ -158,6 +158,23 @@ def run_variant(variants, name):
     return types.SimpleNamespace(name=name, table=table, trace_path=out_dir / "trace.json")
 
 
+# ``story_run(VARIANTS, __name__)`` is a story's one line of plumbing: it returns the
+# story's ``run(name)``, ``run_variant`` on its variants, or, while the site builds, the
+# replay of the recordings in its stead. Given the story's ``__name__``, it gives the
+# story its command line too: ``python STORY.py VARIANT`` profiles that variant, prints
+# its table and exits (inside Jupyter, ``sys.argv`` holds the kernel's own flags, so a
+# notebook runs the page). A story run only as a whole leaves ``__name__`` out.
+def story_run(variants, main=None):
+    def run(name):
+        return run_variant(variants, name)
+
+    if "tracesite" in sys.modules:  # the site build replays the H200's recordings instead
+        run = sys.modules["tracesite"].replayer(run)
+    if main == "__main__" and sys.argv[1:] and "ipykernel" not in sys.modules:
+        sys.exit(command_line(variants, run, sys.argv[1:]))
+    return run
+
+
 def command_line(variants, run, argv):
     """``python STORY.py VARIANT``: profile that variant and print its table (exit status
     0), or say in one line that there is no such variant (exit status 2)."""
