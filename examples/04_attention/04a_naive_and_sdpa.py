@@ -40,10 +40,10 @@ import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 from torch.profiler import ProfilerActivity, profile, record_function, schedule
 
-# The plumbing of every story of this set (``run_variant``, ``command_line``) and the
+# The plumbing of every story of this set (``story_run``, which makes ``run``) and the
 # series' shape ``SHAPE``, from the code they share (``_04_common.py``, beside this
 # file). The versions below are there too, for the other stories; this one shows them.
-from _04_common import SHAPE, command_line, run_variant
+from _04_common import SHAPE, story_run
 
 # %%
 # Attention written out
@@ -235,19 +235,9 @@ VARIANTS = {
 # The trace lands in ``traces/04_attention/<name>.json``: open it in Perfetto
 # (ui.perfetto.dev) or ``chrome://tracing``, or load it with ``tracereader``.
 
-
-def run(name):
-    return run_variant(VARIANTS, name)
-
-
-# sphinx_gallery_start_ignore
-if "tracesite" in sys.modules:  # the site build replays the H200's recordings instead
-    run = sys.modules["tracesite"].replayer(run)
-# sphinx_gallery_end_ignore
-
-# ``python 04a_naive_and_sdpa.py VARIANT`` profiles that one variant and stops.
-if __name__ == "__main__" and sys.argv[1:] and "ipykernel" not in sys.modules:
-    sys.exit(command_line(VARIANTS, run, sys.argv[1:]))
+# Run as ``python 04a_naive_and_sdpa.py VARIANT``, this line profiles that one variant
+# and stops.
+run = story_run(VARIANTS, __name__)
 
 # %%
 # Naive attention: the table

@@ -43,9 +43,9 @@ from torch.profiler import ProfilerActivity, profile, record_function
 
 # From the code the stories of this set share (``_04_common.py``, beside this file;
 # story 04a shows the versions): ``naive_attention``, ``sdpa_attention``, the
-# ``BACKENDS`` an SDPA call can pin, and the plumbing of every story (``run_variant``,
-# ``command_line``).
-from _04_common import BACKENDS, command_line, naive_attention, run_variant, sdpa_attention
+# ``BACKENDS`` an SDPA call can pin, and the plumbing of every story (``story_run``,
+# which makes ``run``).
+from _04_common import BACKENDS, naive_attention, sdpa_attention, story_run
 
 # %%
 # The versions
@@ -266,19 +266,8 @@ VARIANTS = {"sweep": (profile_sweep, {})}
 # more than the medians: a's *slowest* group should beat b's *fastest*, in
 # every run you make, before you call the difference real.
 
-
-def run(name):
-    return run_variant(VARIANTS, name)
-
-
-# sphinx_gallery_start_ignore
-if "tracesite" in sys.modules:  # the site build replays the H200's recordings instead
-    run = sys.modules["tracesite"].replayer(run)
-# sphinx_gallery_end_ignore
-
-# ``python 04b_shape_sweep.py VARIANT`` runs that one variant and stops.
-if __name__ == "__main__" and sys.argv[1:] and "ipykernel" not in sys.modules:
-    sys.exit(command_line(VARIANTS, run, sys.argv[1:]))
+# Run as ``python 04b_shape_sweep.py VARIANT``, this line runs that one variant and stops.
+run = story_run(VARIANTS, __name__)
 
 # %%
 # The sweep's table

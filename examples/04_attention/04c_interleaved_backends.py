@@ -46,16 +46,8 @@ from torch.profiler import ProfilerActivity, profile, record_function
 # From the code the stories of this set share (``_04_common.py``, beside this file):
 # ``sdpa_attention``, ``_pin`` (a version's backend pin), the balanced order
 # (``INTERLEAVED``, ``balanced_cycle``), the series' ``SHAPE``, and the plumbing of
-# every story (``run_variant``, ``command_line``).
-from _04_common import (
-    INTERLEAVED,
-    SHAPE,
-    _pin,
-    balanced_cycle,
-    command_line,
-    run_variant,
-    sdpa_attention,
-)
+# every story (``story_run``, which makes ``run``).
+from _04_common import INTERLEAVED, SHAPE, _pin, balanced_cycle, sdpa_attention, story_run
 
 # %%
 # One call, and its backends
@@ -183,19 +175,9 @@ VARIANTS = {"interleaved_backends": (profile_backends_interleaved, {**SHAPE})}
 # ``run(name)`` runs it and says where. On the CPU it shrinks batch, heads and
 # sequence to at most 128 so the run finishes in well under a minute.
 
-
-def run(name):
-    return run_variant(VARIANTS, name)
-
-
-# sphinx_gallery_start_ignore
-if "tracesite" in sys.modules:  # the site build replays the H200's recordings instead
-    run = sys.modules["tracesite"].replayer(run)
-# sphinx_gallery_end_ignore
-
-# ``python 04c_interleaved_backends.py VARIANT`` runs that one variant and stops.
-if __name__ == "__main__" and sys.argv[1:] and "ipykernel" not in sys.modules:
-    sys.exit(command_line(VARIANTS, run, sys.argv[1:]))
+# Run as ``python 04c_interleaved_backends.py VARIANT``, this line runs that one
+# variant and stops.
+run = story_run(VARIANTS, __name__)
 
 # %%
 # The profiled cycles: the table

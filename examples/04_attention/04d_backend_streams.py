@@ -48,16 +48,8 @@ from torch.profiler import ProfilerActivity, profile, record_function
 # From the code the stories of this set share (``_04_common.py``, beside this file;
 # story 04c shows the balanced order): ``sdpa_attention``, ``_pin`` (a version's
 # backend pin), ``INTERLEAVED`` and ``balanced_cycle``, the series' ``SHAPE``, and the
-# plumbing of every story (``run_variant``, ``command_line``).
-from _04_common import (
-    INTERLEAVED,
-    SHAPE,
-    _pin,
-    balanced_cycle,
-    command_line,
-    run_variant,
-    sdpa_attention,
-)
+# plumbing of every story (``story_run``, which makes ``run``).
+from _04_common import INTERLEAVED, SHAPE, _pin, balanced_cycle, sdpa_attention, story_run
 
 # %%
 # One call, and its backends
@@ -226,19 +218,9 @@ VARIANTS = {
 # ``run(name)`` runs one variant and says where. On the CPU it shrinks batch,
 # heads and sequence to at most 128 so the run finishes sooner.
 
-
-def run(name):
-    return run_variant(VARIANTS, name)
-
-
-# sphinx_gallery_start_ignore
-if "tracesite" in sys.modules:  # the site build replays the H200's recordings instead
-    run = sys.modules["tracesite"].replayer(run)
-# sphinx_gallery_end_ignore
-
-# ``python 04d_backend_streams.py VARIANT`` runs that one variant and stops.
-if __name__ == "__main__" and sys.argv[1:] and "ipykernel" not in sys.modules:
-    sys.exit(command_line(VARIANTS, run, sys.argv[1:]))
+# Run as ``python 04d_backend_streams.py VARIANT``, this line runs that one variant
+# and stops.
+run = story_run(VARIANTS, __name__)
 
 # %%
 # The series' shape
