@@ -141,10 +141,10 @@ BIG = {"batch": 8, "seq": 512, "dim": 4096, "hidden": 11008}
 CPU_MAX_DIM = 256
 
 
-# ``run_variant(variants, name)`` is every story's ``run(name)``: it profiles the named
-# variant of the story's ``VARIANTS`` into ``traces/03_mlp/<name>/``, says where it ran
-# and what it wrote, and returns the run's name, the profiler's table and the trace's
-# path.
+# ``run_variant(variants, name)`` is what every story's ``run(name)`` does (``story_run``
+# below makes it): it profiles the named variant of the story's ``VARIANTS`` into
+# ``traces/03_mlp/<name>/``, says where it ran and what it wrote, and returns the run's
+# name, the profiler's table and the trace's path.
 def run_variant(variants, name):
     harness, params = variants[name]
     device = "cuda" if torch.cuda.is_available() else "cpu"
