@@ -33,8 +33,8 @@ import sys
 
 # From the code the stories of this set share (``_01_common.py``, beside this file): the
 # workload ``fn``, the harness ``profile_matmul_add``, and the plumbing of every story
-# (``run_variant``, ``command_line``, ``optional_tracereader``).
-from _01_common import command_line, optional_tracereader, profile_matmul_add, run_variant
+# (``story_run``, ``optional_tracereader``).
+from _01_common import optional_tracereader, profile_matmul_add, story_run
 
 # %%
 # The workload and how it is profiled
@@ -95,24 +95,14 @@ VARIANTS = {
 }
 
 # %%
-# ``run(name)`` is the plumbing: it profiles one variant of ``VARIANTS`` with its
-# harness, moves the trace to ``traces/01_matmul_add/NAME.json``, prints one line
-# saying where it ran (on the CPU, every size above ``CPU_MAX_SIZE``, 512, shrinks to
-# it), and returns the run's name, the profiler's table and the trace's path.
+# ``run(name)``, from ``story_run``, is the plumbing: it profiles one variant of
+# ``VARIANTS`` with its harness, moves the trace to ``traces/01_matmul_add/NAME.json``,
+# prints one line saying where it ran (on the CPU, every size above ``CPU_MAX_SIZE``,
+# 512, shrinks to it), and returns the run's name, the profiler's table and the trace's
+# path. ``python 01a_table_and_timeline.py VARIANT`` profiles one variant and prints its
+# table; while the site builds, ``run`` replays the H200's recordings instead.
 
-
-def run(name):
-    return run_variant(VARIANTS, name)
-
-
-# sphinx_gallery_start_ignore
-if "tracesite" in sys.modules:  # the site build replays the H200's recordings instead
-    run = sys.modules["tracesite"].replayer(run)
-# sphinx_gallery_end_ignore
-
-# ``python 01a_table_and_timeline.py VARIANT`` profiles one variant and prints its table.
-if __name__ == "__main__" and sys.argv[1:] and "ipykernel" not in sys.modules:
-    sys.exit(command_line(VARIANTS, run, sys.argv[1:]))
+run = story_run(VARIANTS, __name__)
 
 # %%
 # 64x64: the table

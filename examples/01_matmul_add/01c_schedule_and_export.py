@@ -31,8 +31,8 @@ import sys
 
 # From the code the stories of this set share (``_01_common.py``, beside this file;
 # story 01a shows it): the harness ``profile_matmul_add`` and the plumbing of every
-# story (``run_variant``, ``command_line``, ``optional_tracereader``).
-from _01_common import command_line, optional_tracereader, profile_matmul_add, run_variant
+# story (``story_run``, ``optional_tracereader``).
+from _01_common import optional_tracereader, profile_matmul_add, story_run
 
 # %%
 # The workload and its harness
@@ -79,18 +79,9 @@ VARIANTS = {
 # ``run(name)`` profiles one variant of ``VARIANTS`` with its harness, moves the
 # trace to ``traces/01_matmul_add/NAME.json``, prints one line saying where it ran,
 # and returns the run's name, the profiler's table and the trace's path.
-def run(name):
-    return run_variant(VARIANTS, name)
-
-
-# sphinx_gallery_start_ignore
-if "tracesite" in sys.modules:  # the site build replays the H200's recordings instead
-    run = sys.modules["tracesite"].replayer(run)
-# sphinx_gallery_end_ignore
-
-# ``python 01c_schedule_and_export.py VARIANT`` profiles one variant and prints its table.
-if __name__ == "__main__" and sys.argv[1:] and "ipykernel" not in sys.modules:
-    sys.exit(command_line(VARIANTS, run, sys.argv[1:]))
+# ``python 01c_schedule_and_export.py VARIANT`` profiles one variant and prints its
+# table; while the site builds, ``run`` replays the H200's recordings instead.
+run = story_run(VARIANTS, __name__)
 
 # %%
 # What the schedule hides

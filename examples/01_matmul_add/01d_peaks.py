@@ -34,10 +34,9 @@ from pathlib import Path
 import torch
 from torch.profiler import ProfilerActivity, profile, record_function
 
-# The plumbing of every story of this set (``run_variant``, ``command_line``,
-# ``optional_tracereader``), from the code they share (``_01_common.py``, beside this
-# file).
-from _01_common import command_line, optional_tracereader, run_variant
+# The plumbing of every story of this set (``story_run``, ``optional_tracereader``), from
+# the code they share (``_01_common.py``, beside this file).
+from _01_common import optional_tracereader, story_run
 
 # %%
 # The harness
@@ -108,18 +107,9 @@ VARIANTS = {
 # ``run(name)`` profiles one variant of ``VARIANTS`` with its harness, moves the
 # trace to ``traces/01_matmul_add/NAME.json``, prints one line saying where it ran,
 # and returns the run's name, the profiler's table and the trace's path.
-def run(name):
-    return run_variant(VARIANTS, name)
-
-
-# sphinx_gallery_start_ignore
-if "tracesite" in sys.modules:  # the site build replays the H200's recordings instead
-    run = sys.modules["tracesite"].replayer(run)
-# sphinx_gallery_end_ignore
-
-# ``python 01d_peaks.py VARIANT`` profiles one variant and prints its table.
-if __name__ == "__main__" and sys.argv[1:] and "ipykernel" not in sys.modules:
-    sys.exit(command_line(VARIANTS, run, sys.argv[1:]))
+# ``python 01d_peaks.py VARIANT`` profiles one variant and prints its table; while the
+# site builds, ``run`` replays the H200's recordings instead.
+run = story_run(VARIANTS, __name__)
 
 # %%
 # The table

@@ -41,8 +41,8 @@ from torch.profiler import ProfilerActivity, profile, record_function, schedule
 
 # From the code the stories of this set share (``_01_common.py``, beside this file;
 # story 01a shows it): ``fn``, ``fn_addmm`` and ``DTYPES``, and the plumbing of every
-# story (``run_variant``, ``command_line``, ``optional_tracereader``).
-from _01_common import DTYPES, command_line, fn, fn_addmm, optional_tracereader, run_variant
+# story (``story_run``, ``optional_tracereader``).
+from _01_common import DTYPES, fn, fn_addmm, optional_tracereader, story_run
 
 # %%
 # The four versions
@@ -182,18 +182,9 @@ VARIANTS = {
 # ``run(name)`` profiles one variant of ``VARIANTS``, moves its files to
 # ``traces/01_matmul_add/NAME.json`` and ``NAME.timings.json``, prints one line
 # saying where it ran, and returns the run's name, table and trace path.
-def run(name):
-    return run_variant(VARIANTS, name)
-
-
-# sphinx_gallery_start_ignore
-if "tracesite" in sys.modules:  # the site build replays the H200's recordings instead
-    run = sys.modules["tracesite"].replayer(run)
-# sphinx_gallery_end_ignore
-
-# ``python 01g_cpu_time.py VARIANT`` profiles one variant and prints its table.
-if __name__ == "__main__" and sys.argv[1:] and "ipykernel" not in sys.modules:
-    sys.exit(command_line(VARIANTS, run, sys.argv[1:]))
+# ``python 01g_cpu_time.py VARIANT`` profiles one variant and prints its table; while
+# the site builds, ``run`` replays the H200's recordings instead.
+run = story_run(VARIANTS, __name__)
 
 # %%
 # Under the profiler

@@ -170,14 +170,29 @@ def run_variant(variants, name, **overrides):
     return types.SimpleNamespace(name=name, table=table, trace_path=trace_path)
 
 
-def command_line(variants, run, argv):
-    """``python STORY.py VARIANT``: profile that variant and print its table (exit status
-    0), or say in one line that there is no such variant (exit status 2)."""
-    if argv[0] not in variants:
+# ``story_run(VARIANTS, __name__)`` is a story's one line of plumbing. It returns the
+# story's ``run(name)``, ``run_variant`` on its variants (or the ``run`` it is given), or,
+# while the site builds, the replay of the H200's recordings in its stead. Given the
+# story's ``__name__``, it gives the story its command line too: ``python STORY.py
+# VARIANT`` profiles that variant, prints its table and exits (exit status 0), or says in
+# one line that there is no such variant (exit status 2). Inside Jupyter, ``sys.argv``
+# holds the kernel's own flags, so a notebook runs the whole page.
+def story_run(variants, module_name, run=None):
+    if run is None:
+
+        def run(name):
+            return run_variant(variants, name)
+
+    if "tracesite" in sys.modules:  # the site build replays the H200's recordings instead
+        run = sys.modules["tracesite"].replayer(run)
+    argv = sys.argv[1:] if module_name == "__main__" and "ipykernel" not in sys.modules else []
+    if argv and argv[0] not in variants:
         print(f"no variant {argv[0]!r} here; try one of {list(variants)}", file=sys.stderr)
-        return 2
-    print(run(argv[0]).table)
-    return 0
+        sys.exit(2)
+    if argv:
+        print(run(argv[0]).table)
+        sys.exit(0)
+    return run
 
 
 # ``optional_tracereader()`` is :mod:`tracereader` where it is installed; elsewhere it
