@@ -40,10 +40,11 @@ import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 from torch.profiler import ProfilerActivity, profile, record_function, schedule
 
-# The plumbing of every story of this set (``story_run``, which makes ``run``) and the
-# series' shape ``SHAPE``, from the code they share (``_04_common.py``, beside this
-# file). The versions below are there too, for the other stories; this one shows them.
-from _04_common import SHAPE, story_run
+# The plumbing of the stories of this set (``story_run``, which makes ``run``, and
+# ``print_variants``) and the series' shape ``SHAPE``, from the code they share
+# (``_04_common.py``, beside this file). The versions below are there too, for the
+# other stories; this one shows them.
+from _04_common import SHAPE, print_variants, story_run
 
 # %%
 # Attention written out
@@ -293,8 +294,7 @@ print(sdpa.table)
 # Every variant of this story and its settings (on the guide's site, a table
 # of the H200's recorded traces follows):
 
-for name, (harness, params) in VARIANTS.items():
-    print(f"{name:>16}  {harness.__name__}({', '.join(f'{k}={v!r}' for k, v in params.items())})")
+print_variants(VARIANTS)
 
 # sphinx_gallery_start_ignore
 sys.modules["tracesite"].all_recordings_html() if "tracesite" in sys.modules else None

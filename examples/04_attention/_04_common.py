@@ -136,3 +136,11 @@ def story_run(variants, story_name):
     if story_name == "__main__" and sys.argv[1:] and "ipykernel" not in sys.modules:
         sys.exit(command_line(variants, run, sys.argv[1:]))
     return run
+
+
+# ``print_variants(variants)`` prints one line per variant of a story: its name, then its
+# harness called with the variant's settings.
+def print_variants(variants):
+    for name, (harness, params) in variants.items():
+        settings = ", ".join(f"{k}={v!r}" for k, v in params.items())
+        print(f"{name:>16}  {harness.__name__}({settings})")
