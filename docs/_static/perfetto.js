@@ -21,6 +21,7 @@
   var ORIGIN = "https://ui.perfetto.dev";
   var PING_MS = 100;
   var GIVE_UP_MS = 60000;
+  var CLOSE_TRIES = 50;
 
   function fileNameOf(url) {
     var path = url.split(/[?#]/)[0];
@@ -105,12 +106,27 @@
       })
       .catch(function (error) {
         finish("Could not load " + fileName + " (" + error.message + ").");
+        closeTab(win);
+      });
+  }
+
+  // Close the tab this click opened. A close that lands while the tab is still on its
+  // way to Perfetto's origin can be dropped (seen in Chromium on a busy machine: the tab
+  // reads as closed, then stays open once Perfetto's page has loaded), so look again
+  // every PING_MS, for CLOSE_TRIES looks, and close it again while it is open.
+  function closeTab(win) {
+    var looks = 0;
+    (function again() {
+      if (!win.closed) {
         try {
           win.close();
         } catch (ignored) {
-          /* the tab may already be gone */
+          return; /* the tab is already gone */
         }
-      });
+      }
+      looks += 1;
+      if (looks < CLOSE_TRIES) window.setTimeout(again, PING_MS);
+    })();
   }
 
   function bind() {
