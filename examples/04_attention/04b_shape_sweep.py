@@ -38,14 +38,13 @@ import sys
 from pathlib import Path
 
 import torch
-from torch.nn.attention import sdpa_kernel
 from torch.profiler import ProfilerActivity, profile, record_function
 
 # From the code the stories of this set share (``_04_common.py``, beside this file;
-# story 04a shows the versions): ``naive_attention``, ``sdpa_attention``, the
-# ``BACKENDS`` an SDPA call can pin, and the plumbing of every story (``story_run``,
-# which makes ``run``).
-from _04_common import BACKENDS, naive_attention, sdpa_attention, story_run
+# story 04a shows the versions): ``naive_attention``, ``sdpa_attention``, ``_pin`` (a
+# version's backend pin), and the plumbing of every story (``story_run``, which makes
+# ``run``).
+from _04_common import _pin, naive_attention, sdpa_attention, story_run
 
 # %%
 # The versions
@@ -79,20 +78,16 @@ from _04_common import BACKENDS, naive_attention, sdpa_attention, story_run
 # =============  ==========================================================
 #
 # ``_sweep_call`` calls one; ``_pin`` is the backend pin of a version, entered
-# once around all its calls so that entering it is never timed.
+# once around all its calls so that entering it is never timed: a context manager
+# from ``torch.nn.attention.sdpa_kernel`` that allows only the backend named, or,
+# for a version with no backend to pin (``naive``, ``default``), a context that
+# does nothing.
 
 SWEEP_IMPLS = ("naive", "math", "efficient", "flash", "cudnn", "default")
 
 
 def _sweep_call(impl, q, k, v):
     return naive_attention(q, k, v) if impl == "naive" else sdpa_attention(q, k, v)
-
-
-# ``sdpa_kernel([...])`` is a context manager that allows only the backends
-# listed; a version with no backend to pin (``naive``, ``default``) gets a
-# context that does nothing.
-def _pin(impl):
-    return sdpa_kernel([BACKENDS[impl]]) if impl in BACKENDS else contextlib.nullcontext()
 
 
 # %%
