@@ -44,7 +44,7 @@ import torch
 # prefill out, writes ``timings.json``), ``_profile`` (profiles a few tokens, one
 # profiler step each, writes ``trace.json``, returns the table), ``PROMPT`` and
 # ``NEW_TOKENS``, ``_sync`` (wait for the GPU), and the plumbing of every story
-# (``run_variant``, ``command_line``).
+# (``story_run``: ``run`` and the command line).
 from _05_common import (
     NEW_TOKENS,
     PROMPT,
@@ -52,8 +52,7 @@ from _05_common import (
     _sync,
     _transformers,
     build_model,
-    command_line,
-    run_variant,
+    story_run,
     write_timings,
 )
 
@@ -142,20 +141,14 @@ VARIANTS = {  # the 8B shape first: the recorder starts the longest processes fi
 # %%
 # ``run(name)`` profiles one variant (on the CPU: the tiny shape, a few tokens),
 # moves its trace to ``traces/05_llm_decode/NAME.json`` and says where it ran.
+# ``python 05a_generate.py --variant NAME`` profiles one variant and prints its table.
 
-
-def run(name):
-    return run_variant(VARIANTS, name)
-
+run = story_run(VARIANTS, __name__)
 
 # sphinx_gallery_start_ignore
-if "tracesite" in sys.modules:  # the site build replays the H200's recordings instead
-    run = sys.modules["tracesite"].replayer(run)
+# The site build replays the H200's recordings instead.
+run = sys.modules["tracesite"].replayer(run) if "tracesite" in sys.modules else run
 # sphinx_gallery_end_ignore
-
-# ``python 05a_generate.py --variant NAME`` profiles one variant and prints its table.
-if __name__ == "__main__" and sys.argv[1:] and "ipykernel" not in sys.modules:
-    sys.exit(command_line(VARIANTS, run, sys.argv[1:]))
 
 # %%
 # generate() with a dynamic cache: the table

@@ -38,14 +38,8 @@ import sys
 # From the code this set's stories share: the two harnesses this story runs,
 # ``profile_loop`` (shown below) and ``profile_loop_further`` (described below), the settings
 # ``SHORT_CACHE`` (a cache of 256 positions: the prompt and the new tokens, rounded
-# up), and the plumbing of every story (``run_variant``, ``command_line``).
-from _05_common import (
-    SHORT_CACHE,
-    command_line,
-    profile_loop,
-    profile_loop_further,
-    run_variant,
-)
+# up), and the plumbing of every story (``story_run``: ``run`` and the command line).
+from _05_common import SHORT_CACHE, profile_loop, profile_loop_further, story_run
 
 # %%
 # One decoding step
@@ -135,20 +129,14 @@ VARIANTS = {  # the 8B shape first: the recorder starts the longest processes fi
 # %%
 # ``run(name)`` profiles one variant (on the CPU: the tiny shape, a few tokens),
 # moves its trace to ``traces/05_llm_decode/NAME.json`` and says where it ran.
+# ``python 05b_decode_loop.py --variant NAME`` profiles one variant and prints its table.
 
-
-def run(name):
-    return run_variant(VARIANTS, name)
-
+run = story_run(VARIANTS, __name__)
 
 # sphinx_gallery_start_ignore
-if "tracesite" in sys.modules:  # the site build replays the H200's recordings instead
-    run = sys.modules["tracesite"].replayer(run)
+# The site build replays the H200's recordings instead.
+run = sys.modules["tracesite"].replayer(run) if "tracesite" in sys.modules else run
 # sphinx_gallery_end_ignore
-
-# ``python 05b_decode_loop.py --variant NAME`` profiles one variant and prints its table.
-if __name__ == "__main__" and sys.argv[1:] and "ipykernel" not in sys.modules:
-    sys.exit(command_line(VARIANTS, run, sys.argv[1:]))
 
 # %%
 # The fused loop at 1B: the table

@@ -34,9 +34,9 @@ import sys
 import torch
 
 # From the code this set's stories share: ``profile_loop_kernels`` (below), the
-# settings ``SHORT_CACHE``, and the plumbing of every story (``run_variant``,
-# ``command_line``).
-from _05_common import SHORT_CACHE, command_line, profile_loop_kernels, run_variant
+# settings ``SHORT_CACHE``, and the plumbing of every story (``story_run``: ``run``
+# and the command line).
+from _05_common import SHORT_CACHE, profile_loop_kernels, story_run
 
 # %%
 # A GEMV kernel of our own
@@ -130,20 +130,14 @@ VARIANTS = {
 # %%
 # ``run(name)`` profiles one variant (on the CPU: the tiny shape, a few tokens),
 # moves its trace to ``traces/05_llm_decode/NAME.json`` and says where it ran.
+# ``python 05c_kernels.py --variant NAME`` profiles one variant and prints its table.
 
-
-def run(name):
-    return run_variant(VARIANTS, name)
-
+run = story_run(VARIANTS, __name__)
 
 # sphinx_gallery_start_ignore
-if "tracesite" in sys.modules:  # the site build replays the H200's recordings instead
-    run = sys.modules["tracesite"].replayer(run)
+# The site build replays the H200's recordings instead.
+run = sys.modules["tracesite"].replayer(run) if "tracesite" in sys.modules else run
 # sphinx_gallery_end_ignore
-
-# ``python 05c_kernels.py --variant NAME`` profiles one variant and prints its table.
-if __name__ == "__main__" and sys.argv[1:] and "ipykernel" not in sys.modules:
-    sys.exit(command_line(VARIANTS, run, sys.argv[1:]))
 
 # %%
 # The final loop: the table

@@ -43,7 +43,7 @@ import torch.nn.functional as F
 # (``ATTENTION_SWEEP``, ``SHAPES``, ``SHORT_CACHE``), its timers (``_graph_us`` on the
 # GPU, ``_cpu_us`` on the CPU), ``_profile_passes`` (profiles one pass of each kind),
 # ``_sweep_table`` (the table a sweep prints), and the plumbing of every story
-# (``run_variant``, ``command_line``).
+# (``story_run``: ``run`` and the command line).
 from _05_common import (
     ATTENTION_SWEEP,
     SHAPES,
@@ -53,11 +53,10 @@ from _05_common import (
     _profile_passes,
     _sweep_table,
     attention_kernel,
-    command_line,
     gemv_op,
     profile_gemv_settings,
-    run_variant,
     sdpa_reduce_attention,
+    story_run,
 )
 
 # %%
@@ -206,20 +205,14 @@ VARIANTS = {
 # %%
 # ``run(name)`` profiles one variant (on the CPU: the tiny shape), moves its trace to
 # ``traces/05_llm_decode/NAME.json`` and says where it ran.
+# ``python 05d_kernel_settings.py --variant NAME`` profiles one variant and prints its table.
 
-
-def run(name):
-    return run_variant(VARIANTS, name)
-
+run = story_run(VARIANTS, __name__)
 
 # sphinx_gallery_start_ignore
-if "tracesite" in sys.modules:  # the site build replays the H200's recordings instead
-    run = sys.modules["tracesite"].replayer(run)
+# The site build replays the H200's recordings instead.
+run = sys.modules["tracesite"].replayer(run) if "tracesite" in sys.modules else run
 # sphinx_gallery_end_ignore
-
-# ``python 05d_kernel_settings.py --variant NAME`` profiles one variant and prints its table.
-if __name__ == "__main__" and sys.argv[1:] and "ipykernel" not in sys.modules:
-    sys.exit(command_line(VARIANTS, run, sys.argv[1:]))
 
 # %%
 # The GEMV sweep: its table

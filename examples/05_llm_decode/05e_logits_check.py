@@ -52,12 +52,11 @@ from _05_common import (
     _sync,
     _transformers,
     build_model,
-    command_line,
     compare_logits,
     decode_step_logits,
     fuse_projections,
     prefill,
-    run_variant,
+    story_run,
     time_decode,
     use_gemv_kernels,
     use_kernel_attention,
@@ -219,20 +218,14 @@ VARIANTS = {"logits_check_8b": (check_loop_logits, {"shape": "8b"})}
 # %%
 # ``run(name)`` profiles one variant (on the CPU: the tiny shape), moves its trace to
 # ``traces/05_llm_decode/NAME.json`` and says where it ran.
+# ``python 05e_logits_check.py --variant NAME`` profiles one variant and prints its table.
 
-
-def run(name):
-    return run_variant(VARIANTS, name)
-
+run = story_run(VARIANTS, __name__)
 
 # sphinx_gallery_start_ignore
-if "tracesite" in sys.modules:  # the site build replays the H200's recordings instead
-    run = sys.modules["tracesite"].replayer(run)
+# The site build replays the H200's recordings instead.
+run = sys.modules["tracesite"].replayer(run) if "tracesite" in sys.modules else run
 # sphinx_gallery_end_ignore
-
-# ``python 05e_logits_check.py --variant NAME`` profiles one variant and prints its table.
-if __name__ == "__main__" and sys.argv[1:] and "ipykernel" not in sys.modules:
-    sys.exit(command_line(VARIANTS, run, sys.argv[1:]))
 
 # %%
 # The final loop, reading each token: the table

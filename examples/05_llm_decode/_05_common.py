@@ -1048,7 +1048,9 @@ def compare_logits(logits, reference, tokens):
 # tiny shape and a few tokens, moves what the run wrote to
 # ``traces/05_llm_decode/NAME.*``, says where it ran and how much of the GPU's memory
 # bandwidth it reached (``judge_bandwidth``). ``command_line`` is a story's
-# ``--variant NAME`` flag, and ``--peak-tbs X`` for a bandwidth you give.
+# ``--variant NAME`` flag, and ``--peak-tbs X`` for a bandwidth you give. ``story_run``
+# gives a story both in one line: its ``run(name)``, and its command line when it runs as
+# a script with flags.
 
 
 def judge_bandwidth(results_path, device_name, peak_tbs=None):
@@ -1153,3 +1155,16 @@ def command_line(variants, run, argv):
     finally:
         PEAK_BY_HAND["tbs"] = None
     return 0
+
+
+def story_run(variants, module_name):
+    """A story's ``run(name)``: ``run_variant`` on its ``variants``. Run as a script with
+    flags (``module_name``, the story's ``__name__``, is ``"__main__"``), the story ends here:
+    ``command_line`` profiles the variant the flags name, prints its table and exits."""
+
+    def run(name):
+        return run_variant(variants, name)
+
+    if module_name == "__main__" and sys.argv[1:] and "ipykernel" not in sys.modules:
+        sys.exit(command_line(variants, run, sys.argv[1:]))
+    return run
