@@ -8,8 +8,7 @@ by kernel class (:func:`classify`, :class:`Run` for one repeat, :class:`Table` f
 repeat of a row), with each GEMV class's weight bytes (:func:`gemv_bytes`).
 :mod:`_chapter` reads every repeat of the path's rows with these.
 
-Only :mod:`tracereader`, numpy and the standard library here: no drawing, and no site glue
-but :func:`md_from`, which pastes through the facts run it is given.
+Only :mod:`tracereader`, numpy and the standard library here: no drawing, and no site glue.
 """
 
 from __future__ import annotations
@@ -38,14 +37,6 @@ FINAL = "loop_untuned_8b"  # the final loop: GEMV and attention kernels of our o
 CHECK = (
     "logits_check_8b"  # the final loop with its logits kept, and timed with a host read per token
 )
-
-
-def md_from(f: Any, values: Facts, keys: str) -> None:
-    """``f.md`` for each of the space-separated ``keys``, the text under the same key in
-    ``values``: the Markdown twin of the facts run's ``num_from``, each key spelled whole so
-    that a search for it finds where it is pasted."""
-    for key in keys.split():
-        f.md(key, values[key])
 
 
 class Rec(Protocol):

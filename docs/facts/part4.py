@@ -26,7 +26,6 @@ from _decode import (
     classify,
     decode_steps,
     generate_facts,
-    md_from,
     res,
     sync_window,
     syncs,
@@ -110,7 +109,7 @@ def facts(f: Facts) -> None:
         for gpu, ch_ in (("h200", C), ("h100", h100)):
             num(f"g1_{gpu}_lo", min(ch_.per[g1]["tps"]))
             num(f"g1_{gpu}_hi", max(ch_.per[g1]["tps"]))
-    md_from(f, ch, "lesson_path_table class_table_final")
+    f.md_from(ch, "lesson_path_table class_table_final")
     f.num_from(
         ch,
         "gsc8_sync_ms gsc8_prof_ms gsc8_ms gsc1_tps gd1_tps gsc8_busy lc8_launches lc8_busy "

@@ -31,7 +31,6 @@ from _decode import (
     Table,
     days,
     lo_hi,
-    md_from,
     res,
     rng,
     tim,
@@ -482,8 +481,7 @@ def facts(f: PageFacts) -> None:
         **C.logits_facts(),
     }
     # Text as Markdown, numbers as they came (no float()), as the page's helper pasted them.
-    md_from(
-        f,
+    f.md_from(
         ch,
         "act_gu_moved act_vs attempt_table sweep_vs_cublas sweep_others own_qkv ind_qkv own_o "
         "ind_o own_gate_up ind_gate_up own_down ind_down own_gemvs ind_gemvs k_vs_above "

@@ -27,7 +27,6 @@ from _decode import (
     decode_steps,
     gemv_bytes,
     generate_facts,
-    md_from,
     res,
     token_ops,
 )
@@ -125,9 +124,7 @@ def facts(f: PageFacts) -> None:
         **C.small_model_facts(),
     }
     # Text as Markdown, numbers as they came (no float()), as the page's helper pasted them.
-    md_from(
-        f, found, "path_table overlap_steps gs1_vs tuned_runs o_runs class_table class_table_1b"
-    )
+    f.md_from(found, "path_table overlap_steps gs1_vs tuned_runs o_runs class_table class_table_1b")
     f.num_from(
         found,
         "gs1_kernels gd1_kernels gsc8_sync_ms gsc1_kernel_calls gsc1_copy_calls gsc1_launches "
@@ -147,7 +144,7 @@ def facts(f: PageFacts) -> None:
             **generate_facts(rec("generate_dynamic_1b"), rec("generate_static_1b"), C.shapes["1b"]),
             **packed_facts(rec("loop_short_8b"), rec("loop_packed_8b")),
         }
-        md_from(f, each, "dec_tiles pre_tile gen_outside_names")
+        f.md_from(each, "dec_tiles pre_tile gen_outside_names")
         f.num_from(
             each,
             "dyn_pre_kernels dyn_dec_kernels dyn_dec_cpu_ms dyn_unprof_ms dec_nvjet dec_tnn "

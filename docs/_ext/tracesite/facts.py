@@ -202,6 +202,12 @@ class Facts:
         for key in keys.split():
             self.num(key, values[key])
 
+    def md_from(self, values: dict[str, Any], keys: str) -> None:
+        """:meth:`md` for each of the space-separated ``keys``, the text under the same key in
+        ``values``: the Markdown twin of :meth:`num_from`."""
+        for key in keys.split():
+            self.md(key, values[key])
+
     def nums(self, values: dict[str, Any]) -> None:
         """:meth:`num` for each key and value: ``f.nums({"s_step_ms": s["step_ms"], ...})``,
         each key spelled whole so that a search for it finds where it is made. Numbers are
