@@ -38,7 +38,6 @@ import json
 import statistics
 import sys
 import time
-import types
 from pathlib import Path
 
 import torch
@@ -50,10 +49,10 @@ from torch.profiler import ProfilerActivity, profile, record_function, schedule
 # each a ``record_function`` region, compiled when asked), ``batches`` (the input:
 # random tokens on the GPU, or a ``DataLoader``), ``time_steps`` (steps timed without
 # the profiler), ``flops_per_token`` (the model's FLOPs for the MFU, against the
-# H200's peak ``H200_BF16_FLOPS``; ``judge_flops`` redoes it against your GPU's),
-# ``write_memory_snapshot`` (the allocator's
+# H200's peak ``H200_BF16_FLOPS``), ``write_memory_snapshot`` (the allocator's
 # history, slimmed), ``SEQ`` (2,048 tokens), ``_sync`` (wait for the GPU) and
-# ``command_line`` (the ``--variant NAME`` and ``--peak-tflops X`` flags).
+# ``story_run`` (the story's ``run``, which redoes the MFU against your GPU's peak, and
+# its ``--variant NAME`` and ``--peak-tflops X`` flags).
 from _06_common import (
     H200_BF16_FLOPS,
     OPTIMIZERS,
@@ -61,10 +60,9 @@ from _06_common import (
     _sync,
     batches,
     build_model,
-    command_line,
     flops_per_token,
-    judge_flops,
     make_step,
+    story_run,
     time_steps,
     write_memory_snapshot,
 )
@@ -311,37 +309,17 @@ VARIANTS = {
 # to ``traces/06_train_step/NAME.*``, says where it ran, and on a GPU redoes the MFU
 # against that GPU's peak (``--peak-tflops``, its datasheet row, or else a large GEMM
 # measured on it), saying which one.
-
-
-def run(name):
-    harness, params = VARIANTS[name]
-    device = "cuda" if torch.cuda.is_available() else "cpu"
-    out = Path("traces") / "06_train_step"
-    table = harness(out / name, device=device, **params)
-    trace_path = (out / name / "trace.json").replace(out / f"{name}.json")
-    for made in (out / name).iterdir():  # timings.json, results.json, the memory snapshot
-        made.replace(out / f"{name}.{made.name}")
-    (out / name).rmdir()
-    where = f"live on {torch.cuda.get_device_name(0)}" if device == "cuda" else (
-        "on the CPU with the tiny model: no CUDA device here, so no GPU lane")  # fmt: skip
-    print(f"{name}: profiled {where}; trace written to {trace_path}")
-    if device == "cuda":  # the MFU against this GPU's peak, not the H200's
-        results, timings = (out / f"{name}.{f}.json" for f in ("results", "timings"))
-        print(f"{name}: {judge_flops(results, timings, torch.cuda.get_device_name(0))}")
-    return types.SimpleNamespace(name=name, table=table, trace_path=trace_path)
-
-
-# sphinx_gallery_start_ignore
-if "tracesite" in sys.modules:  # the site build replays the H200's recordings instead
-    run = sys.modules["tracesite"].replayer(run)
-# sphinx_gallery_end_ignore
-
 # ``python 06_train_step.py --variant NAME`` profiles one variant and prints its table;
 # add ``--peak-tflops X`` to divide the MFU by a peak you give (TFLOP/s) instead of your
 # GPU's datasheet row, or, for a GPU without one, a large GEMM's measured rate.
 # Without flags the script runs the page below, the baseline and then the causal variant.
-if __name__ == "__main__" and sys.argv[1:] and "ipykernel" not in sys.modules:
-    sys.exit(command_line(VARIANTS, run, sys.argv[1:]))
+
+run = story_run(VARIANTS, __name__)
+
+# sphinx_gallery_start_ignore
+# The site build replays the H200's recordings instead.
+run = sys.modules["tracesite"].replayer(run) if "tracesite" in sys.modules else run
+# sphinx_gallery_end_ignore
 
 # %%
 # The baseline: the table

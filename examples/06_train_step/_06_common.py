@@ -1,4 +1,5 @@
-"""Code the stories of ``06_train_step`` share: the model, its loss, the data, the step.
+"""Code the stories of ``06_train_step`` share: the model, its loss, the data, the step,
+the story's plumbing.
 
 Not a story of its own: ``06_train_step.py`` imports what it needs from here, and the
 site's download of that story is one file with this code pasted in where it imports it,
@@ -14,6 +15,7 @@ import re
 import statistics
 import sys
 import time
+import types
 import zlib
 from pathlib import Path
 
@@ -482,3 +484,40 @@ def write_memory_snapshot(out_dir, snapshot, frames=4):
         segment["blocks"] = [slim(b) for b in segment["blocks"]]
         segment["frames"] = stack(segment.get("frames", []))
     (Path(out_dir) / "memory_snapshot.pickle").write_bytes(pickle.dumps(snapshot))
+
+
+# %%
+# The plumbing of the story
+# -------------------------
+#
+# ``story_run`` gives the story its ``run(name)`` and, when it runs as a script with
+# flags, its command line (``command_line``), in one line of the story.
+
+
+def story_run(variants, module_name):
+    """The story's ``run(name)``: it profiles one variant of ``variants``, moves what the run
+    wrote to ``traces/06_train_step/NAME.*``, says where it ran, and on a GPU redoes the MFU
+    against that GPU's peak (``judge_flops``). Run as a script with flags (``module_name``,
+    the story's ``__name__``, is ``"__main__"``), the story ends here: ``command_line``
+    profiles the variant the flags name, prints its table and exits."""
+
+    def run(name):
+        harness, params = variants[name]
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+        out = Path("traces") / "06_train_step"
+        table = harness(out / name, device=device, **params)
+        trace_path = (out / name / "trace.json").replace(out / f"{name}.json")
+        for made in (out / name).iterdir():  # timings.json, results.json, the memory snapshot
+            made.replace(out / f"{name}.{made.name}")
+        (out / name).rmdir()
+        where = f"live on {torch.cuda.get_device_name(0)}" if device == "cuda" else (
+            "on the CPU with the tiny model: no CUDA device here, so no GPU lane")  # fmt: skip
+        print(f"{name}: profiled {where}; trace written to {trace_path}")
+        if device == "cuda":  # the MFU against this GPU's peak, not the H200's
+            results, timings = (out / f"{name}.{f}.json" for f in ("results", "timings"))
+            print(f"{name}: {judge_flops(results, timings, torch.cuda.get_device_name(0))}")
+        return types.SimpleNamespace(name=name, table=table, trace_path=trace_path)
+
+    if module_name == "__main__" and sys.argv[1:] and "ipykernel" not in sys.modules:
+        sys.exit(command_line(variants, run, sys.argv[1:]))
+    return run
