@@ -4,7 +4,7 @@ Every number the page quotes and every claim it makes about the recordings of
 ``02_linear`` and ``03_mlp``, computed by :mod:`part2_measures` (which raises on a false
 claim) and checked on every repeat. Numbers are medians over the repeats. The measures
 its notes read too are read here, by :func:`big_shape`, :func:`cold_first_forward` and
-:func:`fusion_outcomes`.
+:func:`fusion_outcomes`, and the notes switch examples with its :func:`setup`.
 """
 
 from __future__ import annotations
@@ -17,6 +17,12 @@ from tracereader import Trace
 
 EXAMPLE = "02_linear"
 GPUS = ("h200", "h100")
+
+
+def setup(f: Facts, example: str) -> None:
+    """As the page's ``setup()``: the example ``f`` reads from here on (the page and its notes
+    read ``02_linear`` and ``03_mlp``)."""
+    f.example = example
 
 
 def big_shape(f: Facts, h200_says: str, h100_says: str) -> m.Values:
@@ -53,11 +59,7 @@ def fusion_outcomes(f: Facts) -> m.Values:
 
 def facts(f: Facts) -> None:
     rec, recs, trace, variant, num, md = f.rec, f.recs, f.trace, f.variant, f.num, f.md
-
-    def setup(example: str) -> None:  # as the page's setup(): the example read from here on
-        f.example = example
-
-    setup("02_linear")
+    setup(f, "02_linear")
     num("n_repeats", len(recs("small")))
     md("stamp", rec("small").stamp_line().split(" (repeat")[0])
     part1 = variant("64_bf16", "01_matmul_add").repeats[0].trace()
@@ -78,15 +80,12 @@ def facts(f: Facts) -> None:
 
     f.repeats(linear_compiled)
 
-    setup("03_mlp")
+    setup(f, "03_mlp")
 
     # What does an MLP run, and what does a kernel name tell you?
     def mlp_eager() -> None:
         e = m.mlp_eager(trace("eager"), trace("eager_big"), m.HBM_TBS[f.gpu])
-        md("k_gate", e["k_gate"])
-        md("k_down", e["k_down"])
-        md("k_down_big", e["k_down_big"])
-        md("views", e["views"])
+        f.md_from(e, "k_gate k_down k_down_big views")
         f.num_from(
             e,
             "gemm_gflop gate_us down_us pair_us t_mib same_name_small_us same_name_big_us "

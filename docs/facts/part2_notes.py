@@ -18,14 +18,11 @@ GPUS = ("h200", "h100")
 def facts(f: Facts) -> None:
     rec, recs, trace, variant, num, md = f.rec, f.recs, f.trace, f.variant, f.num, f.md
 
-    def setup(example: str) -> None:  # as the page's setup(): the example read from here on
-        f.example = example
-
-    setup("03_mlp")
+    part2.setup(f, "03_mlp")
     num("n_repeats", len(recs("eager")))
 
     # The Linear, in numbers
-    setup("02_linear")
+    part2.setup(f, "02_linear")
 
     def one_linear() -> None:
         lin = m.linear(
@@ -33,13 +30,12 @@ def facts(f: Facts) -> None:
             trace("big"),
             variant("64_bf16", "01_matmul_add").repeats[0].trace(),
         )
-        md("k_small", lin["k_small"])
-        md("k_big", lin["k_big"])
+        f.md_from(lin, "k_small k_big")
         f.num_from(lin, "small_us big_us small_tflops big_tflops big_pct")
 
     f.repeats(one_linear)
 
-    setup("03_mlp")
+    part2.setup(f, "03_mlp")
 
     # The eager MLP
     def mlp_eager() -> None:
@@ -49,10 +45,7 @@ def facts(f: Facts) -> None:
             "mlp_kernels mlp_memsets memset_bytes big_memsets gate_us down_us gate_tflops "
             "down_tflops gelu_us mul_us gelu_tbs mul_tbs t_mib same_name_big_us",
         )
-        md("k_gate", e["k_gate"])
-        md("k_down", e["k_down"])
-        md("k_gate_big", e["k_gate_big"])
-        md("k_down_big", e["k_down_big"])
+        f.md_from(e, "k_gate k_down k_gate_big k_down_big")
 
     f.repeats(mlp_eager)
 
