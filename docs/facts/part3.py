@@ -74,11 +74,7 @@ def facts(f: Facts) -> None:
             "naive_x cudnn_us cudnn_peak flash_us flash_peak flash_x eff_us eff_peak eff_x "
             "math_us math_peak math_x",
         )
-        md("cudnn_version", b["cudnn_version"])
-        md("cudnn_kernel", b["cudnn_kernel"])
-        md("flash_kernel", b["flash_kernel"])
-        md("eff_kernel", b["eff_kernel"])
-        md("math_kernel", b["math_kernel"])
+        f.md_from(b, "cudnn_version cudnn_kernel flash_kernel eff_kernel math_kernel")
 
     f.repeats(backends)
 
