@@ -141,6 +141,17 @@ def theoretical_pct(r: dict[str, int]) -> float:
     return 100 * blocks_per_sm(r) * (r["block"] // 32) / SM_WARPS
 
 
+def by_hand(r: dict[str, int]) -> dict[str, float]:
+    """A kernel's record with its occupancy worked out by hand beside it: the registers one
+    block reserves (``block_regs``), the blocks one SM holds (``blocks``), ``theory``."""
+    return {
+        **r,
+        "block_regs": block_regs(r),
+        "blocks": blocks_per_sm(r),
+        "theory": theoretical_pct(r),
+    }
+
+
 # ------------------------------------------------------------------ the sweep
 Sweep = dict[tuple[str, int, int], tuple[float, float, float, int, float]]
 

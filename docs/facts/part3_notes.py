@@ -44,22 +44,12 @@ def facts(f: Facts) -> None:
             k: m.kernel_record(trace(v))
             for k, v in (("c", "sdpa_cudnn"), ("f", "sdpa_flash"), ("e", "sdpa_efficient"))
         }
-        c, fl, e = recs_["c"], recs_["f"], recs_["e"]
-        num("c_shared_mem", c["shared_mem"])
-        num("c_grid", c["grid"])
-        num("c_block", c["block"])
-        num("c_theory", m.theoretical_pct(c))
-        num("c_blocks", m.blocks_per_sm(c))
-        num("f_registers", fl["registers"])
-        num("f_occupancy_pct", fl["occupancy_pct"])
-        num("f_block", fl["block"])
-        num("f_theory", m.theoretical_pct(fl))
-        num("f_blocks", m.blocks_per_sm(fl))
-        num("f_block_regs", m.block_regs(fl))
-        num("e_registers", e["registers"])
-        num("e_shared_mem", e["shared_mem"])
-        num("e_occupancy_pct", e["occupancy_pct"])
-        num("e_theory", m.theoretical_pct(e))
+        hand = {f"{k}_{name}": x for k, r in recs_.items() for name, x in m.by_hand(r).items()}
+        f.num_from(
+            hand,
+            "c_shared_mem c_grid c_block c_theory c_blocks f_registers f_occupancy_pct f_block "
+            "f_theory f_blocks f_block_regs e_registers e_shared_mem e_occupancy_pct e_theory",
+        )
         claim(
             recs_["f"]["registers"] == 255 and recs_["f"]["shared_mem"] == 48 * 1024,
             "flash's kernel uses 255 registers per thread and 48 KiB of shared memory",
