@@ -8,7 +8,7 @@ by kernel class (:func:`classify`, :class:`Run` for one repeat, :class:`Table` f
 repeat of a row), with each GEMV class's weight bytes (:func:`gemv_bytes`).
 :mod:`_chapter` reads every repeat of the path's rows with these.
 
-Only :mod:`tracereader`, numpy and the standard library here: no drawing, and no site glue.
+Only :mod:`tracereader`, numpy and the standard library here: no drawing, no site glue.
 """
 
 from __future__ import annotations
