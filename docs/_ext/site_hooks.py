@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import warnings
 from pathlib import Path
@@ -158,6 +159,13 @@ def label_nav_toggles(app, pagename, templatename, context, doctree):
     context["generate_toctree_html"] = labelled
 
 
+#: A helper's hidden block (``# sphinx_gallery_start_ignore`` ... ``end_ignore``, indented
+#: or not): left out of a notebook, as sphinx-gallery leaves a story's own out of it.
+_HIDDEN = re.compile(
+    r"^[ \t]*# sphinx_gallery_start_ignore\n.*?^[ \t]*# sphinx_gallery_end_ignore\n", re.M | re.S
+)
+
+
 def inline_helpers(app):
     """Each story that imports its set's helper module (``examples/NN_name/_NN_*.py``) is
     offered as one file: its ``.py`` and ``.ipynb`` downloads get the helper's code pasted
@@ -185,7 +193,7 @@ def inline_helpers(app):
         notebook = target.with_suffix(".ipynb")
         nb = json.loads(notebook.read_text(encoding="utf-8"))
         for old, new, _ in swaps:
-            old, new = old.rstrip("\n"), new.rstrip("\n")  # a cell has no last newline
+            old, new = old.rstrip("\n"), _HIDDEN.sub("", new).rstrip("\n")  # as a cell has it
             cells = [
                 c for c in nb["cells"] if c["cell_type"] == "code" and old in "".join(c["source"])
             ]

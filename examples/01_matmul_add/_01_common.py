@@ -183,8 +183,10 @@ def story_run(variants, module_name, run=None):
         def run(name):
             return run_variant(variants, name)
 
+    # sphinx_gallery_start_ignore
     if "tracesite" in sys.modules:  # the site build replays the H200's recordings instead
         run = sys.modules["tracesite"].replayer(run)
+    # sphinx_gallery_end_ignore
     argv = sys.argv[1:] if module_name == "__main__" and "ipykernel" not in sys.modules else []
     if argv and argv[0] not in variants:
         print(f"no variant {argv[0]!r} here; try one of {list(variants)}", file=sys.stderr)

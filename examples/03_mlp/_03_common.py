@@ -168,8 +168,10 @@ def story_run(variants, main=None):
     def run(name):
         return run_variant(variants, name)
 
+    # sphinx_gallery_start_ignore
     if "tracesite" in sys.modules:  # the site build replays the H200's recordings instead
         run = sys.modules["tracesite"].replayer(run)
+    # sphinx_gallery_end_ignore
     if main == "__main__" and sys.argv[1:] and "ipykernel" not in sys.modules:
         sys.exit(command_line(variants, run, sys.argv[1:]))
     return run

@@ -131,8 +131,10 @@ def command_line(variants, run, argv):
 # ``command_line`` and exits with its status.
 def story_run(variants, story_name):
     run = functools.partial(run_variant, variants)
+    # sphinx_gallery_start_ignore
     if "tracesite" in sys.modules:  # the site build replays the recordings instead
         run = sys.modules["tracesite"].replayer(run)
+    # sphinx_gallery_end_ignore
     if story_name == "__main__" and sys.argv[1:] and "ipykernel" not in sys.modules:
         sys.exit(command_line(variants, run, sys.argv[1:]))
     return run
