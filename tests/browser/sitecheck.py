@@ -330,6 +330,15 @@ def _settle(page) -> None:
         page.wait_for_load_state("networkidle", timeout=5_000)
 
 
+def _open_at(page, url: str, viewport: dict[str, int], loaded: bool = False) -> None:
+    """Load ``url`` at ``viewport`` and let it settle; with ``loaded``, the caller has
+    done so already (:func:`check_laptop` runs three checks on one load)."""
+    if not loaded:
+        page.set_viewport_size(viewport)
+        page.goto(url, wait_until="load")
+        _settle(page)
+
+
 # --------------------------------------------------------------------------- desktop
 
 
@@ -771,7 +780,7 @@ def _figure_name(alt: str) -> str:
     return f'"{alt[:90]}…"' if len(alt) > 90 else f'"{alt}"'
 
 
-def check_figures(page, url: str) -> list[str]:
+def check_figures(page, url: str, loaded: bool = False) -> list[str]:
     """At 1280 px, every figure reads: its smallest text, as displayed, is at least
     10 px; none of its labels overlap or are cut off; it is a zoom button.
 
@@ -784,9 +793,7 @@ def check_figures(page, url: str) -> list[str]:
     Zoom (``_static/zoom.js``): focusable, labelled, with a visible focus ring.
     """
     label = _label(url)
-    page.set_viewport_size(LAPTOP)
-    page.goto(url, wait_until="load")
-    _settle(page)
+    _open_at(page, url, LAPTOP, loaded)
     problems = []
     for fig in page.evaluate(_JS_FIGURES, FIGURES):
         name = f"{label}: figure {_figure_name(fig['alt'])}"
@@ -821,13 +828,11 @@ def check_figures(page, url: str) -> list[str]:
     return problems
 
 
-def check_zoom(page, url: str) -> list[str]:
+def check_zoom(page, url: str, loaded: bool = False) -> list[str]:
     """The page's first figure opens large in an overlay on a click and on Enter, and
     Escape or a click closes it (focus back on the figure). Pages with no figure pass."""
     label = _label(url)
-    page.set_viewport_size(LAPTOP)
-    page.goto(url, wait_until="load")
-    _settle(page)
+    _open_at(page, url, LAPTOP, loaded)
     figures = page.locator(FIGURES)
     if not figures.count():
         return []
@@ -907,7 +912,7 @@ def is_toc_page(page_path: str) -> bool:
     return page_path.startswith(TOC_PAGES) and not page_path.endswith("/index.html")
 
 
-def check_chrome(page, url: str) -> list[str]:
+def check_chrome(page, url: str, loaded: bool = False) -> list[str]:
     """The page's frame at 1280 px: a favicon that loads, exactly one search control,
     and on chapter and example pages the "on this page" contents with >= 2 entries.
 
@@ -917,9 +922,7 @@ def check_chrome(page, url: str) -> list[str]:
     depend on it.
     """
     label = _label(url)
-    page.set_viewport_size(LAPTOP)
-    page.goto(url, wait_until="load")
-    _settle(page)
+    _open_at(page, url, LAPTOP, loaded)
     found = page.evaluate(_JS_CHROME, [SEARCH_CONTROLS, CONTENT])
     problems = []
     if not found["icons"]:
@@ -941,6 +944,14 @@ def check_chrome(page, url: str) -> list[str]:
                 f'{label}: the "on this page" contents has {found["tocEntries"]} entries (< 2)'
             )
     return problems
+
+
+def check_laptop(page, url: str) -> list[str]:
+    """:func:`check_figures`, :func:`check_chrome` and :func:`check_zoom` (last, as it
+    opens and closes an overlay) on one load of the page at 1280 px."""
+    _open_at(page, url, LAPTOP)
+    problems = check_figures(page, url, loaded=True) + check_chrome(page, url, loaded=True)
+    return problems + check_zoom(page, url, loaded=True)
 
 
 def check_lessons(site_root: str | Path) -> list[str]:
