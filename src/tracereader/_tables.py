@@ -289,19 +289,19 @@ class Comparison:
         return [(f"GPU ops only in {a} (gone in {b})", self.only_a),
                 (f"GPU ops only in {b} (new)", self.only_b)]  # fmt: skip
 
-    def to_text(self) -> str:
-        out = [self.metrics.to_text()]
+    def _joined(self, metrics: str, heading: str, item: str) -> str:
+        """``metrics``, then each list: ``heading`` (title, count), one ``item`` a name."""
+        out = [metrics]
         for title, names in self._lists():
-            out.append(f"\n{title}: {len(names)}")
-            out += [f"  {shorten_kernel_name(n)}" for n in names]
+            out.append(heading.format(title, len(names)))
+            out += [item.format(shorten_kernel_name(n)) for n in names]
         return "\n".join(out)
 
+    def to_text(self) -> str:
+        return self._joined(self.metrics.to_text(), "\n{}: {}", "  {}")
+
     def to_markdown(self) -> str:
-        out = [self.metrics.to_markdown()]
-        for title, names in self._lists():
-            out.append(f"\n**{title}: {len(names)}**\n")
-            out += [f"- `{shorten_kernel_name(n)}`" for n in names]
-        return "\n".join(out)
+        return self._joined(self.metrics.to_markdown(), "\n**{}: {}**\n", "- `{}`")
 
     def to_json(self, indent: int | None = None) -> str:
         return json.dumps(
