@@ -4,10 +4,13 @@
  * Markup (written by tracereader._html.trace_links_html):
  *   <button class="tr-perfetto" data-trace="URL" data-title="TITLE" hidden>
  *
- * On click: open https://ui.perfetto.dev in a new tab (synchronously, inside
- * the click, or pop-up blockers refuse it), fetch the trace from this site,
- * send "PING" to the new tab until it answers "PONG", then post
- * {perfetto: {buffer, title, fileName}}. This is the handshake Perfetto
+ * On click: open a blank tab (synchronously, inside the click, or pop-up
+ * blockers refuse it), fetch the trace from this site, then send the tab to
+ * https://ui.perfetto.dev, send "PING" to it until it answers "PONG", and
+ * post {perfetto: {buffer, title, fileName}}. If the fetch fails, the blank
+ * tab is closed: it never started a navigation, so nothing can keep it open
+ * (Chromium drops a close that lands while a tab navigates to another site,
+ * and the tab then stays open). This is the handshake Perfetto
  * documents in "Deep linking to the Perfetto UI"; the PINGs are needed
  * because messages sent before the UI has registered its listener are lost.
  * Perfetto reads gzipped JSON buffers, so the .json.gz goes as it is.
@@ -21,7 +24,6 @@
   var ORIGIN = "https://ui.perfetto.dev";
   var PING_MS = 100;
   var GIVE_UP_MS = 60000;
-  var CLOSE_TRIES = 50;
 
   function fileNameOf(url) {
     var path = url.split(/[?#]/)[0];
@@ -46,10 +48,15 @@
           "and drop it on ui.perfetto.dev.");
       return;
     }
-    var win = window.open(ORIGIN);
+    var win = window.open("");
     if (!win) {
       say("The Perfetto tab was blocked: allow pop-ups for this site, or download the trace.");
       return;
+    }
+    try {
+      win.document.title = "Loading " + fileName + "…";
+    } catch (ignored) {
+      /* a browser that did not give us a same-origin blank tab: nothing to name */
     }
 
     var buffer = null;
@@ -100,33 +107,19 @@
         return response.arrayBuffer();
       })
       .then(function (data) {
+        if (finished) return;
         buffer = data;
         say("Waiting for Perfetto…");
-        send();
+        win.location.href = ORIGIN;
       })
       .catch(function (error) {
         finish("Could not load " + fileName + " (" + error.message + ").");
-        closeTab(win);
-      });
-  }
-
-  // Close the tab this click opened. A close that lands while the tab is still on its
-  // way to Perfetto's origin can be dropped (seen in Chromium on a busy machine: the tab
-  // reads as closed, then stays open once Perfetto's page has loaded), so look again
-  // every PING_MS, for CLOSE_TRIES looks, and close it again while it is open.
-  function closeTab(win) {
-    var looks = 0;
-    (function again() {
-      if (!win.closed) {
         try {
           win.close();
         } catch (ignored) {
-          return; /* the tab is already gone */
+          /* the tab may already be gone */
         }
-      }
-      looks += 1;
-      if (looks < CLOSE_TRIES) window.setTimeout(again, PING_MS);
-    })();
+      });
   }
 
   function bind() {

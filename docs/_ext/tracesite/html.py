@@ -2,9 +2,10 @@
 (sharp at 2x, measured for small, overlapping and clipped text, zoomable).
 
 The button carries the trace's URL in a data attribute; ``_static/perfetto.js``
-binds it on ``DOMContentLoaded``. When clicked, the script opens
-https://ui.perfetto.dev, fetches the ``.json.gz`` from the site, waits for
-Perfetto's ``PONG`` to its ``PING`` messages, then posts the bytes (Perfetto's
+binds it on ``DOMContentLoaded``. When clicked, the script opens a blank tab,
+fetches the ``.json.gz`` from the site, sends the tab to https://ui.perfetto.dev
+(or closes it if the fetch failed), waits for Perfetto's ``PONG`` to its
+``PING`` messages, then posts the bytes (Perfetto's
 documented postMessage handshake; it reads gzipped JSON as it is). Nothing
 is fetched until the reader clicks, the trace never leaves the reader's
 browser except to the Perfetto tab, and there is no inline script.
