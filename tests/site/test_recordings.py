@@ -74,10 +74,13 @@ def test_a_definition_moved_verbatim_keeps_the_hash(tmp_path):
     """The hash reads what the entry reaches, not where it stands: a function moved below
     its caller, or from the story into its helper module, is the same code."""
     base = record.code_hash(write(tmp_path, EXAMPLE), "profile_thing", {"size": 4})
-    helper = "def helper(x):\n    \"\"\"Helper docstring.\"\"\"\n    return x * SCALE\n"
+    helper = 'def helper(x):\n    """Helper docstring."""\n    return x * SCALE\n'
     moved = EXAMPLE.replace(helper, "") + "\n" + helper
     assert moved != EXAMPLE
-    assert record.code_hash(write(tmp_path, moved, "02_thing.py"), "profile_thing", {"size": 4}) == base
+    assert (
+        record.code_hash(write(tmp_path, moved, "02_thing.py"), "profile_thing", {"size": 4})
+        == base
+    )
 
 
 @pytest.mark.parametrize(
