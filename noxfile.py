@@ -273,11 +273,14 @@ def lint(session: nox.Session) -> None:
 
 @nox.session(venv_backend="none")
 def tests(session: nox.Session) -> None:
-    """Unit tests, plus every example run as a plain script on the CPU (in parallel:
-    pytest-xdist, a worker per core; ``-- -n 0`` runs them in one process)."""
+    """Unit tests, plus every variant of every example run on the CPU (in parallel:
+    pytest-xdist, a worker per core; ``-- -n 0`` runs them in one process). Each story
+    as a plain script (the ``scripts`` tests) is left to ``downloads``, which runs the
+    same stories as the site offers them; ``-- -m scripts`` runs them here."""
     # docs: the site glue's tests import Sphinx, MyST-NB and IPython as the build does
     venv = TorchVenv(session, "test", "docs")
-    venv.run("pytest", "-q", *XDIST, "-m", "not browser and not downloads", *session.posargs)
+    marks = "not browser and not downloads and not scripts"
+    venv.run("pytest", "-q", *XDIST, "-m", marks, *session.posargs)
 
 
 # Each supported Python, found here (nox's own discovery does not look in pyenv's folder,
