@@ -164,15 +164,15 @@ def run_variant(variants, name):
 # story its command line too: ``python STORY.py VARIANT`` profiles that variant, prints
 # its table and exits (inside Jupyter, ``sys.argv`` holds the kernel's own flags, so a
 # notebook runs the page). A story run only as a whole leaves ``__name__`` out.
-def story_run(variants, main=None):
+def story_run(variants, module_name=None):
     def run(name):
         return run_variant(variants, name)
 
     # sphinx_gallery_start_ignore
-    if "tracesite" in sys.modules:  # the site build replays the H200's recordings instead
+    if "tracesite" in sys.modules:  # the site build replays the recordings instead
         run = sys.modules["tracesite"].replayer(run)
     # sphinx_gallery_end_ignore
-    if main == "__main__" and sys.argv[1:] and "ipykernel" not in sys.modules:
+    if module_name == "__main__" and sys.argv[1:] and "ipykernel" not in sys.modules:
         sys.exit(command_line(variants, run, sys.argv[1:]))
     return run
 

@@ -4,11 +4,10 @@ pins, the balanced order of versions, the series' shape, and the plumbing.
 Each story imports from here by name. The site offers a story as one file, this module
 pasted over its import, and the code hash of a recording reads it the same way; the
 imports below are therefore all of the stories' imports, in order, so that nothing a
-harness reaches moves (and ``functools``, for the plumbing).
+harness reaches moves.
 """
 
 import contextlib
-import functools
 import json
 import math
 import sys
@@ -124,18 +123,20 @@ def command_line(variants, run, argv):
     return 0
 
 
-# ``story_run(variants, story_name)`` is the line that gives a story its ``run(name)``:
+# ``story_run(VARIANTS, __name__)`` is the line that gives a story its ``run(name)``:
 # ``run_variant`` on the story's ``VARIANTS``, or, while the site builds, the replay of
-# the H200's recordings instead. Called from a story run as ``python STORY.py VARIANT``
-# (``story_name`` is the story's ``__name__``), it runs that one variant by
+# the recordings instead. Called from a story run as ``python STORY.py VARIANT`` (the
+# story's ``__name__`` is then ``"__main__"``), it runs that one variant by
 # ``command_line`` and exits with its status.
-def story_run(variants, story_name):
-    run = functools.partial(run_variant, variants)
+def story_run(variants, module_name=None):
+    def run(name):
+        return run_variant(variants, name)
+
     # sphinx_gallery_start_ignore
     if "tracesite" in sys.modules:  # the site build replays the recordings instead
         run = sys.modules["tracesite"].replayer(run)
     # sphinx_gallery_end_ignore
-    if story_name == "__main__" and sys.argv[1:] and "ipykernel" not in sys.modules:
+    if module_name == "__main__" and sys.argv[1:] and "ipykernel" not in sys.modules:
         sys.exit(command_line(variants, run, sys.argv[1:]))
     return run
 
