@@ -557,9 +557,7 @@ def check_phone(page, url: str, width: int = PHONE_WIDTH) -> list[str]:
     reaches past the right edge is named.
     """
     label = _label(url)
-    page.set_viewport_size({"width": width, "height": PHONE["height"]})
-    page.goto(url, wait_until="load")
-    _settle(page)
+    _open_at(page, url, {"width": width, "height": PHONE["height"]})
     found = page.evaluate(_JS_OVERFLOW, width)
     problems = []
     if found["scrollWidth"] > width + 1:
@@ -622,9 +620,7 @@ def check_dark(page, url: str) -> list[str]:
     light background (dark lines on a transparent PNG vanish on a dark page).
     """
     label = _label(url)
-    page.set_viewport_size(DESKTOP)
-    page.goto(url, wait_until="load")
-    _settle(page)
+    _open_at(page, url, DESKTOP)
     found = page.evaluate(_JS_DARK_FIGURES)
     if found["theme"] != "dark":
         return [f"{label}: dark mode did not switch on (data-theme={found['theme']!r})"]
