@@ -219,19 +219,16 @@ def _classify_lane(
     share : int64 array, gaps x CAUSES
         ns of each gap spent in each category.
     """
-    bounds, seg_event, seg_cat = lane.bounds, lane.seg_event, lane.seg_cat
     # Segment k is [bounds[k], bounds[k + 1]); -1: before bounds[0] (the thread's first event).
-    first_seg = np.searchsorted(bounds, gap_start, "right") - 1
-    last_seg = np.searchsorted(bounds, gap_end, "left") - 1
+    first_seg = np.searchsorted(lane.bounds, gap_start, "right") - 1
+    last_seg = np.searchsorted(lane.bounds, gap_end, "left") - 1
     share = _category_shares(lane, first_seg, last_seg, gap_start, gap_end)
     cause = np.argmax(share[:, 1:], axis=1) + 1  # ties: first in CAUSES
     # A sync call overlapping the gap wins outright.
     synced, sync_event = _overlapping_sync(trace, lane.sync_rows, gap_start, gap_end)
     cause[synced] = _SYNC
     # Other causes: the event with the most exclusive time of that category.
-    event = _main_events(
-        bounds, seg_event, seg_cat, first_seg, last_seg, gap_start, gap_end, cause, ~synced
-    )
+    event = _main_events(lane, first_seg, last_seg, gap_start, gap_end, cause, ~synced)
     event[synced] = sync_event[synced]
     return cause, event, share
 
@@ -292,29 +289,22 @@ def _category_shares(
     """
     share = np.zeros((len(gap_start), len(CAUSES)), dtype=np.int64)
     for c in range(_NOTHING):
-        in_cat, before = lane.seg_cat == c, lane.before[c]
-        share[:, c] = _time_in(gap_end, last_seg, lane.bounds, in_cat, before) - _time_in(
-            gap_start, first_seg, lane.bounds, in_cat, before
-        )
+        share[:, c] = _time_in(lane, c, gap_end, last_seg) - _time_in(lane, c, gap_start, first_seg)
     share[:, _NOTHING] = np.maximum((gap_end - gap_start) - share[:, :_NOTHING].sum(axis=1), 0)
     return share
 
 
 def _time_in(
-    t: npt.NDArray[np.int64],
-    seg: npt.NDArray[np.int64],
-    bounds: npt.NDArray[np.int64],
-    in_cat: npt.NDArray[np.bool_],
-    before: npt.NDArray[np.int64],
+    lane: _LaneSegments, c: int, t: npt.NDArray[np.int64], seg: npt.NDArray[np.int64]
 ) -> npt.NDArray[np.int64]:
-    """Time (ns) in one category from the first boundary up to ``t`` (in segment ``seg``).
+    """Time (ns) in category ``c`` from the first boundary up to ``t`` (in segment ``seg``).
 
-    ``before[k]`` is the category's time before segment ``k``; the part of
-    segment ``seg`` up to ``t`` counts when the segment is in the category.
+    ``lane.before[c, k]`` is the category's time before segment ``k``; the part
+    of segment ``seg`` up to ``t`` counts when the segment is in the category.
     """
     k = np.maximum(seg, 0)
-    part = np.where(in_cat[k], t - bounds[k], 0)
-    return np.where(seg >= 0, before[k] + part, 0)
+    part = np.where(lane.seg_cat[k] == c, t - lane.bounds[k], 0)
+    return np.where(seg >= 0, lane.before[c, k] + part, 0)
 
 
 def _overlapping_sync(
@@ -334,9 +324,7 @@ def _overlapping_sync(
 
 
 def _main_events(
-    bounds: npt.NDArray[np.int64],
-    seg_event: npt.NDArray[np.int64],
-    seg_cat: npt.NDArray[np.int8],
+    lane: _LaneSegments,
     first_seg: npt.NDArray[np.int64],
     last_seg: npt.NDArray[np.int64],
     gap_start: npt.NDArray[np.int64],
@@ -349,6 +337,7 @@ def _main_events(
     Each gap is expanded into the segments it spans; their time inside the
     gap is summed per event, and the largest total wins (ties: the lower row).
     """
+    bounds, seg_event, seg_cat = lane.bounds, lane.seg_event, lane.seg_cat
     n_gaps = len(gap_start)
     first_seg = np.maximum(first_seg, 0)
     count = np.where(wanted, np.maximum(last_seg - first_seg + 1, 0), 0)
