@@ -307,7 +307,12 @@ def tests_pythons(session: nox.Session, version: str) -> None:
         )
     session.install("-e", ".[draw]", *[r for r in groups("test") if r.startswith("pytest")])
     tests = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "tests").glob("test_*.py"))
-    session.run("pytest", "-q", *XDIST, "-p", "no:cacheprovider", *tests, *session.posargs)
+    # Drawing every recording (70 s of a worker's time) once, in the tests session, is
+    # enough: here one recording of each example (-m "not every_recording").
+    session.run(
+        "pytest", "-q", *XDIST, "-p", "no:cacheprovider", "-m", "not every_recording",
+        *tests, *session.posargs,
+    )  # fmt: skip
 
 
 def _clean_generated() -> None:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -349,9 +351,21 @@ def _text_problems(fig) -> list[str]:
     ]
 
 
-@pytest.mark.parametrize(
-    "path", RECORDINGS, ids=lambda p: f"{p.parents[2].name}/{p.parents[1].name}"
-)
+def _one_per_example_unmarked(paths: list[Path]) -> list[Any]:
+    """Each recording as a parameter; all but the first of each example carry the
+    ``every_recording`` mark, which ``nox -s tests-pythons`` deselects: the other Pythons
+    draw one recording of each example, the tests session draws them all."""
+    seen: set[str] = set()
+    params = []
+    for p in paths:
+        example = p.parents[2].name
+        marks = [pytest.mark.every_recording] if example in seen else []
+        seen.add(example)
+        params.append(pytest.param(p, marks=marks, id=f"{example}/{p.parents[1].name}"))
+    return params
+
+
+@pytest.mark.parametrize("path", _one_per_example_unmarked(RECORDINGS))
 def test_recordings_draw_without_overlapping_or_clipped_text(path):
     """Every recording, drawn as the pages draw it (a step at a column's width and wider,
     the whole trace, callouts, two panels): no label overlaps another or is cut off."""

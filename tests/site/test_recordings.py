@@ -393,17 +393,17 @@ def test_processes_share_one_queue_over_several_lanes(tmp_path, monkeypatch):
     lines: list[str] = []
     took = recorder.record_examples(
         [first, second],
-        repeats=2,
+        repeats=1,
         root=root,
         gpus=["0", "1"],
         log=lambda line, **_: lines.append(line),
     )
-    assert {name: t["processes"] for name, t in took.items()} == {"09_tiny": 4, "10_tiny": 4}
+    assert {name: t["processes"] for name, t in took.items()} == {"09_tiny": 2, "10_tiny": 2}
     assert (
-        sum("on GPU 0" in line for line in lines) + sum("on GPU 1" in line for line in lines) == 8
+        sum("on GPU 0" in line for line in lines) + sum("on GPU 1" in line for line in lines) == 4
     )
     found = {(r.example, r.variant, r.repeat) for r in record.iter_recordings(root)}
-    assert len(found) == 12 and not list(root.glob("*/.staging-*"))
+    assert len(found) == 6 and not list(root.glob("*/.staging-*"))
     assert record.check_examples(tmp_path, root=root) == []
     walls = recorder.past_walls_s(root)
     assert recorder.estimate_s("09_tiny", [("cold", 0)], walls) < recorder.estimate_s(
@@ -434,11 +434,11 @@ def test_fresh_compile_cache_gives_every_process_its_own_empty_one(tmp_path, mon
             "10_tiny": {"cold_variants": ["cold"]},
         },
     )
-    recorder.record_examples([fresh, shared], repeats=2, root=root)
+    recorder.record_examples([fresh, shared], repeats=1, root=root)
     caches = {(r.example, r.variant, r.repeat): r for r in record.iter_recordings(root)}
     mine = [r for key, r in caches.items() if key[0] == "09_tiny"]
     dirs = {r.results["cache"] for r in mine}
-    assert len(dirs) == 4 and all(d and not Path(d).exists() for d in dirs)  # one per process, gone
+    assert len(dirs) == 2 and all(d and not Path(d).exists() for d in dirs)  # one per process, gone
     assert all(r.results["empty"] and r.meta["process"]["fresh_compile_cache"] for r in mine)
     theirs = [r for key, r in caches.items() if key[0] == "10_tiny"]
     shared_dirs = {r.results["cache"] for r in theirs}  # torch's default, the same for all
@@ -632,14 +632,14 @@ def test_stale_only_and_shards_record_just_their_part_and_merge(tmp_path, monkey
     script = write(tmp_path, TINY, name="09_tiny.py")
     root = tmp_path / "recordings"
     write_plan(root, **TINY_PLAN)
-    recorder.record_example(script, repeats=2, root=root)
+    recorder.record_example(script, repeats=1, root=root)
     before = {
         r.variant: r.env["recorded_at"] for r in record.iter_recordings(root) if r.repeat == 0
     }
-    assert recorder.stale_variants(script, root, repeats=2, gpu=CPU) == []
-    assert recorder.stale_variants(script, root, repeats=3, gpu=CPU) == ["warm_a", "warm_b", "cold"]
+    assert recorder.stale_variants(script, root, repeats=1, gpu=CPU) == []
+    assert recorder.stale_variants(script, root, repeats=2, gpu=CPU) == ["warm_a", "warm_b", "cold"]
     # Another GPU's recordings are its own: none of them is recorded there.
-    assert recorder.stale_variants(script, root, repeats=2) == ["warm_a", "warm_b", "cold"]
+    assert recorder.stale_variants(script, root, repeats=1) == ["warm_a", "warm_b", "cold"]
     write(
         tmp_path,
         TINY.replace(
@@ -647,10 +647,10 @@ def test_stale_only_and_shards_record_just_their_part_and_merge(tmp_path, monkey
         ),
         name="09_tiny.py",
     )
-    assert recorder.stale_variants(script, root, repeats=2, gpu=CPU) == ["warm_b"]
-    took = recorder.record_examples([script], repeats=2, root=root, only={"09_tiny": ["warm_b"]})
-    assert took["09_tiny"]["processes"] == 2 and took["09_tiny"]["variants"] == 1
-    assert recorder.stale_variants(script, root, repeats=2, gpu=CPU) == []
+    assert recorder.stale_variants(script, root, repeats=1, gpu=CPU) == ["warm_b"]
+    took = recorder.record_examples([script], repeats=1, root=root, only={"09_tiny": ["warm_b"]})
+    assert took["09_tiny"]["processes"] == 1 and took["09_tiny"]["variants"] == 1
+    assert recorder.stale_variants(script, root, repeats=1, gpu=CPU) == []
     after = {r.variant: r for r in record.iter_recordings(root) if r.repeat == 0}
     assert after["warm_b"].params == {"size": 5}
     assert after["warm_a"].env["recorded_at"] == before["warm_a"]  # untouched
@@ -661,21 +661,21 @@ def test_stale_only_and_shards_record_just_their_part_and_merge(tmp_path, monkey
     for k in (1, 2):
         copy = tmp_path / f"shard{k}"
         shutil.copytree(root, copy)
-        took = recorder.record_examples([script], repeats=2, root=copy, shard=(k, 2))
+        took = recorder.record_examples([script], repeats=1, root=copy, shard=(k, 2))
         assert 1 <= took["09_tiny"]["processes"] <= 3
         shutil.copytree(copy, merged, dirs_exist_ok=True)
     stamps = {(r.variant, r.repeat): r.env["recorded_at"] for r in record.iter_recordings(merged)}
-    assert len(stamps) == 6 and record.check_examples(tmp_path, root=merged) == []
+    assert len(stamps) == 3 and record.check_examples(tmp_path, root=merged) == []
     # A full re-record begun at a time, resumed: only what was recorded before it is left.
     newest = max(stamps.values())
-    assert recorder.recorded_before(script, "2000-01-01T00:00", merged, repeats=2, gpu=CPU) == []
+    assert recorder.recorded_before(script, "2000-01-01T00:00", merged, repeats=1, gpu=CPU) == []
     later = "2999-01-01T00:00"
-    assert recorder.recorded_before(script, later, merged, repeats=2, gpu=CPU) == [
+    assert recorder.recorded_before(script, later, merged, repeats=1, gpu=CPU) == [
         "warm_a",
         "warm_b",
         "cold",
     ]
-    assert recorder.recorded_before(script, newest, merged, repeats=3, gpu=CPU) == [
+    assert recorder.recorded_before(script, newest, merged, repeats=2, gpu=CPU) == [
         "warm_a",
         "warm_b",
         "cold",
