@@ -54,13 +54,13 @@ SUPPORTED_PYTHONS = ["3.10", "3.13"]
 # recordings' meta.json), so a build recomputes only the pages whose inputs changed.
 GENERATED = ["docs/_build", "docs/auto_examples", "docs/gen_modules", "docs/_generated"]
 KEEP_GENERATED = ["docs/_generated/facts"]
-# pytest-xdist: one worker per core, for the suites whose tests are independent; a group
-# (tests/conftest.py: those that write the facts cache) stays on one worker.
-XDIST = ["-n", "auto", "--dist", "loadgroup"]
+# pytest-xdist: one worker per core. The tests are independent; those that ask for one
+# page's facts at once wait for one computation (the runner's lock, tracesite.facts).
+XDIST = ["-n", "auto"]
 # The browser checks wait on Chromium (loads, settles) as much as they compute: two
 # workers a core keep the cores busy (the chapters' and cheatsheets' checks on 2 cores:
 # 94 s with 2 workers, 78 s with 3 or 4, 83 s with 6).
-BROWSER_XDIST = ["-n", str(2 * (os.cpu_count() or 1)), "--dist", "loadgroup"]
+BROWSER_XDIST = ["-n", str(2 * (os.cpu_count() or 1))]
 
 
 def groups(*names: str) -> list[str]:

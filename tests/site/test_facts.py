@@ -107,3 +107,31 @@ def test_facts_match_golden(page: tuple[str, dict[str, list[object]]]) -> None:
         f"{name}: {len(changed)} facts differ from tests/golden/facts/{name}.json "
         f"(first: {changed[:5]}); after a re-record, review the diff and rerun with UPDATE_GOLDEN=1"
     )
+
+
+def test_a_page_asked_for_at_once_is_computed_once(tmp_path, monkeypatch) -> None:
+    """Two callers at once (here threads; pytest-xdist's workers are processes): the first
+    computes and writes the cache, the second waits for it and reads what it wrote."""
+    import threading
+    import time
+    from types import SimpleNamespace
+
+    monkeypatch.setattr(facts, "GENERATED", tmp_path)
+    runs: list[str] = []
+
+    def slow_run(page: str) -> SimpleNamespace:
+        runs.append(page)
+        time.sleep(0.5)
+        return SimpleNamespace(read=list, glue={"n": ["num", 1.0]}, words=[])
+
+    monkeypatch.setattr(facts, "run_page", slow_run)
+    got: list[dict[str, list[object]]] = []
+    callers = [
+        threading.Thread(target=lambda: got.append(facts.page_facts("index"))) for _ in range(2)
+    ]
+    for t in callers:
+        t.start()
+    for t in callers:
+        t.join()
+    assert runs == ["index"] and got == [{"n": ["num", 1.0]}] * 2
+    assert [p.name for p in tmp_path.glob("*.json")] == ["index.json"]  # no part file left

@@ -22,12 +22,14 @@ run opened. While that hash holds, the runner does not run the page again.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib
 import json
+import os
 import statistics
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -364,6 +366,22 @@ def run_page(page: str) -> Facts:
     return first
 
 
+@contextlib.contextmanager
+def _one_at_a_time(page: str) -> Iterator[None]:
+    """Hold the page's lock file while its facts are computed, so that several processes
+    asking at once (pytest-xdist's workers) compute them once: the others wait, then read
+    the cache. Where ``fcntl`` is missing (Windows) each computes; the write stays atomic."""
+    try:
+        import fcntl
+    except ImportError:
+        yield
+        return
+    GENERATED.mkdir(parents=True, exist_ok=True)
+    with open(GENERATED / f"{page}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
 def page_facts(page: str, refresh: bool = False) -> dict[str, list[Any]]:
     """The page's glue, ``{key: [kind, value]}`` (kind ``num`` or ``md``): from the cache
     while what it read is unchanged, else computed and written."""
@@ -371,6 +389,15 @@ def page_facts(page: str, refresh: bool = False) -> dict[str, list[Any]]:
         cached = _cached(page)
         if cached is not None:
             return cached
+    with _one_at_a_time(page):
+        # Another process may have written it while this one waited.
+        cached = None if refresh else _cached(page)
+        return cached if cached is not None else _compute(page)
+
+
+def _compute(page: str) -> dict[str, list[Any]]:
+    """Run the page's facts and write them to its cache (a whole file or none: a reader
+    never meets half of one)."""
     f = run_page(page)
     root = recordings_root()
     read = sorted({str((r.trace_path.parent / "meta.json").relative_to(root)) for r in f.read()})
@@ -384,7 +411,9 @@ def page_facts(page: str, refresh: bool = False) -> dict[str, list[Any]]:
     }
     path = _generated(page)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(out, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    part = path.with_name(f"{path.name}.{os.getpid()}.part")
+    part.write_text(json.dumps(out, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    os.replace(part, path)
     return f.glue
 
 
