@@ -6,7 +6,8 @@
   page (a median's ``_lo``/``_hi`` companions count with it) or read by one of its cells
   from the dict ``glue_facts`` returns;
 * the facts equal ``tests/golden/facts/<page>.json``, so a re-record shows in review as a
-  diff of the numbers the pages quote (``UPDATE_GOLDEN=1`` rewrites them).
+  diff of the numbers the pages quote (``UPDATE_GOLDEN=1`` rewrites them);
+* every worded claim (``tracesite.words``) fails on perturbed copies of its data.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import re
 from pathlib import Path
 
 import pytest
-from tracesite import facts
+from tracesite import facts, words
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
@@ -64,25 +65,28 @@ def family(key: str) -> str:
     return re.sub(r"_(lo|hi)$", "", key)
 
 
-@pytest.fixture(scope="module", params=facts.pages())
-def page(request: pytest.FixtureRequest) -> tuple[str, dict[str, list[object]]]:
-    return request.param, facts.page_facts(request.param)
-
-
 def test_there_are_pages() -> None:
     assert "part5" in facts.pages()
 
 
-def test_every_pasted_key_is_produced(page: tuple[str, dict[str, list[object]]]) -> None:
-    name, glue = page
+@pytest.mark.parametrize("name", facts.pages())
+def test_page_facts(name: str) -> None:
+    """One test a page, so that one process computes its facts (they take up to 15 s a
+    page) and its checks follow: the keys both ways, the golden file, the words."""
+    glue = facts.page_facts(name)
     text = page_of(name).read_text(encoding="utf-8")
+    every_pasted_key_is_produced(name, glue, text)
+    every_produced_key_is_pasted(name, glue, text)
+    facts_match_golden(name, glue)
+    every_worded_claim_fails_on_perturbed_data(name)
+
+
+def every_pasted_key_is_produced(name: str, glue: dict[str, list[object]], text: str) -> None:
     missing = used_keys(text) - set(glue) - set(CELL_GLUE.findall(text))
     assert not missing, f"{name}.md pastes keys nothing produces: {sorted(missing)}"
 
 
-def test_every_produced_key_is_pasted(page: tuple[str, dict[str, list[object]]]) -> None:
-    name, glue = page
-    text = page_of(name).read_text(encoding="utf-8")
+def every_produced_key_is_pasted(name: str, glue: dict[str, list[object]], text: str) -> None:
     used = {family(k) for k in used_keys(text) | read_keys(text)}
     # Another GPU's keys (``h100_...``) are the same facts on its recordings: the page
     # pastes those it compares, and need not paste the rest.
@@ -93,8 +97,7 @@ def test_every_produced_key_is_pasted(page: tuple[str, dict[str, list[object]]])
     assert not unused, f"docs/facts/{name}.py produces keys its page never pastes: {unused}"
 
 
-def test_facts_match_golden(page: tuple[str, dict[str, list[object]]]) -> None:
-    name, glue = page
+def facts_match_golden(name: str, glue: dict[str, list[object]]) -> None:
     path = GOLDEN / f"{name}.json"
     text = json.dumps(glue, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
     if UPDATE:
@@ -107,6 +110,17 @@ def test_facts_match_golden(page: tuple[str, dict[str, list[object]]]) -> None:
         f"{name}: {len(changed)} facts differ from tests/golden/facts/{name}.json "
         f"(first: {changed[:5]}); after a re-record, review the diff and rerun with UPDATE_GOLDEN=1"
     )
+
+
+def every_worded_claim_fails_on_perturbed_data(name: str) -> None:
+    """Each word's check the page's facts made, on the recordings' own numbers, is fed the
+    perturbed copies (a doubled or halved ratio, an added outlier, swapped sets) and must
+    reject every one: a claim that survives them is looser than its words."""
+    loose = []
+    for word, args in facts.page_words(name):
+        check = getattr(words, word)
+        loose += [(word, args, bad) for bad in words.perturbed(word, args) if check(*bad)]
+    assert not loose, f"{name}: claims looser than their words: {loose[:5]}"
 
 
 def test_a_page_asked_for_at_once_is_computed_once(tmp_path, monkeypatch) -> None:

@@ -5,7 +5,7 @@ checks it with the function of that name here, so the check is exactly as tight 
 word. CONTRIBUTING.md lists them. The facts runner remembers each call a page's facts make
 (:func:`recording`) and stores them with the facts, so that a test can feed every claim a
 perturbed copy of its own data (a doubled ratio, an added outlier) and expect it to fail
-(``tests/site/test_words.py``): a check that a perturbation does not break guards nothing.
+(``tests/site/test_facts.py``): a check that a perturbation does not break guards nothing.
 
 =================  =====================================================================
 word               meaning
