@@ -536,7 +536,7 @@ def serve(session: nox.Session) -> None:
     (sphinx-autobuild); Ctrl-C stops it. Arguments after ``--`` go to sphinx-autobuild
     (``-- --port 8001``, ``-- --open-browser``)."""
     venv = TorchVenv(session, "docs")
-    venv.pip("install", SPHINX_AUTOBUILD_SPEC)
+    venv.install(SPHINX_AUTOBUILD_SPEC)
     venv.run(
         "sphinx-autobuild",
         *SPHINX_ARGS,
