@@ -70,6 +70,7 @@ PIP_TO_UV = {
     "extra-index-url": "--extra-index-url",
     "find-links": "--find-links",
     "constraint": "--constraint",
+    "no-index": "--no-index",
 }
 
 
@@ -91,7 +92,10 @@ def pip_index_flags() -> list[str]:
             found[key] = (rank[section], value.strip().strip("'\""))
     flags = ["--index-strategy", "unsafe-best-match"]
     for key, (_, value) in sorted(found.items()):
-        flags += [part for v in value.split() for part in (PIP_TO_UV[key], v)]
+        if key == "no-index":  # a switch: PIP_NO_INDEX=1, no-index = true
+            flags += ["--no-index"] if value.lower() in ("1", "true", "yes", "on") else []
+        else:
+            flags += [part for v in value.split() for part in (PIP_TO_UV[key], v)]
     return flags
 
 
