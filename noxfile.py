@@ -252,7 +252,10 @@ class TorchVenv:
             if got.returncode != 0:
                 self.session.warn("uv could not be installed; installing with pip")
         if uv.exists():
-            command = [str(uv), "pip", "install", "--python", python, *pip_index_flags(), *args]
+            # --compile-bytecode, as pip does: else each first import of a torch module
+            # compiles it, in every process of the tests that run at once.
+            command = [str(uv), "pip", "install", "--compile-bytecode", "--python", python]
+            command += [*pip_index_flags(), *args]
         else:
             command = [python, "-m", "pip", "install", *args]
         self.session.run(*command, external=True, silent=True)
