@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import part2
 import part2_measures as m
+from _paste import paste_each_repeat
 from tracesite.facts import Facts, claim
 
 EXAMPLE = "03_mlp"
@@ -24,30 +25,27 @@ def facts(f: Facts) -> None:
     # The Linear, in numbers
     part2.setup(f, "02_linear")
 
-    def one_linear() -> None:
-        lin = m.linear(
+    paste_each_repeat(
+        f,
+        lambda: m.linear(
             trace("small"),
             trace("big"),
             variant("64_bf16", "01_matmul_add").repeats[0].trace(),
-        )
-        f.md_from(lin, "k_small k_big")
-        f.num_from(lin, "small_us big_us small_tflops big_tflops big_pct")
-
-    f.repeats(one_linear)
+        ),
+        md="k_small k_big",
+        num="small_us big_us small_tflops big_tflops big_pct",
+    )
 
     part2.setup(f, "03_mlp")
 
     # The eager MLP
-    def mlp_eager() -> None:
-        e = m.mlp_eager(trace("eager"), trace("eager_big"), m.HBM_TBS[f.gpu])
-        f.num_from(
-            e,
-            "mlp_kernels mlp_memsets memset_bytes big_memsets gate_us down_us gate_tflops "
-            "down_tflops gelu_us mul_us gelu_tbs mul_tbs t_mib same_name_big_us",
-        )
-        f.md_from(e, "k_gate k_down k_gate_big k_down_big")
-
-    f.repeats(mlp_eager)
+    paste_each_repeat(
+        f,
+        lambda: m.mlp_eager(trace("eager"), trace("eager_big"), m.HBM_TBS[f.gpu]),
+        md="k_gate k_down k_gate_big k_down_big",
+        num="mlp_kernels mlp_memsets memset_bytes big_memsets gate_us down_us gate_tflops "
+        "down_tflops gelu_us mul_us gelu_tbs mul_tbs t_mib same_name_big_us",
+    )
 
     # Reading an nvjet name
     def nvjet() -> None:
@@ -65,15 +63,12 @@ def facts(f: Facts) -> None:
     f.repeats(nvjet)
 
     # The first forward of a fresh process
-    def first_forward() -> None:
-        cold = part2.cold_first_forward(f)
-        f.num_from(
-            cold,
-            "cold_fwd_ms cold_occ warm_fwd_us cold_clusters cold_gate_ms cold_up_ms cold_down_ms "
-            "cold_gelu_ms cold_gelu_rec_ms cold_mul_ms cold_mul_rec_ms",
-        )
-
-    f.repeats(first_forward)
+    paste_each_repeat(
+        f,
+        lambda: part2.cold_first_forward(f),
+        num="cold_fwd_ms cold_occ warm_fwd_us cold_clusters cold_gate_ms cold_up_ms cold_down_ms "
+        "cold_gelu_ms cold_gelu_rec_ms cold_mul_ms cold_mul_rec_ms",
+    )
 
     decode = variant("generate_dynamic_1b", "05_llm_decode").repeats
     assert all(f"/{f.gpu}/" in str(r.trace_path) for r in decode), "another GPU's recordings"
@@ -108,15 +103,15 @@ def facts(f: Facts) -> None:
     )
     num("at_cold_n", n_cold)
 
-    def big_shape() -> None:
-        big = part2.big_shape(
+    paste_each_repeat(
+        f,
+        lambda: part2.big_shape(
             f,
             h200_says="on the H200 Liger's kernel broke even with the pair at the larger shape",
             h100_says="on the H100 Liger's kernel saved time at the larger shape",
-        )
-        f.num_from(big, "liger_block liger_masked_pct liger_small_block liger_small_masked_pct")
-
-    f.repeats(big_shape)
+        ),
+        num="liger_block liger_masked_pct liger_small_block liger_small_masked_pct",
+    )
 
     # Compile modes
     def compile_modes() -> None:

@@ -11,6 +11,7 @@ import statistics
 from typing import Any
 
 import part3_measures as m
+from _paste import paste_each_repeat
 from tracesite import words
 from tracesite.facts import Facts, claim
 
@@ -43,40 +44,27 @@ def facts(f: Facts) -> None:
         )
 
     # Where does attention written by hand spend its time?
-    def naive() -> None:
-        nf = naive_facts()
-        f.num_from(
-            nf,
-            "naive_ops score_mib naive_us naive_gemm_pct fill_tbs mul_tbs naive_peak_mib ip_us "
-            "ip_saved_pct",
-        )
-
-    f.repeats(naive)
+    paste_each_repeat(
+        f,
+        naive_facts,
+        num="naive_ops score_mib naive_us naive_gemm_pct fill_tbs mul_tbs naive_peak_mib ip_us "
+        "ip_saved_pct",
+    )
 
     # What does SDPA run, and which backend did PyTorch pick?
-    def backends() -> None:
-        BACKENDS = (
-            "naive",
-            "sdpa_default",
-            "sdpa_math",
-            "sdpa_efficient",
-            "sdpa_flash",
-            "sdpa_cudnn",
-        )
-        b: dict[str, Any] = m.backend_facts(
+    BACKENDS = ("naive", "sdpa_default", "sdpa_math", "sdpa_efficient", "sdpa_flash", "sdpa_cudnn")
+    paste_each_repeat(
+        f,
+        lambda: m.backend_facts(
             {v: trace(v) for v in BACKENDS},
             {v: peak_mib(v) for v in BACKENDS},
             OUT_MIB,
             rec("sdpa_default").env["cudnn"],
-        )
-        f.num_from(
-            b,
-            "naive_x cudnn_us cudnn_peak flash_us flash_peak flash_x eff_us eff_peak eff_x "
-            "math_us math_peak math_x",
-        )
-        f.md_from(b, "cudnn_version cudnn_kernel flash_kernel eff_kernel math_kernel")
-
-    f.repeats(backends)
+        ),
+        md="cudnn_version cudnn_kernel flash_kernel eff_kernel math_kernel",
+        num="naive_x cudnn_us cudnn_peak flash_us flash_peak flash_x eff_us eff_peak eff_x "
+        "math_us math_peak math_x",
+    )
 
     # Why is the math backend slower than writing it by hand?
     def math() -> None:
@@ -97,24 +85,24 @@ def facts(f: Facts) -> None:
     f.repeats(math)
 
     # What does torch.compile make of the five steps?
-    def compiled() -> None:
-        c = m.compile_facts(
+    paste_each_repeat(
+        f,
+        lambda: m.compile_facts(
             trace("naive_compile"),
             trace("naive"),
             trace("sdpa_cudnn"),
             peak_mib("naive_compile"),
             SHAPE,
-        )
-        f.num_from(c, "c_total_us c_vs_naive c_vs_cudnn c_peak")
-
-    f.repeats(compiled)
+        ),
+        num="c_total_us c_vs_naive c_vs_cudnn c_peak",
+    )
 
     # Why does the fastest kernel read 0 % occupancy?
-    def occupancy() -> None:
-        occ = m.occupancy_facts(trace("sdpa_cudnn"), trace("sdpa_flash"))
-        f.num_from(occ, "c_smem_kib f_occ")
-
-    f.repeats(occupancy)
+    paste_each_repeat(
+        f,
+        lambda: m.occupancy_facts(trace("sdpa_cudnn"), trace("sdpa_flash")),
+        num="c_smem_kib f_occ",
+    )
 
     # Which backend is fastest, and when does the CPU decide?
     sw_flash_lo: list[float] = []  # each repeat's; the page pastes their median, not its range

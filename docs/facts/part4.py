@@ -6,8 +6,7 @@ Every number the page quotes and every claim it makes about the recordings of
 repeats. The windows and events the page's pictures draw (``*_window``,
 :func:`decode_zoom`, ...) are chosen here too; the page draws them.
 
-Only :mod:`tracereader`, numpy and the standard library here (and the facts runner's
-:class:`~tracesite.facts.Facts`): no drawing.
+No drawing here; what Part 4's facts modules may read, :mod:`_part4` says.
 """
 
 from __future__ import annotations
@@ -18,8 +17,6 @@ import numpy as np
 from _chapter import LESSON_PATH, Chapter
 from _decode import (
     CHECK,
-    COMMON,
-    EXAMPLE,
     FINAL,
     GEMV_CLASSES,
     GOAL,
@@ -32,7 +29,8 @@ from _decode import (
     tile,
     token_ops,
 )
-from tracesite import load_definitions
+from _part4 import EXAMPLE, prompt_tokens, shapes
+from _paste import paste, paste_each_repeat
 from tracesite.facts import Facts, claim
 from tracesite.words import beyond_spread
 
@@ -67,11 +65,11 @@ def facts(f: Facts) -> None:
     rec, recs, num, md = f.rec, f.recs, f.num, f.md
 
     every_row = f.gpu == "h200"
-    C = Chapter(recs, load_definitions(COMMON)["SHAPES"], names=None if every_row else LESSON_ROWS)
+    C = Chapter(recs, shapes(), names=None if every_row else LESSON_ROWS)
 
     md("stamp", f.stamp())
     num("n_repeats", len(recs(FINAL)))
-    num("prompt", load_definitions(COMMON)["PROMPT"])
+    num("prompt", prompt_tokens())
     T: Any = rec(FINAL).timings()
     num("new_tokens", T["new_tokens"])
     num("decoded", T["new_tokens"] - 1)
@@ -84,8 +82,7 @@ def facts(f: Facts) -> None:
         **C.logits_facts(),
     }
     if every_row:  # the lesson's path with the H100's tokens/s beside the H200's
-        shapes = load_definitions(COMMON)["SHAPES"]
-        h100 = Chapter(f.on("h100").recs, shapes, names=LESSON_ROWS)
+        h100 = Chapter(f.on("h100").recs, shapes(), names=LESSON_ROWS)
         ch["lesson_path_table"] = C.lesson_table(beside=("H100", h100))
         ch["class_table_final"] = C.table(FINAL).markdown(beside=("H100", h100.table(FINAL)))
         assert h100.table(FINAL).runs[0].n == C.table(FINAL).runs[0].n  # the same kernels
@@ -109,10 +106,11 @@ def facts(f: Facts) -> None:
         for gpu, ch_ in (("h200", C), ("h100", h100)):
             num(f"g1_{gpu}_lo", min(ch_.per[g1]["tps"]))
             num(f"g1_{gpu}_hi", max(ch_.per[g1]["tps"]))
-    f.md_from(ch, "lesson_path_table class_table_final")
-    f.num_from(
+    paste(
+        f,
         ch,
-        "gsc8_sync_ms gsc8_prof_ms gsc8_ms gsc1_tps gd1_tps gsc8_busy lc8_launches lc8_busy "
+        md="lesson_path_table class_table_final",
+        num="gsc8_sync_ms gsc8_prof_ms gsc8_ms gsc1_tps gd1_tps gsc8_busy lc8_launches lc8_busy "
         "lu8_tps b8_gb copy_tbs_lo copy_tbs_hi copy_spec_pct floor_spec_ms max_tps "
         "lf8_frac spec_tbs goal_pct gemv_pct final_frac f_token_us f_gemv_over_us f_small_us "
         "f_rest_us f_floor_us f_gemv_pct f_lost_us f_o_gbs f_gate_up_gbs lg_positions lg_agree "
@@ -194,18 +192,15 @@ def facts(f: Facts) -> None:
     if f.gpu == "h200":
         two_gpus(f)
 
-    def each_repeat() -> None:  # what generate() runs per token, one repeat
-        gen: dict[str, Any] = generate_facts(
+    paste_each_repeat(  # what generate() runs per token, one repeat
+        f,
+        lambda: generate_facts(
             rec("generate_dynamic_1b"), rec("generate_static_1b"), C.shapes["1b"]
-        )
-        f.num_from(
-            gen,
-            "dyn_dec_kernels dyn_dec_cpu_ms dyn_dec_busy_ms dyn_busy_pct dyn_unprof_ms dec_tnn "
-            "tnn_n eager_sync_us",
-        )
-        md("pre_tile", gen["pre_tile"])
-
-    f.repeats(each_repeat)
+        ),
+        md="pre_tile",
+        num="dyn_dec_kernels dyn_dec_cpu_ms dyn_dec_busy_ms dyn_busy_pct dyn_unprof_ms dec_tnn "
+        "tnn_n eager_sync_us",
+    )
 
 
 def two_gpus(f: Facts) -> None:

@@ -8,8 +8,7 @@ Every number the notes quote and every claim they make about the recordings of
 the fused loop, the GEMV kernels of our own and their settings sweep, the norms folded
 into the GEMVs, and the attention kernel of our own with its sweep and the untuned row.
 
-Only :mod:`tracereader`, numpy and the standard library here (and the facts runner's
-:class:`~tracesite.facts.Facts`): no drawing.
+No drawing here; what Part 4's facts modules may read, :mod:`_part4` says.
 """
 
 from __future__ import annotations
@@ -22,8 +21,6 @@ import numpy as np
 from _attention_kernels import AttentionChapter
 from _decode import (
     CHECK,
-    COMMON,
-    EXAMPLE,
     GEMV_CLASSES,
     Facts,
     Rec,
@@ -36,8 +33,9 @@ from _decode import (
     tim,
     token_ops,
 )
+from _part4 import EXAMPLE, shapes
+from _paste import paste
 from _sessions import KROWS, slow_gemv
-from tracesite import load_definitions
 from tracesite.facts import Facts as PageFacts
 
 from tracereader import Trace
@@ -462,7 +460,7 @@ def gemv_rows(shape: dict[str, int]) -> list[int]:
 def facts(f: PageFacts) -> None:
     rec, recs, num, md = f.rec, f.recs, f.num, f.md
 
-    C = Chapter(recs, load_definitions(COMMON)["SHAPES"], f.sessions)
+    C = Chapter(recs, shapes(), f.sessions)
 
     md("stamp", f.stamp())
     md("runs_note", C.runs_note())
@@ -481,9 +479,10 @@ def facts(f: PageFacts) -> None:
         **C.logits_facts(),
     }
     # Text as Markdown, numbers as they came (no float()), as the page's helper pasted them.
-    f.md_from(
+    paste(
+        f,
         ch,
-        "act_gu_moved act_vs attempt_table sweep_vs_cublas sweep_others own_qkv ind_qkv own_o "
+        md="act_gu_moved act_vs attempt_table sweep_vs_cublas sweep_others own_qkv ind_qkv own_o "
         "ind_o own_gate_up ind_gate_up own_down ind_down own_gemvs ind_gemvs k_vs_above "
         "att_attention_k att_attention_aa att_attention_s scores_kernel sm_k_runs sm_aa n_qkv "
         "s_qkv n_o s_o n_gate_up s_gate_up n_down s_down n_norms s_norms norms_grew n_rest s_rest "
@@ -495,10 +494,7 @@ def facts(f: PageFacts) -> None:
         "u_argmax_launch at_argmax_launch u_argmax at_argmax attention_table u_tps_all at_tps_all "
         "u_vs_at k_stamp glo_copy glo_gemv ghi_copy ghi_gemv sess_gemv sess_att sess_k_gemv "
         "sess_grids sess_a_att goal_others sessions_table class_table_final add_copy_us lg_table",
-    )
-    f.num_from(
-        ch,
-        "lf8_tps lf8_tps_lo lf8_tps_hi lf8_kernels la8_tps la8_tps_lo la8_tps_hi la8_kernels "
+        num="lf8_tps lf8_tps_lo lf8_tps_hi lf8_kernels la8_tps la8_tps_lo la8_tps_hi la8_kernels "
         "laa8_tps laa8_tps_lo laa8_tps_hi laa8_kernels lk8_tps lk8_tps_lo lk8_tps_hi lk8_kernels "
         "ln8_tps_lo ln8_tps_hi ls8_tps ls8_tps_lo ls8_tps_hi lu8_tps fused_diff floor_spec_ms "
         "lf8_frac goal_pct cls_down_us cls_attention_us act_gain_pct act_down_gbs act_down_us "

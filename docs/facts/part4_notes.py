@@ -7,8 +7,7 @@ Every number the notes quote and every claim they make about the recordings of
 command-line summary's numbers come from running it as the page shows it. Numbers are
 medians over the repeats.
 
-Only :mod:`tracereader`, numpy and the standard library here (and the facts runner's
-:class:`~tracesite.facts.Facts`): no drawing.
+No drawing here; what Part 4's facts modules may read, :mod:`_part4` says.
 """
 
 from __future__ import annotations
@@ -18,8 +17,6 @@ from typing import Any
 
 import _chapter
 from _decode import (
-    COMMON,
-    EXAMPLE,
     OTHER,
     Facts,
     Rec,
@@ -30,7 +27,8 @@ from _decode import (
     res,
     token_ops,
 )
-from tracesite import load_definitions
+from _part4 import EXAMPLE, shapes
+from _paste import paste, paste_each_repeat
 from tracesite.facts import Facts as PageFacts
 from tracesite.facts import claim
 from tracesite.notebook import tracereader_cli
@@ -112,7 +110,7 @@ class Chapter(_chapter.Chapter):
 def facts(f: PageFacts) -> None:
     rec, recs, num, md = f.rec, f.recs, f.num, f.md
 
-    C = Chapter(recs, load_definitions(COMMON)["SHAPES"])
+    C = Chapter(recs, shapes())
 
     md("stamp", f.stamp())
     md("runs_note", C.runs_note())
@@ -124,10 +122,11 @@ def facts(f: PageFacts) -> None:
         **C.small_model_facts(),
     }
     # Text as Markdown, numbers as they came (no float()), as the page's helper pasted them.
-    f.md_from(found, "path_table overlap_steps gs1_vs tuned_runs o_runs class_table class_table_1b")
-    f.num_from(
+    paste(
+        f,
         found,
-        "gs1_kernels gd1_kernels gsc8_sync_ms gsc1_kernel_calls gsc1_copy_calls gsc1_launches "
+        md="path_table overlap_steps gs1_vs tuned_runs o_runs class_table class_table_1b",
+        num="gs1_kernels gd1_kernels gsc8_sync_ms gsc1_kernel_calls gsc1_copy_calls gsc1_launches "
         "gd1_tps gd1_tps_lo gd1_tps_hi gd1_launches gs1_tps gs1_tps_lo gs1_tps_hi gsc8_tps "
         "gsc8_tps_lo gsc8_tps_hi lc8_tps lc8_tps_lo lc8_tps_hi lc8_launches lf8_tps lf8_tps_lo "
         "lf8_tps_hi same_tokens lc_diverge fused_diff b8_gb b8_kv_mb b1_gb b_ratio copy_tbs "
@@ -139,21 +138,18 @@ def facts(f: PageFacts) -> None:
         "s8_norms_per_layer s1_pointwise_per_layer s8_pointwise_per_layer",
     )
 
-    def each_repeat() -> None:  # generate() per token, and packed GQA, one repeat
-        each: dict[str, Any] = {
+    paste_each_repeat(  # generate() per token, and packed GQA, one repeat
+        f,
+        lambda: {
             **generate_facts(rec("generate_dynamic_1b"), rec("generate_static_1b"), C.shapes["1b"]),
             **packed_facts(rec("loop_short_8b"), rec("loop_packed_8b")),
-        }
-        f.md_from(each, "dec_tiles pre_tile gen_outside_names")
-        f.num_from(
-            each,
-            "dyn_pre_kernels dyn_dec_kernels dyn_dec_cpu_ms dyn_unprof_ms dec_nvjet dec_tnn "
-            "kv_out eager_sync_us dyn_dtoh dyn_dtod gen_outside_ops gen_inside_ops gen_outside_us "
-            "fwd_ms gqa_copy_kernels_before gqa_copy_kernels_after gqa_copy_us_before "
-            "gqa_copy_us_after att_us_before att_us_after cudnn_us",
-        )
-
-    f.repeats(each_repeat)
+        },
+        md="dec_tiles pre_tile gen_outside_names",
+        num="dyn_pre_kernels dyn_dec_kernels dyn_dec_cpu_ms dyn_unprof_ms dec_nvjet dec_tnn "
+        "kv_out eager_sync_us dyn_dtoh dyn_dtod gen_outside_ops gen_inside_ops gen_outside_us "
+        "fwd_ms gqa_copy_kernels_before gqa_copy_kernels_after gqa_copy_us_before "
+        "gqa_copy_us_after att_us_before att_us_after cudnn_us",
+    )
 
     # The same reading from the command line: the run the page shows (the drawn repeat).
     done = tracereader_cli(
