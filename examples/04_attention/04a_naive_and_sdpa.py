@@ -36,15 +36,14 @@ import sys
 from pathlib import Path
 
 import torch
-import torch.nn.functional as F
-from torch.nn.attention import SDPBackend, sdpa_kernel
+from torch.nn.attention import sdpa_kernel
 from torch.profiler import ProfilerActivity, profile, record_function, schedule
 
-# The plumbing of the stories of this set (``story_run``, which makes ``run``, and
-# ``print_variants``) and the series' shape ``SHAPE``, from the code they share
-# (``_04_common.py``, beside this file). The versions below are there too, for the
-# other stories; this one shows them.
-from _04_common import SHAPE, print_variants, story_run
+# From the code the stories of this set share (``_04_common.py``, beside this file):
+# the two versions of attention this page shows below (``naive_attention`` and
+# ``sdpa_attention`` with its ``BACKENDS``), the series' shape ``SHAPE``, and the
+# plumbing (``story_run``, which makes ``run``, and ``print_variants``).
+from _04_common import BACKENDS, SHAPE, naive_attention, print_variants, sdpa_attention, story_run
 
 # %%
 # Attention written out
@@ -60,19 +59,11 @@ from _04_common import SHAPE, print_variants, story_run
 # Each line below is its own PyTorch operator, so expect at least one kernel
 # per line, each reading and writing the whole score matrix. Guess before you
 # look at the table: which of the five takes longest?
-
-
-def naive_attention(q, k, v):
-    # Causal attention in five steps, each its own operator.
-    scores = q @ k.transpose(-2, -1)
-    scores = scores * (1.0 / math.sqrt(q.shape[-1]))
-    seq = q.shape[-2]
-    causal = torch.ones(seq, seq, dtype=torch.bool, device=q.device).triu(1)
-    scores = scores.masked_fill(causal, float("-inf"))
-    return torch.softmax(scores, dim=-1) @ v
-
-
-# %%
+#
+# .. literalinclude:: ../../../examples/04_attention/_04_common.py
+#    :language: python
+#    :pyobject: naive_attention
+#
 # ``masked_fill`` returns a new tensor: it clones the scores, then fills the
 # clone. The trace shows that clone as a ``Memcpy DtoD`` of the whole score
 # matrix. ``naive_attention_inplace`` changes that one line to ``masked_fill_``,
@@ -107,19 +98,11 @@ IMPLS = {"naive": naive_attention, "naive_inplace": naive_attention_inplace}
 # ``torch.nn.attention.sdpa_kernel`` pins one; left alone, PyTorch picks. In
 # the trace, the op ``aten::_scaled_dot_product_<backend>_attention`` under
 # ``aten::scaled_dot_product_attention`` names the one that ran.
-
-
-def sdpa_attention(q, k, v):
-    # The same, by PyTorch's fused scaled_dot_product_attention.
-    return F.scaled_dot_product_attention(q, k, v, is_causal=True)
-
-
-BACKENDS = {
-    "math": SDPBackend.MATH,
-    "efficient": SDPBackend.EFFICIENT_ATTENTION,
-    "flash": SDPBackend.FLASH_ATTENTION,
-    "cudnn": SDPBackend.CUDNN_ATTENTION,
-}
+#
+# .. literalinclude:: ../../../examples/04_attention/_04_common.py
+#    :language: python
+#    :start-at: def sdpa_attention
+#    :end-at: }
 
 # %%
 # How one version is profiled
