@@ -44,46 +44,17 @@ import sys
 from _03_common import BIG, SMALL, optional_tracereader, profile_mlp, story_run
 
 # %%
-# The MLP
-# -------
+# The MLP and its harness
+# -----------------------
 #
-# ``GeGLUMLP`` is the MLP block of many transformers: ``gate_proj`` and
-# ``up_proj`` widen each token from ``dim`` to ``hidden`` features, ``gelu(gate,
-# approximate="tanh") * up`` gates one with the other (GeGLU), and ``down_proj``
-# maps back to ``dim``. No biases. Written in PyTorch, a forward is three
-# GEMMs, a gelu and a multiply.
-#
-# ``LigerGeGLUMLP`` is the same MLP with the gelu-and-multiply done by one
-# hand-written Triton kernel from Liger-Kernel (imported only when it is used).
-# That kernel is what this page profiles.
-#
-# How it is profiled
-# ------------------
-#
-# ``profile_mlp`` profiles one MLP forward per step, writes ``trace.json`` into
-# ``out_dir`` and returns the profiler's table. It builds the MLP in bf16 and
-# its input, a ``(batch, seq, dim)`` tensor, seeded so that every run sees the
-# same numbers. Its switches:
-#
-# * ``compile``: compile the MLP in that ``torch.compile`` mode (``"default"``,
-#   ``"reduce-overhead"``, ``"max-autotune-no-cudagraphs"``), after resetting
-#   Dynamo so that no earlier compile is reused;
-# * ``kernel="liger"``: use ``LigerGeGLUMLP`` (a CUDA GPU and
-#   ``pip install liger-kernel`` needed; on the CPU it says so and profiles the
-#   torch MLP);
-# * ``cold=True``: no warm-up at all, so that the process's very first forward
-#   is the first step in the trace.
-#
-# Otherwise five forwards run before the profiler starts: compiling,
-# autotuning and recording CUDA graphs all happen there, and the profiled
-# steps show the steady state.
-#
-# ``_profile_steps`` runs ``skip`` steps that the profiler's schedule does not
-# keep (its wait and warm-up steps), then ``active`` steps that it records, with
-# input shapes, so that each op in the trace carries its shapes. It writes
-# ``trace.json`` into ``out_dir`` and returns the table, sorted by GPU time
-# when there is a GPU.
-
+# ``GeGLUMLP`` is the MLP of this set: ``gate_proj`` and ``up_proj`` widen each
+# token from ``dim`` to ``hidden`` features, ``gelu(gate, approximate="tanh") *
+# up`` gates one with the other, and ``down_proj`` maps back to ``dim``.
+# ``LigerGeGLUMLP`` is the same MLP with the gelu and the multiply done by
+# Liger's one Triton kernel. ``profile_mlp`` builds the MLP in bf16 with a
+# seeded input, runs five warm-up forwards, then profiles one forward per step;
+# its ``kernel="liger"`` switch picks Liger's MLP (on the CPU it says so and
+# profiles the torch MLP). Story ``03a`` shows the code and the other switches.
 
 # %%
 # The variants
@@ -99,9 +70,7 @@ VARIANTS = {
 
 # %%
 # ``run(name)`` profiles one variant into ``traces/03_mlp/<name>/`` and says
-# where it ran. On the CPU, every size above ``CPU_MAX_DIM`` shrinks to it.
-# ``python 03e_liger_kernel.py VARIANT`` profiles that variant and stops (inside
-# Jupyter, ``sys.argv`` holds the kernel's own flags, so a notebook runs the page).
+# where it ran (story ``03a`` has the details).
 
 run = story_run(VARIANTS, __name__)
 
