@@ -104,11 +104,8 @@ VARIANTS = {
 }
 
 
-# ``run(name)`` profiles one variant of ``VARIANTS`` with its harness, moves the
-# trace to ``traces/01_matmul_add/NAME.json``, prints one line saying where it ran,
-# and returns the run's name, the profiler's table and the trace's path.
-# ``python 01d_peaks.py VARIANT`` profiles one variant and prints its table; while the
-# site builds, ``run`` replays the H200's recordings instead.
+# ``run(name)`` profiles one variant and returns its name, the profiler's table
+# and the trace's path (story 01a has the details).
 run = story_run(VARIANTS, __name__)
 
 # %%

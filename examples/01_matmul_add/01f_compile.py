@@ -72,39 +72,22 @@ from _01_common import optional_tracereader, profile_matmul_add, story_run
 # ``4096_bf16_triton_gemm``    4096x4096 bf16, Inductor's Triton GEMM only
 # ===========================  ==================================================
 
+# The two sizes, both in bf16.
+SMALL = {"size": 64, "dtype": "bfloat16"}
+BIG = {"size": 4096, "dtype": "bfloat16"}
+
 VARIANTS = {
-    "64_bf16_addmm": (
-        profile_matmul_add,
-        {"size": 64, "dtype": "bfloat16", "op": "addmm", "warmup": True},
-    ),
-    "64_bf16_compile": (
-        profile_matmul_add,
-        {"size": 64, "dtype": "bfloat16", "compile": "default"},
-    ),
-    "4096_bf16_compile": (
-        profile_matmul_add,
-        {"size": 4096, "dtype": "bfloat16", "compile": "default"},
-    ),
-    "64_bf16_reduce_overhead": (
-        profile_matmul_add,
-        {"size": 64, "dtype": "bfloat16", "compile": "reduce-overhead"},
-    ),
-    "4096_bf16_autotune": (
-        profile_matmul_add,
-        {"size": 4096, "dtype": "bfloat16", "compile": "max-autotune-no-cudagraphs"},
-    ),
-    "4096_bf16_triton_gemm": (
-        profile_matmul_add,
-        {"size": 4096, "dtype": "bfloat16", "compile": "triton-gemm"},
-    ),
+    "64_bf16_addmm": (profile_matmul_add, {**SMALL, "op": "addmm", "warmup": True}),
+    "64_bf16_compile": (profile_matmul_add, {**SMALL, "compile": "default"}),
+    "4096_bf16_compile": (profile_matmul_add, {**BIG, "compile": "default"}),
+    "64_bf16_reduce_overhead": (profile_matmul_add, {**SMALL, "compile": "reduce-overhead"}),
+    "4096_bf16_autotune": (profile_matmul_add, {**BIG, "compile": "max-autotune-no-cudagraphs"}),
+    "4096_bf16_triton_gemm": (profile_matmul_add, {**BIG, "compile": "triton-gemm"}),
 }
 
 
-# ``run(name)`` profiles one variant of ``VARIANTS`` with its harness, moves the
-# trace to ``traces/01_matmul_add/NAME.json``, prints one line saying where it ran,
-# and returns the run's name, the profiler's table and the trace's path.
-# ``python 01f_compile.py VARIANT`` profiles one variant and prints its table; while the
-# site builds, ``run`` replays the H200's recordings instead.
+# ``run(name)`` profiles one variant and returns its name, the profiler's table
+# and the trace's path (story 01a has the details).
 run = story_run(VARIANTS, __name__)
 
 # %%
