@@ -270,10 +270,8 @@ print(big_compile.table)
 # Every variant
 # -------------
 #
-# The harness and settings of each variant on this page.
-
-for name, (harness, params) in VARIANTS.items():
-    print(f"{name:>14}  {harness.__name__}({', '.join(f'{k}={v!r}' for k, v in params.items())})")
+# Their harness and settings are the ``VARIANTS`` above; on the site, the table of
+# every recording of them follows, with each one's traces.
 
 # sphinx_gallery_start_ignore
 sys.modules["tracesite"].all_recordings_html() if "tracesite" in sys.modules else None

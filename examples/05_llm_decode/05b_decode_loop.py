@@ -108,28 +108,28 @@ from _05_common import SHORT_CACHE, profile_loop, profile_loop_further, story_ru
 # ``loop_fused_1b``      the fused row at the 1B shape
 # =====================  =============================================================
 
+# Each row's settings are the row above's, and one more:
+TUNED = {"shape": "8b", "tune_gemv": True}
+SHORT = {**TUNED, "cache_len": SHORT_CACHE}
+PACKED = {**SHORT, "packed_gqa": True}
+FUSED = {**PACKED, "fused": True}
+ACT = {**FUSED, "materialize_act": True}
+
 VARIANTS = {  # the 8B shape first: the recorder starts the longest processes first
     "loop_compiled_8b": (profile_loop, {"shape": "8b"}),
-    "loop_tuned_8b": (profile_loop, {"shape": "8b", "tune_gemv": True}),
-    "loop_short_8b": (profile_loop, {"shape": "8b", "tune_gemv": True, "cache_len": SHORT_CACHE}),
-    "loop_packed_8b": (profile_loop, {"shape": "8b", "tune_gemv": True, "cache_len": SHORT_CACHE,
-                                      "packed_gqa": True}),
-    "loop_fused_8b": (profile_loop, {"shape": "8b", "tune_gemv": True, "cache_len": SHORT_CACHE,
-                                     "packed_gqa": True, "fused": True}),
-    "loop_act_8b": (profile_loop_further, {"materialize_act": True, "shape": "8b", "tune_gemv": True,
-                                           "cache_len": SHORT_CACHE, "packed_gqa": True, "fused": True}),
-    "loop_act_attn_8b": (profile_loop_further, {"materialize_act": True, "reduce_attention": True,
-                                                "shape": "8b", "tune_gemv": True, "cache_len": SHORT_CACHE,
-                                                "packed_gqa": True, "fused": True}),
+    "loop_tuned_8b": (profile_loop, TUNED),
+    "loop_short_8b": (profile_loop, SHORT),
+    "loop_packed_8b": (profile_loop, PACKED),
+    "loop_fused_8b": (profile_loop, FUSED),
+    "loop_act_8b": (profile_loop_further, ACT),
+    "loop_act_attn_8b": (profile_loop_further, {**ACT, "reduce_attention": True}),
     "loop_compiled_1b": (profile_loop, {"shape": "1b"}),
-    "loop_fused_1b": (profile_loop, {"shape": "1b", "tune_gemv": True, "cache_len": SHORT_CACHE,
-                                     "packed_gqa": True, "fused": True}),
-}  # fmt: skip
+    "loop_fused_1b": (profile_loop, {**FUSED, "shape": "1b"}),
+}
 
 # %%
 # ``run(name)`` profiles one variant (on the CPU: the tiny shape, a few tokens),
 # moves its trace to ``traces/05_llm_decode/NAME.json`` and says where it ran.
-# ``python 05b_decode_loop.py --variant NAME`` profiles one variant and prints its table.
 
 run = story_run(VARIANTS, __name__)
 

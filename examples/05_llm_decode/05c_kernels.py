@@ -114,23 +114,19 @@ def profile_loop_untuned(out_dir, **loop):
 # ``loop_untuned_8b``       that loop with Inductor's own tuning off
 # ========================  ==========================================================
 
+# What every row shares (``profile_loop_kernels`` fuses the projections itself):
+LOOP = {"shape": "8b", "tune_gemv": True, "cache_len": SHORT_CACHE, "packed_gqa": True}
 VARIANTS = {
-    "loop_kernels_8b": (profile_loop_kernels, {"attention": "reductions", "shape": "8b", "tune_gemv": True,
-                                               "cache_len": SHORT_CACHE, "packed_gqa": True}),
-    "loop_kernels_sdpa_8b": (profile_loop_kernels, {"shape": "8b", "tune_gemv": True, "cache_len": SHORT_CACHE,
-                                                    "packed_gqa": True}),
-    "loop_norms_8b": (profile_loop_kernels, {"fold_norms": True, "shape": "8b", "tune_gemv": True,
-                                             "cache_len": SHORT_CACHE, "packed_gqa": True}),
-    "loop_attention_8b": (profile_loop_kernels, {"attention": "kernel", "shape": "8b", "tune_gemv": True,
-                                                 "cache_len": SHORT_CACHE, "packed_gqa": True}),
-    "loop_untuned_8b": (profile_loop_untuned, {"attention": "kernel", "shape": "8b", "tune_gemv": False,
-                                               "cache_len": SHORT_CACHE, "packed_gqa": True}),
-}  # fmt: skip
+    "loop_kernels_8b": (profile_loop_kernels, {**LOOP, "attention": "reductions"}),
+    "loop_kernels_sdpa_8b": (profile_loop_kernels, LOOP),
+    "loop_norms_8b": (profile_loop_kernels, {**LOOP, "fold_norms": True}),
+    "loop_attention_8b": (profile_loop_kernels, {**LOOP, "attention": "kernel"}),
+    "loop_untuned_8b": (profile_loop_untuned, {**LOOP, "attention": "kernel", "tune_gemv": False}),
+}
 
 # %%
 # ``run(name)`` profiles one variant (on the CPU: the tiny shape, a few tokens),
 # moves its trace to ``traces/05_llm_decode/NAME.json`` and says where it ran.
-# ``python 05c_kernels.py --variant NAME`` profiles one variant and prints its table.
 
 run = story_run(VARIANTS, __name__)
 

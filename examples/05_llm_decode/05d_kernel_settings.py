@@ -205,7 +205,6 @@ VARIANTS = {
 # %%
 # ``run(name)`` profiles one variant (on the CPU: the tiny shape), moves its trace to
 # ``traces/05_llm_decode/NAME.json`` and says where it ran.
-# ``python 05d_kernel_settings.py --variant NAME`` profiles one variant and prints its table.
 
 run = story_run(VARIANTS, __name__)
 

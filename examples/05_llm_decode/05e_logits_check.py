@@ -218,7 +218,6 @@ VARIANTS = {"logits_check_8b": (check_loop_logits, {"shape": "8b"})}
 # %%
 # ``run(name)`` profiles one variant (on the CPU: the tiny shape), moves its trace to
 # ``traces/05_llm_decode/NAME.json`` and says where it ran.
-# ``python 05e_logits_check.py --variant NAME`` profiles one variant and prints its table.
 
 run = story_run(VARIANTS, __name__)
 
