@@ -15,10 +15,10 @@ variant         batch x seq, dim -> hidden             what it shows
 ==============  =====================================  ==========================
 
 The small shape is the Hugging Face series' (8192 tokens of width 768); the
-large one is a Llama-7B-sized MLP over 4096 tokens. Part 2 of the chapters
-(:doc:`/chapters/part2`) reads these recordings; the other stories of this set
-compile the same MLP, profile a cold first forward, and swap in a hand-written
-kernel.
+large one is a Llama-7B-sized MLP over 4096 tokens. :doc:`Part 2 of the
+chapters </chapters/part2>` reads these recordings; the other stories of this
+set compile the same MLP, profile a cold first forward, and swap in a
+hand-written kernel.
 
 This file needs only torch, and ``_03_common.py`` beside it: the code the
 stories of this set share, which the site's download of this story has pasted

@@ -17,7 +17,7 @@ The question it answers comes from the Hugging Face series, which saw a
 ``cudaOccupancy...`` query (the CUDA runtime's "how many blocks of this kernel
 fit on an SM?") before every GEMM launch on its A100 and read it as the mark,
 and a cost, of every GEMM. The warm forwards of this set's other stories make
-none. Who asks, and when? Part 2 (:doc:`/chapters/part2`) reads these
+none. Who asks, and when? :doc:`Part 2 </chapters/part2>` reads these
 recordings. The recorder ran each repeat of this variant in a process of its
 own, so that its first forward really was the process's first.
 
@@ -51,7 +51,7 @@ from _03_common import SMALL, optional_tracereader, profile_mlp, story_run
 # ``GeGLUMLP`` is the MLP of this set: ``gate_proj`` and ``up_proj`` widen each
 # token from ``dim`` to ``hidden`` features, ``gelu(gate, approximate="tanh") *
 # up`` gates one with the other, and ``down_proj`` maps back to ``dim``. A
-# forward is three GEMMs, a gelu and a multiply. ``profile_mlp`` builds it in
+# forward is three GEMMs (matrix multiplications), a gelu and a multiply. ``profile_mlp`` builds it in
 # bf16 with a seeded input, runs five warm-up forwards, and profiles one
 # forward per step; its helper ``_profile_steps`` first runs ``skip`` steps
 # that the profiler's schedule throws away, then the ``active`` steps it
@@ -80,10 +80,16 @@ run = story_run(VARIANTS, __name__)
 # The table
 # ---------
 #
-# Three forwards, the first of them cold. Compare each op's total time with its
-# call count: one slow call among fast ones shows up as a large average. (torch
+# Three forwards, the first of them cold. Read the ``aten::mm`` row, the GEMMs:
+# nine calls, three a forward, and a CPU time average of milliseconds, where a
+# warm call takes well under a millisecond (story ``03a``'s table). A few slow
+# calls pull the average up; the timeline below shows where they are. (torch
 # warns that the profiler "won't be using warmup" and that this can skew the
 # results: here, skewing them is the point.)
+#
+# The ``mlp_fwd`` row with no CPU time is the label's GPU-side span: it runs from
+# the first kernel the label launched to the last, idle time included, so its
+# Self CUDA % can pass 100 %. The other ``mlp_fwd`` row is the label on the CPU.
 
 first = run("eager_cold")
 print(first.table)
@@ -95,7 +101,8 @@ print(first.table)
 # With ``tracereader``: ``link`` connects each runtime call to the op it ran
 # under, its ``issuer``; ``where(contains=...)`` finds the events whose name
 # contains a string; ``Counter`` counts the pairs. Then the first step on the
-# timeline (otherwise open the trace at https://ui.perfetto.dev).
+# timeline, and the second below it (otherwise open the trace at
+# https://ui.perfetto.dev).
 
 tracereader = optional_tracereader()  # None where it is not installed
 
@@ -109,6 +116,7 @@ if tracereader:
     queries = tr.where(contains="Occupancy")
     print(Counter(f"{tr.name(i)} under {tr.name(links.issuer[i])}" for i in queries))
     tracereader.timeline(tr, step=tr.steps[0].name, width_in=9, fig=plt.figure())
+    tracereader.timeline(tr, step=tr.steps[1].name, width_in=9, fig=plt.figure())
 
 # %%
 # What the H200 showed
@@ -130,8 +138,9 @@ if tracereader:
 # To see that yourself in the timeline above, look under each op of the first
 # step for time that no child event covers: a wide ``aten::mm`` bar over a few
 # thin runtime calls is a call that spent most of its time on work the profiler
-# does not record (start-up work of the libraries below it). In the second and
-# third steps the same bars shrink to little more than their launch calls.
+# does not record (start-up work of the libraries below it). In the second
+# step, drawn below the first, the whole forward takes a small fraction of
+# that time (note the time axis).
 #
 # So: the cost of a first call is not the occupancy queries. Skip the first
 # steps when you profile the steady state (``schedule(wait=1, warmup=1, ...)``,

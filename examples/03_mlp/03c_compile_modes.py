@@ -3,9 +3,10 @@ The MLP under torch.compile: fusion and its launch configuration
 ================================================================
 
 The eager GeGLU MLP (three Linears without bias, bf16) runs its gelu and its
-multiply as two memory-bound kernels, with a whole tensor written and read
-back between them. ``torch.compile`` hands the model to Inductor, its code
-generator, which can fuse the two into one Triton kernel. This page profiles
+multiply as two memory-bound kernels (their time is set by the bytes they move,
+not by their arithmetic), with a whole tensor written and read back between
+them. ``torch.compile`` hands the model to Inductor, its code generator, which
+can fuse the two into one kernel written in Triton (a language for GPU kernels). This page profiles
 the compiled MLP in three modes:
 
 ===================  ==============================  ===============================
@@ -18,9 +19,9 @@ variant              batch x seq, dim -> hidden      compile mode
 ===================  ==============================  ===============================
 
 Compare what you see with the eager story of this set (``03a_eager_mlp.py``),
-which profiles the same shapes without compiling. Part 2
-(:doc:`/chapters/part2`) reads these recordings: what fusion saves, and why
-the same fused kernel can run at two speeds. What a compile costs the first
+which profiles the same shapes without compiling. :doc:`Part 2
+</chapters/part2>` reads these recordings: what fusion saves, and why the same
+fused kernel can run at two speeds. What a compile costs the first
 time, from an empty cache, is the next story, ``03d``.
 
 This file needs only torch, and ``_03_common.py`` beside it, the MLP and harness
@@ -55,8 +56,9 @@ from _03_common import BIG, SMALL, optional_tracereader, profile_mlp, story_run
 # token from ``dim`` to ``hidden`` features, ``gelu(gate, approximate="tanh") *
 # up`` gates one with the other, and ``down_proj`` maps back to ``dim``.
 # ``profile_mlp`` builds it in bf16 with a seeded input and profiles one forward
-# per step. Its ``compile`` switch names a ``torch.compile`` mode; Dynamo is
-# reset first, so that no earlier compile is reused. Five warm-up forwards run
+# per step. Its ``compile`` switch names a ``torch.compile`` mode; Dynamo (the
+# part of ``torch.compile`` that captures the model) is reset first, so that no
+# earlier compile is reused. Five warm-up forwards run
 # before the profiler starts. Story ``03a`` shows the code and the other
 # switches.
 
@@ -96,8 +98,9 @@ print(compiled.table)
 # %%
 # On the H200 one kernel replaced the pair: ``triton_poi_fused__unsafe_view_gelu_mul_0``.
 # Read its name: ``triton`` for a kernel Inductor wrote in Triton, ``poi`` for
-# pointwise, then the operations it fused. The GEMMs are still cuBLAS's
-# ``nvjet`` kernels, name for name as in eager: Inductor leaves them alone.
+# pointwise, then the operations it fused. The GEMMs are still the ``nvjet``
+# kernels of cuBLAS (NVIDIA's GEMM library), name for name as in eager:
+# Inductor leaves them alone.
 #
 # The fused kernel reads the gate and up outputs once and writes the product
 # once: 3 tensors of 8192 x 3072 bf16 (48 MiB each) instead of eager's 5, that
@@ -108,22 +111,25 @@ print(compiled.table)
 # The fused kernel's launch configuration
 # ---------------------------------------
 #
-# How much fusion saved depended on how the kernel was launched. Inductor gives
-# a pointwise kernel like this one two candidate launch configurations (by its
-# source), which differ in threads per block and elements per thread. It times
-# both at the first call, keeps the faster by its own timing, and saves that
-# choice in its compile cache, a folder on disk that later compiles of the same
-# kernel read instead of timing again.
+# How much fusion saved depended on how the kernel was launched: its *launch
+# configuration*, the *grid* (how many blocks of threads it starts) and the
+# *block* (how many threads each block has). The element count divided by grid
+# x block is the elements each thread handles. For a pointwise kernel like this
+# one, Inductor's source offers two candidates: 128-thread blocks of 8 elements
+# per thread, or 256-thread blocks of 2. It times both at the first call, keeps
+# the faster by its own timing, and saves that choice in its compile cache, a
+# folder on disk that later compiles of the same kernel read instead of timing
+# again. The cell below prints the grid and block the trace recorded.
 #
-# In every recording of ``compile`` the kernel ran 128-thread blocks. In every
+# On the H200, every recording of ``compile`` ran 128-thread blocks, and every
 # recording of ``compile_cold`` (story ``03d``: alone in a fresh process, with
-# an empty cache) it ran 256-thread blocks and took clearly longer, in every
-# repeat: the same code, at two speeds (:doc:`/chapters/part2` has both
-# times). The recordings cannot say whether the process or the cache made the
-# difference. The 128-thread configuration can be forced: with
-# ``torch._inductor.config.triton.autotune_pointwise = False`` Inductor's
-# source generates only that one. Read grid and block in your own trace
-# before you judge a fused kernel: in Perfetto, click the kernel and its
+# an empty cache) ran 256-thread blocks and took clearly longer: the same code,
+# at two speeds. On the H100 both variants kept 256-thread blocks
+# (:doc:`/chapters/part2` has the times on both GPUs). The recordings cannot
+# say why a compile kept the slower one. The 128-thread configuration can be
+# forced: with ``torch._inductor.config.triton.autotune_pointwise = False``
+# Inductor's source generates only that one. Read grid and block in your own
+# trace before you judge a fused kernel: in Perfetto, click the kernel and its
 # arguments list both.
 
 tracereader = optional_tracereader()  # None where it is not installed
@@ -132,6 +138,9 @@ if tracereader:
     import matplotlib.pyplot as plt  # a pyplot figure, so that notebooks and the site show it
 
     tr = tracereader.load(compiled.trace_path)
+    for fused in tr.where(kind=tracereader.Kind.KERNEL, prefix="triton_poi")[:1]:  # none on a CPU
+        grid, block = tr.extra["grid"][fused], tr.extra["block"][fused]
+        print(f"{tr.name(fused)}: {grid} blocks x {block} threads")
     tracereader.timeline(tr, step=tr.steps[-1].name, width_in=9, fig=plt.figure())
 
 # %%
@@ -160,11 +169,12 @@ autotune = run("autotune")
 print(autotune.table)
 
 # %%
-# On the H200 the warm ``autotune`` variant kept the same GEMM kernels in
-# every repeat. Which ones (a ``triton_tem`` template or cuBLAS's ``nvjet``,
-# GEMM by GEMM), how its forward's GPU time compared with the default mode's,
-# and the launch configuration its fused kernel ran are in the :doc:`lab notes
-# of Part 2 </chapters/part2-notes>`: a race won in the compile's benchmark
+# On the H200 the warm ``autotune`` variant made the same choice, GEMM by GEMM,
+# in every repeat: in the table, see which GEMMs ran as Inductor's
+# ``triton_tem`` template and which stayed cuBLAS's ``nvjet``. How its
+# forward's GPU time compared with the default mode's, and the launch
+# configuration its fused kernel ran, are in the :doc:`lab notes of Part 2
+# </chapters/part2-notes>`: a race won in the compile's benchmark
 # need not make the profiled forward faster. The races themselves, and what
 # they cost to run, are in story ``03d``.
 #
@@ -178,8 +188,9 @@ reduce_overhead = run("reduce_overhead")
 print(reduce_overhead.table)
 
 # %%
-# Each step on the H200 was one ``cudaGraphLaunch`` releasing the forward's
-# GPU operations, after a kernel that copies the input (12 MiB) into the
+# Each step on the H200 was one ``cudaGraphLaunch`` (the table's 15 rows leave
+# it out; the cell below counts it in the trace) releasing the forward's GPU
+# operations, after a kernel that copies the input (12 MiB) into the
 # graph's fixed input buffer: a graph replays the addresses it recorded, so new
 # inputs must be copied there. The table has no ``aten::mm`` row any more: the
 # graph's GPU time is charged to the compiled region, not to the ops inside it.
@@ -187,14 +198,15 @@ print(reduce_overhead.table)
 
 if tracereader:
     tr = tracereader.load(reduce_overhead.trace_path)
+    print(len(tr.where(name="cudaGraphLaunch")), "cudaGraphLaunch calls in", len(tr.steps), "steps")
     tracereader.timeline(tr, step=tr.steps[-1].name, width_in=9, fig=plt.figure())
 
 # %%
 # What to take away: fusing memory-bound kernels removes whole tensors of
 # traffic, and how much time that saves depends on the launch configuration,
 # which a compile times once and keeps in its cache. When a compiled pointwise
-# kernel looks slow, divide its element count by grid x block before blaming
-# the fusion.
+# kernel looks slow, divide its element count by grid x block (the elements
+# each thread handles) before blaming the fusion.
 #
 # Every variant
 # -------------

@@ -18,7 +18,7 @@ variant            batch x seq, dim -> hidden      compile mode
 
 The first call includes Dynamo's tracing, Inductor's code generation, Triton's
 compiler and, under max-autotune, the benchmarking of every GEMM candidate.
-Part 2 (:doc:`/chapters/part2` and its lab notes) reads these recordings; the
+:doc:`Part 2 </chapters/part2>` and its lab notes read these recordings; the
 warm compiles of the same MLP are story ``03c`` of this set.
 
 This file needs only torch, and ``_03_common.py`` beside it for the MLP and

@@ -9,14 +9,14 @@ replaces ``gelu(gate, approximate="tanh") * up`` with one Triton kernel. Is a
 hand-written kernel better? This page profiles the MLP (three Linears without
 bias, bf16) with Liger's kernel at two shapes:
 
-===============  ==============================  ===================================
+===============  ==============================  =========================================
 variant          batch x seq, dim -> hidden      compare with
-===============  ==============================  ===================================
+===============  ==============================  =========================================
 ``liger``        64 x 128 tokens, 768 -> 3072    ``eager`` (03a), ``compile`` (03c)
-``liger_big``    8 x 512 tokens, 4096 -> 11008   ``eager_big``, ``compile_big``
-===============  ==============================  ===================================
+``liger_big``    8 x 512 tokens, 4096 -> 11008   ``eager_big`` (03a), ``compile_big`` (03c)
+===============  ==============================  =========================================
 
-Part 2 (:doc:`/chapters/part2`) reads these recordings beside the eager and
+:doc:`Part 2 </chapters/part2>` reads these recordings beside the eager and
 compiled ones of this set.
 
 This file needs torch and ``_03_common.py`` beside it (the MLP and harness this
@@ -79,8 +79,9 @@ run = story_run(VARIANTS, __name__)
 # --------------------------
 #
 # Three GEMMs as in eager, and between them, where eager ran a gelu and a
-# multiply, one kernel. Look for its name, and for how it was launched: the
-# runtime call under it differs from eager's and from Inductor's.
+# multiply, one kernel. Look for its name. How it was launched, the runtime
+# call under it, is not in the table: the cell after the next paragraph asks
+# the trace.
 
 liger = run("liger")
 print(liger.table)
@@ -91,17 +92,18 @@ print(liger.table)
 # through ``cudaLaunchKernel``, Inductor's Triton kernels through
 # ``cuLaunchKernel``: three launchers, three runtime calls to look for).
 #
-# Its median time was below that of eager's gelu plus multiply, in every
-# repeat: the same fusion, done by hand. Against Inductor's fused kernel the
-# verdict depends on which launch configuration Inductor kept (story ``03c``):
-# :doc:`/chapters/part2` gives the times, and how Liger's kernel compared with
-# the 128-thread one and with the 256-thread one that a compile from an empty
-# cache kept (story ``03d``).
+# Is it better? Its median time was below that of eager's gelu plus multiply,
+# in every repeat: the same fusion, done by hand. Against Inductor's fused
+# kernel the verdict depends on which launch configuration Inductor kept
+# (story ``03c``): on the H200, Liger's kernel was faster than the 256-thread
+# one that a compile from an empty cache kept (story ``03d``) and slower than
+# the 128-thread one. :doc:`Part 2 </chapters/part2>` gives the times, on both
+# GPUs.
 #
 # Liger gives each row of the input one block, covering the row's length
 # rounded up to a power of two: 4096 elements for a hidden size of 3072, so a
-# quarter of each block's lanes are masked off and do nothing. In the trace
-# that shows as a grid of 8192 blocks, one per token.
+# quarter of each block's element slots are masked off and do nothing. In the
+# trace that shows as a grid of 8192 blocks, one per token.
 
 tracereader = optional_tracereader()  # None where it is not installed
 
@@ -110,6 +112,9 @@ if tracereader:
 
     tr = tracereader.load(liger.trace_path)
     print(tracereader.kernel_table(tr))
+    links = tracereader.link(tr)  # joins each kernel to the runtime call that launched it
+    for k in tr.where(kind=tracereader.Kind.KERNEL, contains="geglu")[:1]:  # none on a CPU
+        print(tr.name(k), "was launched by", tr.name(links.launch[k]))
     tracereader.timeline(tr, step=tr.steps[-1].name, width_in=9, fig=plt.figure())
 
 # %%

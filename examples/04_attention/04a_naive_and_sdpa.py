@@ -97,7 +97,9 @@ IMPLS = {"naive": naive_attention, "naive_inplace": naive_attention_inplace}
 # CUTLASS kernel), ``flash`` (FlashAttention-2) and ``cudnn`` (NVIDIA's).
 # ``torch.nn.attention.sdpa_kernel`` pins one; left alone, PyTorch picks. In
 # the trace, the op ``aten::_scaled_dot_product_<backend>_attention`` under
-# ``aten::scaled_dot_product_attention`` names the one that ran.
+# ``aten::scaled_dot_product_attention`` names the one that ran. (``F`` is
+# ``torch.nn.functional`` and ``SDPBackend`` comes from ``torch.nn.attention``:
+# ``_04_common.py`` imports both.)
 #
 # .. literalinclude:: ../../../examples/04_attention/_04_common.py
 #    :language: python
@@ -227,14 +229,36 @@ run = story_run(VARIANTS, __name__)
 # Naive attention: the table
 # --------------------------
 #
-# Sorted by GPU time. Count the kernels in one forward (the table sums three
-# profiled steps, so divide its call counts by three) and find the slowest.
+# Sorted by GPU time, summed over the three profiled steps, and cut to its top
+# 15 rows. The ``attention`` row with no CPU time is the label's GPU-side span,
+# from its first kernel to its last, idle time included, so its Self CUDA % can
+# pass 100 %.
 
 naive = run("naive")
 print(naive.table)
 
 # %%
-# On the H200 the two GEMMs were a small share of the time (the times are in
+# The table cannot list one forward whole. The trace can: below, every GPU
+# operation (kernel, copy or memset) that the last step launched, in order,
+# with its time. Count them, and find the slowest.
+
+try:
+    import tracereader
+except ImportError:  # only torch here: the trace file is still there to open in Perfetto
+    tracereader = None
+    print("tracereader is not installed: open the trace at https://ui.perfetto.dev instead")
+
+if tracereader:
+    tr = tracereader.load(naive.trace_path)
+    step = tracereader.link(tr).step  # the profiler step that launched each GPU operation
+    gpu = tr.where(kind=(tracereader.Kind.KERNEL, tracereader.Kind.MEMCPY, tracereader.Kind.MEMSET))
+    for i in gpu[step[gpu] == len(tr.steps) - 1]:
+        print(f"{tr.dur_ns[i] / 1e3:8.1f} µs  {tr.name(i)[:90]}")
+
+# %%
+# On the H200, and on the H100, one forward ran nine GPU operations: seven
+# kernels, a memset and a copy. The two GEMMs (the matrix multiplications, the
+# ``nvjet`` kernels) were a small share of the time (the times are in
 # :doc:`/chapters/part3`). The rest is elementwise work on the score matrix,
 # and the slowest step was the mask: ``masked_fill`` runs PyTorch's general
 # ``elementwise_kernel``, because the ``(seq, seq)`` mask broadcast over batch
