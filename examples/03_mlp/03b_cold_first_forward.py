@@ -17,8 +17,9 @@ The question it answers comes from the Hugging Face series, which saw a
 ``cudaOccupancy...`` query (the CUDA runtime's "how many blocks of this kernel
 fit on an SM?") before every GEMM launch on its A100 and read it as the mark,
 and a cost, of every GEMM. The warm forwards of this set's other stories make
-none. Who asks, and when? :doc:`Part 2 </chapters/part2>` reads these
-recordings. The recorder ran each repeat of this variant in a process of its
+none. Who asks, and when? These recordings answer it for two Hopper GPUs (an
+H200 and an H100) with the cuBLAS of CUDA 13; an A100's may differ.
+:doc:`Part 2 </chapters/part2>` reads these recordings. The recorder ran each repeat of this variant in a process of its
 own, so that its first forward really was the process's first.
 
 This file needs only torch, and ``_03_common.py`` beside it (the MLP and harness
@@ -82,8 +83,8 @@ run = story_run(VARIANTS, __name__)
 #
 # Three forwards, the first of them cold. Read the ``aten::mm`` row, the GEMMs:
 # nine calls, three a forward, and a CPU time average of milliseconds, where a
-# warm call takes well under a millisecond (story ``03a``'s table). A few slow
-# calls pull the average up; the timeline below shows where they are. (torch
+# warm call takes well under a millisecond (story ``03a``'s table). One call,
+# the first, pulls the average up; the timeline below shows it. (torch
 # warns that the profiler "won't be using warmup" and that this can skew the
 # results: here, skewing them is the point.)
 #
@@ -98,9 +99,12 @@ print(first.table)
 # Who asked for occupancy?
 # ------------------------
 #
-# With ``tracereader``: ``link`` connects each runtime call to the op it ran
-# under, its ``issuer``; ``where(contains=...)`` finds the events whose name
-# contains a string; ``Counter`` counts the pairs. Then the first step on the
+# With ``tracereader`` (this site's library for reading traces; :doc:`the quick
+# start </quickstart>` installs it): ``link`` connects each runtime call to the
+# op it ran under, its ``issuer``; ``where(contains=...)`` finds the events
+# whose name contains a string; ``Counter`` counts the pairs. Then each
+# ``aten::mm`` call in turn, with the queries inside it, and what the first
+# ``aten::gelu`` and ``aten::mul`` calls hold. Last, the first step on the
 # timeline, and the second below it (otherwise open the trace at
 # https://ui.perfetto.dev).
 
@@ -115,6 +119,18 @@ if tracereader:
     links = tracereader.link(tr)
     queries = tr.where(contains="Occupancy")
     print(Counter(f"{tr.name(i)} under {tr.name(links.issuer[i])}" for i in queries))
+    K = tracereader.Kind
+    start = tr.steps[0].start_ns
+    for mm in tr.where(name="aten::mm", kind=K.CPU_OP):
+        inside = (tr.ts_ns[mm], tr.ts_ns[mm] + tr.dur_ns[mm])
+        n = len(tr.where(contains="Occupancy", within=inside))
+        print(f"aten::mm at {(tr.ts_ns[mm] - start) / 1e6:6.2f} ms: {n} occupancy queries")
+    cpu_side = (K.CPU_OP, K.RUNTIME, K.DRIVER, K.OVERHEAD)  # the calls on the CPU's lane
+    for op in ("aten::gelu", "aten::mul"):
+        call = tr.where(name=op, kind=K.CPU_OP)[0]
+        span = (tr.ts_ns[call], tr.ts_ns[call] + tr.dur_ns[call])
+        inside = tr.where(kind=cpu_side, within=span)
+        print(f"first {op} holds:", sorted({tr.name(i) for i in inside} - {op}))
     tracereader.timeline(tr, step=tr.steps[0].name, width_in=9, fig=plt.figure())
     tracereader.timeline(tr, step=tr.steps[1].name, width_in=9, fig=plt.figure())
 

@@ -114,8 +114,8 @@ print(compiled.table)
 # How much fusion saved depended on how the kernel was launched: its *launch
 # configuration*, the *grid* (how many blocks of threads it starts) and the
 # *block* (how many threads each block has). The element count divided by grid
-# x block is the elements each thread handles. For a pointwise kernel like this
-# one, Inductor's source offers two candidates: 128-thread blocks of 8 elements
+# x block is the elements each thread handles. In the default mode, for a
+# pointwise kernel like this one, Inductor's source offers two candidates: 128-thread blocks of 8 elements
 # per thread, or 256-thread blocks of 2. It times both at the first call, keeps
 # the faster by its own timing, and saves that choice in its compile cache, a
 # folder on disk that later compiles of the same kernel read instead of timing
@@ -127,8 +127,10 @@ print(compiled.table)
 # at two speeds. On the H100 both variants kept 256-thread blocks
 # (:doc:`/chapters/part2` has the times on both GPUs). The recordings cannot
 # say why a compile kept the slower one. The 128-thread configuration can be
-# forced: with ``torch._inductor.config.triton.autotune_pointwise = False``
-# Inductor's source generates only that one. Read grid and block in your own
+# forced in this mode: with ``torch._inductor.config.triton.autotune_pointwise =
+# False`` Inductor's source generates only that one. (The max-autotune modes
+# also tune by coordinate descent, and kept other configurations: the ``autotune``
+# variant below, in the :doc:`lab notes of Part 2 </chapters/part2-notes>`.) Read grid and block in your own
 # trace before you judge a fused kernel: in Perfetto, click the kernel and its
 # arguments list both.
 
@@ -155,7 +157,7 @@ print(compile_big.table)
 
 # %%
 # It did on the H200: the fused kernel took less time than eager's gelu plus
-# multiply at this shape too (the chapter has the numbers), where the
+# multiply at this shape too (:doc:`Part 2 </chapters/part2>` has the numbers), where the
 # hand-written kernel of story ``03e`` only broke even.
 #
 # max-autotune: racing the GEMMs
@@ -170,8 +172,8 @@ print(autotune.table)
 
 # %%
 # On the H200 the warm ``autotune`` variant made the same choice, GEMM by GEMM,
-# in every repeat: in the table, see which GEMMs ran as Inductor's
-# ``triton_tem`` template and which stayed cuBLAS's ``nvjet``. How its
+# in every repeat: in the table, count the GEMM kernels of each kind, Inductor's
+# ``triton_tem`` templates and cuBLAS's ``nvjet`` kernels. How its
 # forward's GPU time compared with the default mode's, and the launch
 # configuration its fused kernel ran, are in the :doc:`lab notes of Part 2
 # </chapters/part2-notes>`: a race won in the compile's benchmark

@@ -80,30 +80,33 @@ run = story_run(VARIANTS, __name__)
 #
 # Three GEMMs as in eager, and between them, where eager ran a gelu and a
 # multiply, one kernel. Look for its name. How it was launched, the runtime
-# call under it, is not in the table: the cell after the next paragraph asks
-# the trace.
+# call under it, is not in the table: a cell below asks the trace.
 
 liger = run("liger")
 print(liger.table)
 
 # %%
 # On the H200 the kernel was ``_geglu_tanh_forward_kernel``, launched by
-# Triton itself through ``cuLaunchKernelEx`` (PyTorch's eager kernels go
-# through ``cudaLaunchKernel``, Inductor's Triton kernels through
-# ``cuLaunchKernel``: three launchers, three runtime calls to look for).
+# Triton itself through ``cuLaunchKernelEx``. PyTorch's eager kernels go
+# through ``cudaLaunchKernel`` and Inductor's Triton kernels through
+# ``cuLaunchKernel``, but ``cuLaunchKernelEx`` is not Triton's alone: cuBLAS
+# launches its ``nvjet`` GEMMs with it too, in this very trace. The launch call
+# narrows down which library launched a kernel; the kernel's name decides.
 #
 # Is it better? Its median time was below that of eager's gelu plus multiply,
 # in every repeat: the same fusion, done by hand. Against Inductor's fused
 # kernel the verdict depends on which launch configuration Inductor kept
 # (story ``03c``): on the H200, Liger's kernel was faster than the 256-thread
 # one that a compile from an empty cache kept (story ``03d``) and slower than
-# the 128-thread one. :doc:`Part 2 </chapters/part2>` gives the times, on both
-# GPUs.
+# the 128-thread one; on the H100, where every default-mode compile kept
+# 256-thread blocks, it was faster. :doc:`Part 2 </chapters/part2>` gives the times. Eager's gelu
+# and multiply kernels are in story ``03a``'s table.
 #
 # Liger gives each row of the input one block, covering the row's length
 # rounded up to a power of two: 4096 elements for a hidden size of 3072, so a
 # quarter of each block's element slots are masked off and do nothing. In the
-# trace that shows as a grid of 8192 blocks, one per token.
+# trace that shows as a grid of 8192 blocks, one per token (the cell below
+# prints it).
 
 tracereader = optional_tracereader()  # None where it is not installed
 
@@ -115,6 +118,7 @@ if tracereader:
     links = tracereader.link(tr)  # joins each kernel to the runtime call that launched it
     for k in tr.where(kind=tracereader.Kind.KERNEL, contains="geglu")[:1]:  # none on a CPU
         print(tr.name(k), "was launched by", tr.name(links.launch[k]))
+        print(f"grid {tr.extra['grid'][k]} blocks x {tr.extra['block'][k]} threads")
     tracereader.timeline(tr, step=tr.steps[-1].name, width_in=9, fig=plt.figure())
 
 # %%
@@ -128,12 +132,34 @@ print(liger_big.table)
 
 # %%
 # Not on the H200. Liger's kernel took about as long as eager's gelu plus
-# multiply here: it saved nothing. Inductor's fused kernel still took less
-# time than the pair at this shape (:doc:`/chapters/part2` has the times).
-# The rounding does not explain it alone: 11008 rounds up to 16384, a third of
-# the lanes masked, but at the small shape a quarter were masked and the
-# kernel still beat eager's pair. The trace cannot say where the time goes
-# inside a kernel; a kernel profiler (Nsight Compute) could.
+# multiply here: it saved nothing (on the H100 it still saved time). Inductor's
+# fused kernel took less time than the pair at this shape, on both GPUs
+# (:doc:`Part 2 </chapters/part2>` has the times). The rounding does not
+# explain it alone: 11008 rounds up to 16384, a third of the element slots
+# masked, but at the small shape a quarter were masked and the kernel still
+# beat eager's pair.
+#
+# How the kernel was launched points at a likelier cause. The cell below prints
+# each shape's launch record: at the larger shape the blocks are twice as large
+# and each thread uses more registers, so fewer blocks fit on an SM at once.
+# CUPTI's *estimated occupancy*, the share of an SM's thread slots the kernel
+# can keep busy, falls well below the small shape's (Inductor's fused kernel
+# reaches 100 % at both shapes). Fewer threads in flight hide less of the
+# memory's latency. The trace records the launch, not what happened inside the
+# kernel: a kernel profiler (Nsight Compute) would confirm the cause.
+
+if tracereader:
+    big = tracereader.load(liger_big.trace_path)
+    for trace, shape in ((tr, "small"), (big, "large")):
+        for k in trace.where(kind=tracereader.Kind.KERNEL, contains="geglu")[:1]:  # none on a CPU
+            x = trace.extra
+            print(
+                f"{shape} shape: {x['grid'][k]} blocks of {x['block'][k]} threads, "
+                f"{x['registers'][k]} registers a thread, "
+                f"estimated occupancy {x['occupancy_pct'][k]:.0f} %"
+            )
+
+# %%
 #
 # Nor is the hand-written kernel free of compile time: Triton compiles it the
 # first time it is called for each hidden size (read from Triton's and Liger's
@@ -141,8 +167,9 @@ print(liger_big.table)
 #
 # What to take away: compare a hand-written kernel with the compiler's on your
 # shapes and with the launch configuration your compile actually kept (read
-# grid and block in the trace). Here Liger's kernel beat eager's pair at one
-# size and broke even at another, where Inductor's still saved.
+# grid and block in the trace, and the occupancy they allow). On the H200
+# Liger's kernel beat eager's pair at one size and broke even at the other,
+# where Inductor's still saved; on the H100 it saved time at both.
 #
 # Every variant
 # -------------

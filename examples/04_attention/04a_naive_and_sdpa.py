@@ -96,8 +96,10 @@ IMPLS = {"naive": naive_attention, "naive_inplace": naive_attention_inplace}
 # fused ones that never write the score matrix to memory: ``efficient`` (a
 # CUTLASS kernel), ``flash`` (FlashAttention-2) and ``cudnn`` (NVIDIA's).
 # ``torch.nn.attention.sdpa_kernel`` pins one; left alone, PyTorch picks. In
-# the trace, the op ``aten::_scaled_dot_product_<backend>_attention`` under
-# ``aten::scaled_dot_product_attention`` names the one that ran. (``F`` is
+# the trace, the op under ``aten::scaled_dot_product_attention`` names the one
+# that ran: ``aten::_scaled_dot_product_cudnn_attention``,
+# ``..._flash_attention``, ``..._efficient_attention``, or
+# ``aten::_scaled_dot_product_attention_math``. (``F`` is
 # ``torch.nn.functional`` and ``SDPBackend`` comes from ``torch.nn.attention``:
 # ``_04_common.py`` imports both.)
 #
@@ -230,7 +232,10 @@ run = story_run(VARIANTS, __name__)
 # --------------------------
 #
 # Sorted by GPU time, summed over the three profiled steps, and cut to its top
-# 15 rows. The ``attention`` row with no CPU time is the label's GPU-side span,
+# 15 rows. A kernel launched in the step before them can run inside the
+# profiled window, so a kernel's row may count one call more than its op's (on
+# the H200, the softmax kernel's 4 against ``aten::_softmax``'s 3). The
+# ``attention`` row with no CPU time is the label's GPU-side span,
 # from its first kernel to its last, idle time included, so its Self CUDA % can
 # pass 100 %.
 
@@ -263,8 +268,10 @@ if tracereader:
 # and the slowest step was the mask: ``masked_fill`` runs PyTorch's general
 # ``elementwise_kernel``, because the ``(seq, seq)`` mask broadcast over batch
 # and heads is not contiguous, after a ``Memcpy DtoD`` that clones the
-# scores. ``naive_inplace`` drops that copy
-# (less GPU time) but not the peak memory: two score matrices are still alive
+# scores. This page runs two of its eight variants; what follows of the
+# others comes from their recordings, which :doc:`Part 3 </chapters/part3>`
+# reads in full (run one with ``python 04a_naive_and_sdpa.py NAME``).
+# ``naive_inplace`` drops that copy (less GPU time) but not the peak memory: two score matrices are still alive
 # at once in the last matmul. Compiled (``naive_compile``), the three steps
 # between the GEMMs become one Triton kernel that builds the mask itself, yet
 # the scores still go to memory and back.

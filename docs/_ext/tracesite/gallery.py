@@ -157,7 +157,7 @@ def all_recordings_html(example_file: str | os.PathLike[str] | None = None) -> S
         total += sum(r.trace_bytes for r in reps)
         count += len(reps)
         links = " ".join(
-            f'<a href="{html.escape(r.trace_url(_site_root(source)))}" download>r{r.repeat + 1}</a>'
+            f'<a href="{html.escape(r.trace_url(_site_root(source)))}" download>r{r.repeat}</a>'
             for r in reps
         )
         settings = ", ".join(f"{k}={v!r}" for k, v in variant.rep.params.items())
