@@ -136,6 +136,26 @@ def one_tag_list(app, docname, source):
         source[0] = source[0][:cut] + source[0][cut:].replace(TAG_LIST, "")
 
 
+def recordings_table(app, docname, source):
+    """Every story's page ends with the table of every recording of its variants
+    (:func:`tracesite.all_recordings_html`), above sphinx-gallery's download buttons.
+
+    The page's source is sphinx-gallery's rst of the story. A story cannot print the
+    table itself in a last cell hidden from its reader: sphinx-gallery drops a last
+    code block that its ignore markers leave empty, and that block's output with it.
+    """
+    parts = docname.split("/")
+    if len(parts) != 3 or parts[0] != "auto_examples" or parts[2] == "index":
+        return
+    script = DOCS.parent / "examples" / parts[1] / f"{parts[2]}.py"
+    anchor = f"\n.. _sphx_glr_download_{'_'.join(parts)}.py:"
+    at = source[0].find(anchor)
+    if not script.is_file() or at < 0:
+        return
+    table = tracesite.all_recordings_html(script).html
+    source[0] = f"{source[0][:at]}\n.. raw:: html\n\n    {table}\n\n{source[0][at:]}"
+
+
 def label_nav_toggles(app, pagename, templatename, context, doctree):
     """pydata-sphinx-theme's sidebar folds each page's sub-pages under a ``<summary>``
     that holds only a chevron icon: a control with no name for a screen reader (axe's
@@ -226,6 +246,7 @@ def setup(app):
     app.connect("builder-inited", inline_helpers, priority=900)
     app.connect("doctree-resolved", thumbnail_alt)
     app.connect("source-read", one_tag_list)
+    app.connect("source-read", recordings_table)
     # After the theme's own handler (priority 500) has put generate_toctree_html in place.
     app.connect("html-page-context", label_nav_toggles, priority=900)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

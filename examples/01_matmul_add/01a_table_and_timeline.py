@@ -29,7 +29,6 @@ import warnings
 
 warnings.filterwarnings("ignore", message=".*Profiler clears events.*")
 # sphinx_gallery_end_ignore
-import sys
 
 # From the code the stories of this set share (``_01_common.py``, beside this file): the
 # workload ``fn``, the harness ``profile_matmul_add``, and the plumbing of every story
@@ -222,8 +221,3 @@ print(batched.table)
 # read the GPU's idle time inside a step. Mostly idle, launch fewer, larger
 # kernels; never idle, study the kernels themselves, as the next experiments of
 # this set do; in between, both matter.
-
-# sphinx_gallery_start_ignore
-# On the site: every recording of every variant, to download or open in Perfetto.
-sys.modules["tracesite"].all_recordings_html() if "tracesite" in sys.modules else None
-# sphinx_gallery_end_ignore

@@ -29,7 +29,6 @@ import warnings
 
 warnings.filterwarnings("ignore", message=".*Profiler clears events.*")
 # sphinx_gallery_end_ignore
-import sys
 
 # From the code the stories of this set share (``_01_common.py``, beside this file;
 # story 01a shows it): the harness ``profile_matmul_add`` and the plumbing of every
@@ -208,8 +207,3 @@ if tracereader:
 # a ``warmup`` step in the schedule, record several active steps, and quote the
 # median of the steps after the first. Before blaming the GPU for a late
 # kernel, compare its start with its launch call.
-
-# sphinx_gallery_start_ignore
-# On the site: every recording of every variant, to download or open in Perfetto.
-sys.modules["tracesite"].all_recordings_html() if "tracesite" in sys.modules else None
-# sphinx_gallery_end_ignore

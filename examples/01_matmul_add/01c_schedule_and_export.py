@@ -27,7 +27,6 @@ import warnings
 
 warnings.filterwarnings("ignore", message=".*Profiler clears events.*")
 # sphinx_gallery_end_ignore
-import sys
 
 # From the code the stories of this set share (``_01_common.py``, beside this file;
 # story 01a shows it): the harness ``profile_matmul_add`` and the plumbing of every
@@ -178,8 +177,3 @@ if tracereader:
 # and export the trace from ``on_trace_ready``. With several cycles, export from
 # ``on_trace_ready`` (one file per ``prof.step_num``), or pass
 # ``acc_events=True`` to keep every cycle for ``key_averages()``.
-
-# sphinx_gallery_start_ignore
-# On the site: every recording of every variant, to download or open in Perfetto.
-sys.modules["tracesite"].all_recordings_html() if "tracesite" in sys.modules else None
-# sphinx_gallery_end_ignore

@@ -28,7 +28,6 @@ import warnings
 
 warnings.filterwarnings("ignore", message=".*Profiler clears events.*")
 # sphinx_gallery_end_ignore
-import sys
 from pathlib import Path
 
 import torch
@@ -167,8 +166,3 @@ if tracereader:
 # Divide a kernel's work by its median time and compare with a yardstick: near
 # the limit, only less work helps; far below it, look at the launch grid and
 # the kernel's name.
-
-# sphinx_gallery_start_ignore
-# On the site: every recording of every variant, to download or open in Perfetto.
-sys.modules["tracesite"].all_recordings_html() if "tracesite" in sys.modules else None
-# sphinx_gallery_end_ignore

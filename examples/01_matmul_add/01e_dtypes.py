@@ -34,7 +34,6 @@ import warnings
 
 warnings.filterwarnings("ignore", message=".*Profiler clears events.*")
 # sphinx_gallery_end_ignore
-import sys
 
 # From the code the stories of this set share (``_01_common.py``, beside this file;
 # story 01a shows it): the harness ``profile_matmul_add`` and the plumbing of every
@@ -200,8 +199,3 @@ print(fp32_off.table)
 # grid and the kernel's name. For float32 models on Hopper, enabling TF32 is
 # the cheap step: the inputs lose mantissa bits (10 instead of 23) but keep
 # float32's range, and the GEMM ran several times as fast here.
-
-# sphinx_gallery_start_ignore
-# On the site: every recording of every variant, to download or open in Perfetto.
-sys.modules["tracesite"].all_recordings_html() if "tracesite" in sys.modules else None
-# sphinx_gallery_end_ignore

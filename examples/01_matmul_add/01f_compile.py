@@ -28,7 +28,6 @@ import warnings
 
 warnings.filterwarnings("ignore", message=".*Profiler clears events.*")
 # sphinx_gallery_end_ignore
-import sys
 
 # From the code the stories of this set share (``_01_common.py``, beside this file;
 # story 01a shows it): the harness ``profile_matmul_add`` and the plumbing of every
@@ -241,8 +240,3 @@ if tracereader:
 # cost more CPU time than the eager one. How much more cannot be read from runs
 # profiled one after the other, since CPU time moves between runs; the next
 # experiment of this set times the versions interleaved in one process.
-
-# sphinx_gallery_start_ignore
-# On the site: every recording of every variant, to download or open in Perfetto.
-sys.modules["tracesite"].all_recordings_html() if "tracesite" in sys.modules else None
-# sphinx_gallery_end_ignore

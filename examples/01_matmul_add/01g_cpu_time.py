@@ -32,7 +32,6 @@ warnings.filterwarnings("ignore", message=".*Profiler clears events.*")
 # sphinx_gallery_end_ignore
 import json
 import statistics
-import sys
 import time
 from pathlib import Path
 
@@ -259,8 +258,3 @@ if tracereader:
 # ratio more than 5 % from 1 on the same side; the :doc:`lab notes of Part 1
 # </chapters/part1-notes>` give every ratio. Compare CPU time only between
 # versions interleaved in one process.
-
-# sphinx_gallery_start_ignore
-# On the site: every recording of every variant, to download or open in Perfetto.
-sys.modules["tracesite"].all_recordings_html() if "tracesite" in sys.modules else None
-# sphinx_gallery_end_ignore

@@ -272,7 +272,3 @@ print(big_compile.table)
 #
 # Their harness and settings are the ``VARIANTS`` above; on the site, the table of
 # every recording of them follows, with each one's traces.
-
-# sphinx_gallery_start_ignore
-sys.modules["tracesite"].all_recordings_html() if "tracesite" in sys.modules else None
-# sphinx_gallery_end_ignore

@@ -36,7 +36,6 @@ import warnings
 
 warnings.filterwarnings("ignore", message=".*Profiler clears events.*")
 # sphinx_gallery_end_ignore
-import sys
 
 # From the code the stories of this set share (``_03_common.py``, beside this file): the
 # MLP, its harness ``profile_mlp``, the two shapes, and the plumbing of every story
@@ -194,7 +193,3 @@ if tracereader:
 
 for name, (harness, params) in VARIANTS.items():
     print(f"{name:>16}  {harness.__name__}({', '.join(f'{k}={v!r}' for k, v in params.items())})")
-
-# sphinx_gallery_start_ignore
-sys.modules["tracesite"].all_recordings_html() if "tracesite" in sys.modules else None
-# sphinx_gallery_end_ignore

@@ -340,7 +340,3 @@ for result in (compile_cold, autotune_cold):
 
 for name, (harness, params) in VARIANTS.items():
     print(f"{name:>16}  {harness.__name__}({', '.join(f'{k}={v!r}' for k, v in params.items())})")
-
-# sphinx_gallery_start_ignore
-sys.modules["tracesite"].all_recordings_html() if "tracesite" in sys.modules else None
-# sphinx_gallery_end_ignore

@@ -32,7 +32,6 @@ warnings.filterwarnings("ignore", message=".*Profiler clears events.*")
 import contextlib
 import json
 import math
-import sys
 from pathlib import Path
 
 import torch
@@ -309,7 +308,3 @@ print(sdpa.table)
 # of the H200's recorded traces follows):
 
 print_variants(VARIANTS)
-
-# sphinx_gallery_start_ignore
-sys.modules["tracesite"].all_recordings_html() if "tracesite" in sys.modules else None
-# sphinx_gallery_end_ignore

@@ -34,7 +34,6 @@ warnings.filterwarnings("ignore", message=".*Profiler clears events.*")
 # sphinx_gallery_end_ignore
 import contextlib
 import json
-import sys
 from pathlib import Path
 
 import torch
@@ -307,7 +306,3 @@ print(sweep.table)
 # architecture tends to win. And before you choose a backend for a model,
 # sweep at *its* shapes: tokens per call and head dimension are the two
 # settings to change.
-
-# sphinx_gallery_start_ignore
-sys.modules["tracesite"].all_recordings_html() if "tracesite" in sys.modules else None
-# sphinx_gallery_end_ignore

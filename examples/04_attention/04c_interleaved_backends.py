@@ -36,7 +36,6 @@ import warnings
 warnings.filterwarnings("ignore", message=".*Profiler clears events.*")
 # sphinx_gallery_end_ignore
 import json
-import sys
 import time
 from pathlib import Path
 
@@ -222,7 +221,3 @@ print(interleaved.table)
 # previous entry. Group each version's times by that predecessor and compare
 # the medians. The :doc:`lab notes of Part 3 </chapters/part3-notes>` and the
 # :doc:`/cheatsheet` read this recording.
-
-# sphinx_gallery_start_ignore
-sys.modules["tracesite"].all_recordings_html() if "tracesite" in sys.modules else None
-# sphinx_gallery_end_ignore

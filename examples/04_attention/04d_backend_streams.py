@@ -38,7 +38,6 @@ import warnings
 warnings.filterwarnings("ignore", message=".*Profiler clears events.*")
 # sphinx_gallery_end_ignore
 import json
-import sys
 import time
 from pathlib import Path
 
@@ -280,7 +279,3 @@ print(small.table)
 # short kernels in the trace: then the call's CPU cost decides, so time whole
 # calls without the profiler, and reach for fewer, larger calls or CUDA graphs
 # rather than a faster kernel. :doc:`/chapters/part3` reads both recordings.
-
-# sphinx_gallery_start_ignore
-sys.modules["tracesite"].all_recordings_html() if "tracesite" in sys.modules else None
-# sphinx_gallery_end_ignore

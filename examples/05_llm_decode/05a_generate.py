@@ -176,7 +176,3 @@ print(dynamic.table)
 # bookkeeping between tokens. The next story of this set, a decode loop of our own,
 # starts from there.
 # On the site, the table of every recording of these variants follows.
-
-# sphinx_gallery_start_ignore
-sys.modules["tracesite"].all_recordings_html() if "tracesite" in sys.modules else None
-# sphinx_gallery_end_ignore

@@ -162,7 +162,3 @@ print(fused_1b.table)
 # further attempts to what they cost. The next story of this set replaces the GEMVs
 # and then the attention with Triton kernels of our own. On the site, the table of
 # every recording of these variants follows.
-
-# sphinx_gallery_start_ignore
-sys.modules["tracesite"].all_recordings_html() if "tracesite" in sys.modules else None
-# sphinx_gallery_end_ignore

@@ -156,7 +156,3 @@ print(final.table)
 # stories of this set show where the kernels' fixed settings come from, and check
 # the final loop's logits. On the site, the table of every recording of these
 # variants follows.
-
-# sphinx_gallery_start_ignore
-sys.modules["tracesite"].all_recordings_html() if "tracesite" in sys.modules else None
-# sphinx_gallery_end_ignore

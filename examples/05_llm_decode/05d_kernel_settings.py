@@ -235,7 +235,3 @@ print(gemv_sweep.table)
 # the loops that run the kernels: which setting was fastest for each case, by how much,
 # and whether the fixed settings the loop uses are among the fastest. On the site, the
 # table of every recording of these variants follows.
-
-# sphinx_gallery_start_ignore
-sys.modules["tracesite"].all_recordings_html() if "tracesite" in sys.modules else None
-# sphinx_gallery_end_ignore

@@ -247,7 +247,3 @@ print(logits_run.table)
 # fp32 reference at each position, and whether each token is the reference's choice)
 # and sets the loop's time per token with the host read against its time without.
 # On the site, the table of this variant's recordings follows.
-
-# sphinx_gallery_start_ignore
-sys.modules["tracesite"].all_recordings_html() if "tracesite" in sys.modules else None
-# sphinx_gallery_end_ignore

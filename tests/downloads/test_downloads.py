@@ -251,6 +251,26 @@ def test_without_transformers_the_llm_example_says_what_to_install(torch_only, s
     assert stopped >= 2
 
 
+def test_every_story_page_links_every_recording_of_its_variants(site):
+    """A story's page ends with the table of every recording of its variants: a row per
+    variant, a download link per repeat recorded on the GPU the page replays (the build
+    adds it, ``site_hooks.recordings_table``; sphinx-gallery drops a story's last cell if
+    it prints nothing visible, and such a table with it)."""
+    recordings = Path(__file__).resolve().parents[2] / "docs" / "recordings" / "h200"
+    pages = sorted((site / "auto_examples").glob("*/[0-9][0-9]*.html"))
+    assert len(pages) >= 20, f"{len(pages)} story pages under {site / 'auto_examples'}"
+    for page in pages:
+        text = page.read_text(encoding="utf-8")
+        assert text.count("tr-all-recordings") == 1, f"{page.name}: no recordings table"
+        table = text.split("tr-all-recordings", 1)[1].split("</table>", 1)[0]
+        rows = re.findall(r"<tr><td><code>(.*?)</code>(.*?)</tr>", table)
+        assert rows, f"{page.name}: the recordings table has no row"
+        for variant, row in rows:
+            folder = recordings / page.parent.name / variant
+            repeats = sorted(r.name for r in folder.glob("r[0-9]*") if r.is_dir())
+            assert re.findall(r"download>(r\d+)</a>", row) == repeats, f"{page.name}: {variant}"
+
+
 def test_distinct_flag_sets_write_distinct_traces(site):
     names = []
     for script in _downloads(site, ".py"):
