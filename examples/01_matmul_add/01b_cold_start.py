@@ -90,8 +90,8 @@ run = story_run(VARIANTS, __name__)
 # The first run of this page is the coldest one it can make: nothing has
 # touched the GPU yet in this process. There is no warm-up, so the schedule's
 # skipped step (``wait=1``) and discarded step (``warmup=1``) are the process's
-# first two calls, and they absorb the one-time setup: the CUDA context,
-# loading the GEMM and add kernels, cuBLAS choosing its kernel, the caching
+# first two calls, and they absorb the one-time setup: loading the GEMM and
+# add kernels, cuBLAS choosing its kernel, the caching
 # allocator's first blocks. (Run as a whole page, only this first
 # run is truly cold; the later ``_cold`` runs inherit a warm process. Run each
 # on its own, as above, to see it cold.)
@@ -129,12 +129,17 @@ if tracereader:
 # ----------------------------
 #
 # If the slow first step were the cold start, five warm-up calls before the
-# profiler starts would remove it. They do not: on the H200 the warm first step
-# was still clearly slower than the median of the rest, about as much slower as
-# in the cold process (:doc:`/chapters/part1` gives both ratios). The
-# schedule's skipped and discarded steps already absorb the true first call:
-# no allocation, occupancy query or module loading appears in the kept steps
-# at all. The trace does not say what the extra time is.
+# profiler starts would remove it. They do not: on both GPUs the warm first
+# step still took more than twice the median of the rest, though less than in
+# the cold process (:doc:`/chapters/part1` gives both ratios; the warm run also
+# came after other profiled runs in its process, so the two setups differ in
+# more than the warm-up). The schedule's skipped and discarded steps already
+# absorb the true first call: no allocation, occupancy query or module loading
+# appears in the kept steps at all. Nor does one event hold the extra time: in
+# the timeline below every part of the first kept step is wider than in the
+# next ones, the gap before ``matmul_add``, ``aten::mm``, the launch call and
+# ``aten::add`` alike. The trace cannot say what slowed them; the profiler
+# starts recording the CPU's ops just before that step (story ``01c``).
 
 warm20 = run("64_bf16_20steps")
 # sphinx_gallery_start_ignore
@@ -171,6 +176,10 @@ cold64
 # sphinx_gallery_end_ignore
 
 # %%
+# The table sums the three steps and keeps its top 15 rows. The ``matmul_add``
+# row with no CPU time is the label's GPU-side span: from the first kernel the
+# label launched to the last, idle time included, so its Self CUDA % can pass
+# 100 % (story ``01a`` reads the table row by row).
 
 print(cold64.table)
 
@@ -190,9 +199,12 @@ print(cold4k.table)
 
 # %%
 # To check a late kernel yourself, ``tracereader.launches`` lists every GPU op
-# with its launch call and the latency between them. A short launch-to-start
-# latency means the CPU was late; a long one, that the GPU was busy with earlier
-# work. (On the CPU there are no GPU ops to list.)
+# with its launch call and the latency between them, measured from the start
+# of the call (so a slow call adds its own length). A latency of about the
+# call's length means the kernel started as soon as it was launched: if it
+# started late, the CPU launched it late. A latency far longer than the call
+# means the GPU was busy with earlier work. (On the CPU there are no GPU ops
+# to list.)
 
 if tracereader:
     for row in tracereader.launches(tracereader.load(cold64.trace_path)).to_records()[:4]:

@@ -86,10 +86,12 @@ run = story_run(VARIANTS, __name__)
 # With ``wait=0, warmup=0`` the first profiled step is the process's first call
 # of the workload. (torch warns that the profiler "won't be using warmup", and
 # it is right to: its own start-up lands in the first step too.) A schedule's
-# ``wait`` steps run with the profiler off; its ``warmup`` steps run with it on,
-# recording, so that its start-up costs (allocating buffers, enabling CUPTI)
-# fall on steps it then throws away. Skipping both puts all of that, and the
-# process's first GEMM, into the first kept step.
+# ``wait`` steps run with the profiler off. Its ``warmup`` steps run with the
+# profiler prepared (its buffers allocated, CUPTI enabled) but keeping nothing,
+# so those start-up costs fall on steps it then throws away; recording the
+# CPU's ops starts only with the first kept step, and that start-up stays in
+# it. Skipping both puts all of the start-up, and the process's first GEMM,
+# into the first kept step.
 
 nowait = run("64_bf16_nowait")
 # sphinx_gallery_start_ignore
@@ -103,7 +105,9 @@ nowait  # on the site: when and where it was recorded, and a link to every repea
 # Inside it the trace shows attribute calls, occupancy queries, ``cudaMalloc``
 # calls and module loading, and a long stretch with no recorded call at all.
 # The first ``aten::add`` pays its own loading cost. The table sums the three
-# steps, so the first dominates it:
+# steps, so the first dominates it. (The ``matmul_add`` row with no CPU time is
+# the label's GPU-side span, from its first kernel to its last, idle time
+# included: its Self CUDA % can pass 100 %.)
 
 print(nowait.table)
 
@@ -125,8 +129,9 @@ if tracereader:
     tracereader.timeline(nowait_trace, step=nowait_trace.steps[0].name, fig=plt.figure())
 
 # %%
-# Only such a recording, profiled from its first call, holds the profiler's
-# *Activity Buffer Request*. The Hugging Face post blamed that request for a
+# A recording profiled from its first step holds the profiler's *Activity
+# Buffer Request*: this one, or story ``01d``'s ``peaks``, profiled without a
+# schedule in a warm process. The Hugging Face post blamed that request for a
 # gap of milliseconds before the GPU lane starts. On the H200 it appeared once,
 # inside the first ``aten::mm``, and ended before the first CUDA call; in every
 # recording whose schedule skipped or discarded a step first it did not appear
@@ -140,7 +145,9 @@ if tracereader:
 # When to export
 # --------------
 #
-# ``on_trace_ready`` is called once per active cycle, with the profiler
+# A schedule's *cycle* is its ``wait``, ``warmup`` and ``active`` steps, once;
+# ``repeat`` says how many cycles it runs. ``on_trace_ready`` is called once per
+# cycle, with the profiler
 # holding that cycle's events; ``prof.export_chrome_trace`` after the ``with``
 # block exports whatever the profiler still holds when the block ends. With a
 # schedule, the profiler clears its events at the end of each active cycle, so
@@ -160,9 +167,10 @@ after
 print(after.table)
 
 # %%
-# The trace holds the three active steps, and nothing of the skipped or
-# discarded ones, exactly as an ``on_trace_ready`` export would. Count its
-# events and compare them with a trace of ``64_bf16`` to see it:
+# The trace holds the three active steps (their names below: the skipped and
+# discarded steps, ``#0`` and ``#1``, are absent), exactly as an
+# ``on_trace_ready`` export would; on the H200 it held as many events as story
+# ``01a``'s ``64_bf16`` trace, which ``on_trace_ready`` exported:
 
 if tracereader:
     after_trace = tracereader.load(after.trace_path)

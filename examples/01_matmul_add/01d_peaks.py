@@ -121,6 +121,11 @@ peaks  # on the site: when and where it was recorded, and a link to every repeat
 # sphinx_gallery_end_ignore
 
 # %%
+# The ``gemm`` and ``copy`` rows with no CPU time are the labels' GPU-side
+# spans: from the first kernel a label launched to the last, idle time
+# included, so their Self CUDA % can pass 100 %. The ``cudaDeviceSynchronize``
+# row is the CPU waiting for the GPU, not work (story ``01a`` reads the table
+# row by row).
 
 print(peaks.table)
 
@@ -152,17 +157,20 @@ if tracereader:
 #
 # On the H200 the 8192 GEMM and the 2 GiB copy each set a measured rate, which
 # :doc:`/chapters/part1` shows beside the datasheet's 989 TFLOP/s. Those are
-# the yardsticks the chapter holds its kernels against:
+# the yardsticks the chapter holds its kernels against: measured references,
+# not limits (a kernel can pass them, as the add below does, a little):
 #
 # * the 4096x4096 GEMM of the matmul-add step ran about as fast as the 8192
-#   one: it is not slow, and only less work would speed it up;
+#   one, well below the datasheet's peak but as fast as our largest GEMM: a
+#   faster GEMM kernel would gain little here, less work would gain more;
 # * the 64x64 GEMM used a tiny fraction of the GPU: its grid had too few
 #   thread blocks to fill the H200's 132 streaming multiprocessors, and a kernel
 #   that short is mostly the fixed cost of starting and finishing;
 # * the 4096x4096 add, which reads two matrices and writes one, is
-#   *memory-bound*: it moved its bytes at about the copy's rate, as fast as this
-#   GPU's memory moves data.
+#   *memory-bound*: it moved its bytes a little faster than the copy (part of
+#   its traffic probably hits the GPU's L2 cache), at the speed of the GPU's
+#   memory, so only less traffic would speed it up.
 #
 # Divide a kernel's work by its median time and compare with a yardstick: near
-# the limit, only less work helps; far below it, look at the launch grid and
-# the kernel's name.
+# it, a faster kernel gains little and less work helps most; far below it, look
+# at the launch grid and the kernel's name.

@@ -108,6 +108,9 @@ compiled  # on the site: when and where it was recorded, and a link to every rep
 # sphinx_gallery_end_ignore
 
 # %%
+# The ``matmul_add`` row with no CPU time is the label's GPU-side span: from the
+# first kernel the label launched to the last, idle time included, so its Self
+# CUDA % can pass 100 % (story ``01a`` reads the table row by row).
 
 print(compiled.table)
 
@@ -214,11 +217,13 @@ if tracereader:
 
 # %%
 # ``max-autotune-no-cudagraphs`` times the candidates (cuBLAS and Triton
-# templates) at compile time and keeps the fastest. Compiling takes far longer
-# in this mode, since every candidate is built and run; the harness's five
-# untimed calls keep that out of the profile, as for every compiled variant.
-# Which one it keeps can differ from process to process: the :doc:`lab notes
-# of Part 1 </chapters/part1-notes>` say what it picked in each recorded repeat.
+# templates) at compile time and keeps the fastest. Compiling takes longer in
+# this mode, since every candidate is built and run (read from Inductor's
+# source); the harness's five untimed calls keep that out of the profile, as
+# for every compiled variant. The choice comes from timings taken at compile
+# time, so another process or machine may keep another. Our repeats shared one
+# compile cache, so they are not independent draws: the :doc:`lab notes of Part
+# 1 </chapters/part1-notes>` say what each recorded repeat ran.
 
 tuned = run("4096_bf16_autotune")
 # sphinx_gallery_start_ignore
@@ -233,10 +238,11 @@ if tracereader:
 # --------------------------
 #
 # ``torch.compile`` did not fuse the matmul and the add into one kernel: it
-# rewrote them as ``addmm``, which cuBLAS runs as a copy and a GEMM, the same
-# two GPU operations per step as eager. Count the GPU operations per step
-# before and after compiling: if the count did not drop, compile saved no GPU
-# work. Here it did not, and the compiled call
+# rewrote them as ``addmm``, which ATen runs as a copy of ``b`` into the output
+# and a cuBLAS GEMM that adds onto it, as many GPU operations per step as eager
+# ran. Count the GPU operations per step before and after compiling: a drop is
+# the sign of a fusion; then compare the steps' GPU time, which decides. Here
+# the count did not drop, and the compiled call
 # cost more CPU time than the eager one. How much more cannot be read from runs
 # profiled one after the other, since CPU time moves between runs; the next
 # experiment of this set times the versions interleaved in one process.

@@ -6,7 +6,8 @@ The next rung after Part 1's matmul + add: one ``nn.Linear(in_dim, out_dim,
 bias=True)``, which computes ``x @ weight.T + bias``. Written out like that it
 looks like three operations (a transpose, a matrix multiply, an add), so a fair
 first guess is three GPU kernels per forward pass. This page profiles the layer
-and shows that there is one.
+and shows that there is one GEMM kernel (at the large shape a tiny memset runs
+before it).
 
 It runs the layer at two shapes and two ways:
 
@@ -207,11 +208,12 @@ print(w.stride(), w.t().stride(), w.t().data_ptr() == w.data_ptr())
 # ---------------------------
 #
 # 8192 rows of 4096 features into 4096: about 275 GFLOP per forward. The GEMM
-# now dominates the GPU time, and the same ops call the same kinds of kernel.
-# The small GEMM above is too little work per block to keep the GPU busy for
-# longer than a kernel takes to start and finish; this one ran near the
-# datasheet's dense bf16 peak for the H200, 989 TFLOP/s (the :doc:`lab notes
-# of Part 2 </chapters/part2-notes>` give its measured rate).
+# now dominates the GPU time, and the same ops call the same kinds of kernel,
+# with one more GPU operation per step: a tiny ``Memset (Device)`` before the
+# GEMM. The small GEMM above is too little work per block to keep the GPU busy
+# for longer than a kernel takes to start and finish; this one ran at about
+# four fifths of the H200's datasheet dense bf16 peak, 989 TFLOP/s (the
+# :doc:`lab notes of Part 2 </chapters/part2-notes>` give its measured rate).
 
 big = run("big")
 print(big.table)
@@ -239,6 +241,13 @@ if tracereader:
         tracereader.timeline(tr, step=tr.steps[-1].name, width_in=9, fig=plt.figure())
 
 # %%
+# At the large shape the GPU runs behind the CPU. The first GEMM on its lane is
+# the step before's, still running when this step begins; this step's GEMM,
+# where the arrow ends, starts when that one finishes. The red bar after the
+# step is the profiler's own ``cudaDeviceSynchronize`` as it stops: the CPU
+# waiting for the GPU to finish.
+
+# %%
 # Can ``torch.compile`` help one Linear?
 # --------------------------------------
 #
@@ -249,8 +258,9 @@ small_compile = run("small_compile")
 print(small_compile.table)
 
 # %%
-# The kernel is the same, name for name: Inductor hands a lone Linear back to
-# cuBLAS, since there is nothing around the GEMM to fuse with it. What changed
+# The kernel is the same, name for name: in its default mode Inductor calls
+# cuBLAS for every GEMM (only the max-autotune modes race its own Triton
+# templates against it), and a lone Linear has nothing around it to fuse. What changed
 # is the CPU side: the views are gone, ``aten::addmm`` is called directly with
 # strides worked out at compile time, and the compiled-code runtime's frames
 # take their place (the guards that check that the inputs still match, and the

@@ -9,11 +9,12 @@ built from a config with random bf16 weights (``1b``: Llama-3.2-1B's shape, ``8b
 Llama-3-8B's); greedy decoding, batch 1, a prompt of 128 random tokens, 64 new ones.
 
 Decoding one token at batch 1 reads every weight once, so the time the GPU needs to
-read the weights is a floor no loop can beat. The loop's changes move each token
-towards it: Inductor's own GEMV kernels instead of cuBLAS's, a cache sized to the
-tokens generated, attention that reads each key/value head once, the q/k/v and
-gate/up projections fused into one matrix each; then two attempts on the fused loop
-that its trace points to. :doc:`/chapters/part4` reads the recordings.
+read the weights is a floor no loop can beat. Each change aims at it and removes
+something the trace shows: Inductor's own GEMV kernels instead of cuBLAS's, a cache
+sized to the tokens generated, attention that reads each key/value head once, the
+q/k/v and gate/up projections fused into one matrix each; then two attempts on the
+fused loop that its trace points to. Not every change moved tokens/s beyond the
+spread of the repeats: :doc:`/chapters/part4` says which did. :doc:`/chapters/part4` reads the recordings.
 
 Each variant first times decoding without the profiler (``timings.json``), then
 profiles a few tokens, one profiler step per token. On the CPU it runs the ``tiny``
@@ -70,7 +71,9 @@ from _05_common import SHORT_CACHE, profile_loop, profile_loop_further, story_ru
 # * ``packed_gqa=True``: attention on the key/value heads as they are, each read once
 #   for its group of query heads (``sdpa_packed_gqa``), instead of copies of them;
 # * ``fused=True``: the q/k/v projections fused into one matrix, and gate/up into one
-#   (``fuse_projections``): fewer, larger GEMVs.
+#   (``fuse_projections``). Inductor already ran gate and up as one kernel, so what
+#   changes is q with k and v: fewer GEMVs, and a new kernel that splits their
+#   output and writes the cache.
 #
 # .. literalinclude:: ../../../examples/05_llm_decode/_05_common.py
 #    :language: python
@@ -159,6 +162,7 @@ print(fused_1b.table)
 # :doc:`/chapters/part4` sets each row's time per token against the time the H200
 # needs to read the weights once, reads in the traces what each change removed (GPU
 # idle time, cache reads, copies of key/value heads, launches), and follows the two
-# further attempts to what they cost. The next story of this set replaces the GEMVs
-# and then the attention with Triton kernels of our own. On the site, the table of
-# every recording of these variants follows.
+# further attempts to what they bought and cost. The next story of this set replaces
+# the GEMVs and then the attention with Triton kernels of our own. On the site, the
+# table of the H200's recordings of these variants follows (the chapter reads the
+# H100's too).

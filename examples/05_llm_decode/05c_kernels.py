@@ -3,8 +3,9 @@ Kernels of our own
 ==================
 
 The third experiment of Part 4. The fused decode loop of the previous story still
-runs GEMV kernels that Inductor tunes afresh in every process, so the same projection
-runs at different speeds from one run to the next, and its attention is a kernel
+runs GEMV kernels that Inductor tunes afresh in every process that compiles from an
+empty cache (as the recorder's do), so on the H200 the same projection ran at
+different speeds from one recording to the next; and its attention is a kernel
 that costs about as much per layer as a small GEMV. Here every GEMV of a decoded token
 runs one Triton kernel of our own with fixed settings, then the attention too, and
 finally Inductor's remaining tuning is turned off. The model is Llama-3-8B's shape,
@@ -46,8 +47,9 @@ from _05_common import SHORT_CACHE, profile_loop_kernels, story_run
 # per output row reads that row of the weight ``BLOCK_K`` columns at a time. With
 # ``SILU_MUL`` it reads the gate and the up row together and writes
 # ``silu(gate) * up``, so the MLP's activation costs no kernel of its own. Its settings
-# are fixed (one row per program, 8 warps, 1,024 columns per step, 2,048 for gate/up),
-# chosen in the sweep of the next story. ``torch.library.triton_op`` registers it, so
+# are fixed (one row per program, 8 warps, 1,024 columns per step, 2,048 for gate/up)
+# and checked by the sweep of the next story: near the fastest on every GEMV, though
+# not the fastest on each. ``torch.library.triton_op`` registers it, so
 # that ``torch.compile`` puts the kernel itself into the CUDA graph. With ``NORM`` it
 # also applies the RMSNorm to its input on the way in, and with ``RESIDUAL`` it adds
 # the residual stream on the way out.
@@ -154,5 +156,5 @@ print(final.table)
 # H200 needs to read the weights once, reads in each trace which kernels changed and
 # by how much, and follows the spread from one recording to the next. The next
 # stories of this set show where the kernels' fixed settings come from, and check
-# the final loop's logits. On the site, the table of every recording of these
+# the final loop's logits. On the site, the table of the H200's recordings of these
 # variants follows.

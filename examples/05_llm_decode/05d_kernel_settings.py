@@ -64,7 +64,8 @@ from _05_common import (
 # ----------------------
 #
 # ``gemv_kernel`` and ``attention_kernel`` launch with fixed settings. The two sweep
-# variants below are where those settings come from: each times its kernel at every
+# variants below check those settings (they were recorded after the loops that use
+# them, so they test the choice rather than make it): each times its kernel at every
 # setting as a decode step runs it, next to the peers a decode step would otherwise run,
 # and writes every timing to ``timings.json``. A decode step reads every weight once,
 # so no weight may still sit in the GPU's L2 cache when its kernel starts: each setting
@@ -192,8 +193,9 @@ def profile_attention_settings(
 # ``gemv_settings_8b``        ``gemv_kernel`` at every setting of ``GEMV_SWEEP`` on each
 #                             GEMV of the 8B shape, against cuBLAS
 # ``attention_settings_8b``   ``attention_kernel`` at every setting of
-#                             ``ATTENTION_SWEEP``, against cuDNN's attention and the
-#                             reductions
+#                             ``ATTENTION_SWEEP``, against a whole SDPA call
+#                             (cuDNN's kernel with the fills and copies around
+#                             it) and the reductions
 # ==========================  ===========================================================
 
 VARIANTS = {
@@ -234,4 +236,4 @@ print(gemv_sweep.table)
 # :doc:`/chapters/part4-kernels` reads the timings of both sweeps beside the traces of
 # the loops that run the kernels: which setting was fastest for each case, by how much,
 # and whether the fixed settings the loop uses are among the fastest. On the site, the
-# table of every recording of these variants follows.
+# table of the H200's recordings of these variants follows.

@@ -202,7 +202,10 @@ def check_loop_logits(
 #
 # * ``max_abs_diff``, ``rel_err``: how far the loop's logits are from the fp32
 #   reference's (the largest difference, and the difference's norm over the
-#   reference's); the ``bf16_`` fields give the same for plain bf16, for scale;
+#   reference's). The ``bf16_`` fields are no fair yardstick beside them: the bf16
+#   forward they read casts the whole fp32 model back to bf16, the rotary
+#   frequencies too (which the loop keeps in fp32), and ``bf16_argmax_agrees`` and
+#   ``bf16_ref_gap`` compare fp32's token with the loop's, as the fields below do;
 # * ``argmax_agrees``: whether the loop's token is the reference's choice, and
 #   ``ref_gap``: where it is not, by how much the reference preferred its own;
 # * ``prefill_agrees``: the first new token (the prefill picks it) is the reference's
@@ -246,4 +249,8 @@ print(logits_run.table)
 # :doc:`/chapters/part4-kernels` reads the comparison (the largest difference from the
 # fp32 reference at each position, and whether each token is the reference's choice)
 # and sets the loop's time per token with the host read against its time without.
-# On the site, the table of this variant's recordings follows.
+# The trace shows where that cost comes from: once the CPU waits for each token,
+# the GPU in turn waits, after each wait, for the CPU to launch the next token's
+# graph (``cudaGraphLaunch``, hundreds of µs of CPU time), which without the host
+# read runs while the GPU works. On the site, the table of this variant's H200
+# recordings follows.

@@ -23,9 +23,10 @@ PROMPT = 128  # prompt tokens
 NEW_TOKENS = 64  # tokens generated per timed run
 LONG_CACHE = 1024  # a static cache sized for a long conversation
 SHORT_CACHE = 256  # one sized to this run: PROMPT + NEW_TOKENS, rounded up
-# The H200 SXM's datasheet bandwidth, TB/s: the site's recordings of this set ran on an
-# H200 and keep it as their ``hbm_fraction_spec``'s denominator. What you run goes through
-# ``run_variant``, which replaces it by your GPU's (``DATASHEET_TBS``).
+# The H200 SXM's datasheet bandwidth, TB/s: the site's recordings of this set, on an H200
+# and on an H100 alike, keep it as their ``hbm_fraction_spec``'s denominator (the site's
+# pages divide the H100's by its own 3.35). What you run goes through ``run_variant``,
+# which replaces it by your GPU's (``DATASHEET_TBS``).
 SPEC_HBM_TBS = 4.8
 # Memory bandwidth in NVIDIA's datasheets and whitepapers, TB/s, by the device name torch
 # reports (upper-cased; the first match wins). tracereader's datasheet table holds the same
