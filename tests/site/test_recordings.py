@@ -234,6 +234,21 @@ def test_replay_of_stale_recording_fails_when_strict(tmp_path, monkeypatch):
     assert "repeat 2:" in shown._repr_html_() and "r1.json.gz" in shown._repr_html_()
 
 
+def test_a_replay_prints_the_recordings_own_numbers_as_the_live_run_does(monkeypatch):
+    """A story run live prints what its results.json says (05: tokens/s); its replay
+    prints the recording's results in one line, naming the GPU and the repeat; a
+    recording without results prints nothing."""
+    from tracesite.gallery import results_line
+
+    monkeypatch.delenv("TRACESITE_RECORDINGS", raising=False)
+    decode = record.load("05_llm_decode", "loop_fused_1b").rep
+    line = results_line(decode)
+    assert line is not None and line.startswith("loop_fused_1b, recorded on the NVIDIA H200")
+    tokens = decode.meta["results"]["tokens_per_s"]
+    assert f"tokens_per_s {tokens:g}" in line and "repeat 1 of" in line
+    assert results_line(record.load("01_matmul_add", "64_bf16").rep) is None
+
+
 def test_replay_of_a_variant_not_recorded_yet_is_pending_unless_strict(tmp_path, monkeypatch):
     monkeypatch.setenv("TRACESITE_RECORDINGS", str(tmp_path / "recordings"))
     script = write(tmp_path, EXAMPLE + "\nVARIANTS = {'v': (profile_thing, {'size': 4})}\n")

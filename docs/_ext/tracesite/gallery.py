@@ -24,7 +24,7 @@ from ._source import (
     load_definitions,
 )
 from .html import Snippet, format_size, trace_links_html
-from .recordings import PRIMARY_GPU, RECORD_COMMAND, Variant, iter_variants, load
+from .recordings import PRIMARY_GPU, RECORD_COMMAND, Recording, Variant, iter_variants, load
 
 __all__ = ["Pending", "Replayed", "all_recordings_html", "replayer"]
 
@@ -100,6 +100,23 @@ def _strict() -> bool:
     return os.environ.get("TRACEREADER_STRICT", "").strip() in {"1", "true", "yes"}
 
 
+def results_line(rec: Recording) -> str | None:
+    """The recording's own numbers (``results.json``, which a story's run writes: tokens
+    per second, time per token or step...) as one line naming the GPU and the repeat;
+    None where it has none. Lists (per-position checks) are left to the chapters."""
+    found = rec.meta.get("results") or {}
+    scalars = {k: v for k, v in found.items() if isinstance(v, (bool, int, float))}
+    if not scalars:
+        return None
+
+    def fmt(v: bool | int | float) -> str:
+        return str(v) if isinstance(v, bool) else f"{v:,}" if isinstance(v, int) else f"{v:g}"
+
+    shown = ", ".join(f"{k} {fmt(v)}" for k, v in scalars.items())
+    where = f"{rec.env.get('gpu', '?')}, repeat {rec.repeat + 1} of {rec.meta.get('repeats', '?')}"
+    return f"{rec.variant}, recorded on the {where}: {shown}"
+
+
 def replayer(
     live_run: Callable[..., Any], example_file: str | os.PathLike[str] | None = None
 ) -> Callable[..., Replayed | Pending]:
@@ -137,6 +154,9 @@ def replayer(
                     raise StaleRecordingError(message)
                 warnings.warn(message, stacklevel=2)
                 rec.stale = True
+        line = results_line(variant.rep)
+        if line:  # what the live run prints of its results.json, from the recording's
+            print(line)
         return Replayed(variant, _site_root(source))
 
     replay.__doc__ = live_run.__doc__
