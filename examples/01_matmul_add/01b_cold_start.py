@@ -198,7 +198,9 @@ cold4k
 print(cold4k.table)
 
 # %%
-# To check a late kernel yourself, ``tracereader.launches`` lists every GPU op
+# First, the wait between entering ``matmul_add`` and reaching ``aten::matmul``,
+# step by step (``where`` finds each in the step's span). Then, to check a late
+# kernel yourself, ``tracereader.launches`` lists every GPU op
 # with its launch call and the latency between them, measured from the start
 # of the call (so a slow call adds its own length). A latency of about the
 # call's length means the kernel started as soon as it was launched: if it
@@ -207,9 +209,19 @@ print(cold4k.table)
 # to list.)
 
 if tracereader:
-    for row in tracereader.launches(tracereader.load(cold64.trace_path)).to_records()[:4]:
+    cold_trace = tracereader.load(cold64.trace_path)
+    for s in cold_trace.steps:
+        span = (s.start_ns, s.end_ns)
+        label = cold_trace.where(
+            name="matmul_add", kind=tracereader.Kind.USER_ANNOTATION, within=span
+        )
+        matmul = cold_trace.where(name="aten::matmul", within=span)
+        wait_us = (cold_trace.ts_ns[matmul[0]] - cold_trace.ts_ns[label[0]]) / 1e3
+        print(f"{s.name}: {wait_us:.1f} us from matmul_add to aten::matmul")
+    for row in tracereader.launches(cold_trace).to_records()[:4]:
         print(f"{row['op']} -> {row['api']} -> {row['name'][:40]}: "
-              f"started {row['launch_to_start_us']} us after its launch call")  # fmt: skip
+              f"started {row['launch_to_start_us']} us after its launch call began, "
+              f"which took {row['call_us']} us")  # fmt: skip
 
 # %%
 # What the chapter concluded

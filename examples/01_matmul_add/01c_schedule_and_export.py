@@ -112,8 +112,10 @@ nowait  # on the site: when and where it was recorded, and a link to every repea
 print(nowait.table)
 
 # %%
-# With :mod:`tracereader` installed, ``step_times`` gives each step's CPU time,
-# and the timeline of the first step shows where it went. Expect the first
+# With :mod:`tracereader` installed, ``step_times`` gives each step's CPU time, a
+# count lists the calls recorded inside the first ``aten::mm`` (the few
+# ``INVALID`` are calls the profiler recorded without a name), and the timeline
+# of the first step shows where the time went. Expect the first
 # step to dwarf the third on a GPU; on the CPU the gap is smaller, since there
 # is no CUDA context, no cuBLAS and no GPU code to load, but the first call
 # still pays for the CPU's own one-time setup.
@@ -121,11 +123,18 @@ print(nowait.table)
 tracereader = optional_tracereader()  # None where it is not installed
 
 if tracereader:
+    from collections import Counter
+
     import matplotlib.pyplot as plt  # a pyplot figure, so that notebooks and the site show it
 
     nowait_trace = tracereader.load(nowait.trace_path)
     for st in tracereader.step_times(nowait_trace):
         print(f"{st.name}: CPU {st.cpu_us:,.0f} us")
+    K = tracereader.Kind
+    mm = nowait_trace.where(name="aten::mm", kind=K.CPU_OP)[0]
+    span = (nowait_trace.ts_ns[mm], nowait_trace.ts_ns[mm] + nowait_trace.dur_ns[mm])
+    calls = nowait_trace.where(kind=(K.RUNTIME, K.DRIVER, K.OVERHEAD), within=span)
+    print("inside the first aten::mm:", Counter(nowait_trace.name(i) for i in calls).most_common())
     tracereader.timeline(nowait_trace, step=nowait_trace.steps[0].name, fig=plt.figure())
 
 # %%

@@ -149,8 +149,9 @@ run = sys.modules["tracesite"].replayer(run) if "tracesite" in sys.modules else 
 # the 15 ops with the most GPU time over the profiled run (the prefill, uncompiled,
 # then a few tokens). Look at the kernels: which are GEMVs, and how much of the GPU's
 # time the attention and the small pointwise kernels take. The graph launches
-# themselves (``cudaGraphLaunch``, one per token) take CPU time, not GPU time: find
-# them in the trace, on the CPU's lane.
+# themselves (``cudaGraphLaunch``, one per token) take CPU time, not GPU time, so the
+# table leaves them out: open the trace in Perfetto (https://ui.perfetto.dev) and find
+# them on the CPU's lane, one under each token's step.
 
 fused_1b = run("loop_fused_1b")
 print(fused_1b.table)

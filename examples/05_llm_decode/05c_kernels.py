@@ -142,8 +142,12 @@ run = sys.modules["tracesite"].replayer(run) if "tracesite" in sys.modules else 
 # -------------------------
 #
 # Guess first: with every GEMV and the attention in our kernels, which rows lead the
-# GPU's time now? Find ``gemv_kernel`` and ``attention_kernel`` by name, then what
-# Inductor still generates around them.
+# GPU's time now? Find ``gemv_kernel`` and ``attention_kernel`` by name. The table
+# keeps the 15 ops with the most GPU time over the profiled run, and that run starts
+# with the prefill, uncompiled: the cuBLAS ``nvjet`` GEMMs and ATen's
+# ``elementwise_kernel`` rows are the prefill's, not the decoded tokens'. What
+# Inductor still generates around our kernels (its ``triton_`` kernels) is below
+# those rows, in the trace (open it in Perfetto, https://ui.perfetto.dev).
 
 final = run("loop_untuned_8b")
 print(final.table)
