@@ -243,6 +243,27 @@ logits_run = run("logits_check_8b")
 print(logits_run.table)
 
 # %%
+# The trace has them. With ``tracereader`` (this site's library for reading traces)
+# installed, each kept step's device-to-host copy (``Memcpy DtoH``) and the time the
+# CPU waited in ``cudaStreamSynchronize`` for it; otherwise open the trace in Perfetto
+# (https://ui.perfetto.dev) and find both under each step.
+
+try:
+    import tracereader
+except ImportError:  # only torch here: the trace file is still there to open in Perfetto
+    tracereader = None
+    print("tracereader is not installed: open the trace at https://ui.perfetto.dev instead")
+
+if tracereader:
+    read_trace = tracereader.load(logits_run.trace_path)
+    for kept in read_trace.steps:
+        inside = (kept.start_ns, kept.end_ns)
+        copies = read_trace.where(kind=tracereader.Kind.MEMCPY, contains="DtoH", within=inside)
+        waits = read_trace.where(name="cudaStreamSynchronize", within=inside)
+        print(f"{kept.name}: {[read_trace.name(i) for i in copies]}, the CPU waited "
+              f"{read_trace.dur_ns[waits].sum() / 1e3:,.0f} us in cudaStreamSynchronize")  # fmt: skip
+
+# %%
 # What the chapter reads in these recordings
 # ------------------------------------------
 #
