@@ -98,8 +98,8 @@ print(liger.table)
 # (story ``03c``): on the H200, Liger's kernel was faster than the 256-thread
 # one that a compile from an empty cache kept (story ``03d``) and slower than
 # the 128-thread one; on the H100, where every default-mode compile kept
-# 256-thread blocks, it was faster. :doc:`Part 2 </chapters/part2>` gives the times. Eager's gelu
-# and multiply kernels are in story ``03a``'s table.
+# 256-thread blocks, it was faster. :doc:`Part 2 </chapters/part2>` gives the
+# times. Eager's gelu and multiply kernels are in story ``03a``'s table.
 #
 # Liger gives each row of the input one block, covering the row's length
 # rounded up to a power of two: 4096 elements for a hidden size of 3072, so a
