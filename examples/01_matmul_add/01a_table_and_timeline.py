@@ -160,7 +160,7 @@ if tracereader:
 #
 # The same two calls on 4096x4096 matrices: 262,144 times the arithmetic. The
 # GEMM kernel now dominates, and the CUDA total climbs to the order of the CPU
-# total while the CPU time of the steps barely moves.
+# total while the CPU time of the steps changes by less than half.
 
 big = run("4096_bf16")
 # sphinx_gallery_start_ignore
@@ -176,7 +176,8 @@ print(big.table)
 # -----------------------------------
 #
 # Now the GPU lane is full: the GEMM runs for far longer than the CPU needs to
-# launch it, so the launches get ahead of the GPU and the kernels queue. This
+# launch it. On the H200 the launches got ahead of the GPU and the kernels
+# queued (on one H100 repeat the CPU kept just level with it). This
 # step is *GPU-bound*: the kernels are the work, and only faster or fewer
 # kernels would speed it up.
 

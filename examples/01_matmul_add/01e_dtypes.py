@@ -183,9 +183,9 @@ if tracereader:
 # ``nvjet`` kernel, cuBLAS's newer GEMM for Hopper.
 #
 # The fp32 run also shows a queue: its first active step's GEMM started long
-# after its launch call, because the GPU was still busy with the GEMM launched
-# in the discarded warm-up step. A long launch-to-start latency means a kernel
-# waited its turn.
+# after its launch call: GEMMs launched before the profiled window were still
+# running (the trace does not hold them, only the wait). A long launch-to-start
+# latency means a kernel waited its turn.
 
 print(fp32_off.table)
 

@@ -49,7 +49,8 @@ from _01_common import DTYPES, fn, fn_addmm, optional_tracereader, story_run
 #
 # All four compute the same ``x @ w + b`` and, on the GPU, run the same kind
 # of GEMM: what differs is the CPU work around it. Eager runs two ops and two
-# launches; ``torch.addmm`` one op, which cuBLAS runs as a copy and a GEMM; the
+# launches; ``torch.addmm`` one op, in which ATen copies ``b`` into the output and
+# cuBLAS runs a GEMM that adds onto it; the
 # compiled versions add Dynamo's guards and Inductor's generated code around
 # that same ``addmm``, and ``reduce-overhead`` replays it as a CUDA graph.
 #
@@ -164,8 +165,8 @@ def profile_interleaved(
 # The variant
 # -----------
 #
-# One variant, recorded on an NVIDIA H200 several times, each in a process of
-# its own.
+# One variant, recorded on an NVIDIA H200 several times, each repeat in a fresh
+# process that it shared with the set's other variants, near the end of it.
 #
 # ==================  ============================================================
 # variant             what it runs
@@ -252,7 +253,8 @@ if tracereader:
 # --------------------------
 #
 # On the H200, without the profiler, a compiled call took clearly more CPU time
-# than an eager one, and ``reduce-overhead`` did not help either: a CUDA graph
+# than an eager one, and ``reduce-overhead`` was slower still, above plain
+# ``compile`` in every repeat, on both GPUs: a CUDA graph
 # saves the launches of many kernels, and here there are only two, plus an
 # input copy. A difference was claimed only when every recorded process put the
 # ratio more than 5 % from 1 on the same side; the :doc:`lab notes of Part 1

@@ -256,9 +256,11 @@ print(compile_cold.table)
 # Here is a twist that Part 2 follows up. In every ``compile_cold`` repeat on
 # the H200 that fused kernel ran 256-thread blocks and took clearly longer
 # than the 128-thread blocks that the warm ``compile`` variant of story
-# ``03c`` ran. Inductor times both of its launch configurations at the first
-# call and keeps the one its own timing found faster; alone in a fresh process
-# with an empty cache, it kept the slower one. Compare the two kernels' grid
+# ``03c`` ran, in every repeat. Inductor times both of its launch
+# configurations at the first call and keeps the one its own timing found
+# faster; these recordings do not show why it kept the slower one here (the
+# warm repeats shared one cache, so they may have read one stored choice back,
+# and on the H100 both variants kept 256-thread blocks and ran alike). Compare the two kernels' grid
 # and block in the traces (in Perfetto, click the kernel): the same name and
 # the same work, but twice the blocks, twice the threads per block, a quarter
 # of the elements per thread, and a slower kernel. Nothing in the Python code
@@ -328,8 +330,8 @@ for result in (compile_cold, autotune_cold):
 #
 # A first compile is slow, and max-autotune's far slower. A warm
 # profile shows none of it, and neither does a second run of the same script
-# on the same machine, which reads the cache: time the first call of a plain
-# ``torch.compile`` in two fresh processes in a row, and it shrinks. Time the
+# on the same machine, which reads the cache (these recordings time only
+# first calls from an empty cache, not from a warm one). Time the
 # first call yourself, in a fresh process with an empty cache, when the cost of
 # a cold start is what you care about. And what a compile decides by timing
 # (a launch configuration, a GEMM's winner) can come out differently from one

@@ -280,18 +280,20 @@ print(sweep.table)
 # the five steps, math. cuDNN's kernel is the one written for Hopper (``sm90``
 # and ``wgmma`` in its name); flash and efficient were written for the A100,
 # where the Hugging Face series found flash the fastest. The fused backends'
-# rates grow with the sequence and with head dimension 128; the naive
-# version's rate falls, as its score matrix, written and read at every step,
-# grows with the square of the sequence. ``default`` took close to pinned
-# cuDNN's time, and at the profiled shape it ran cuDNN's op: PyTorch prefers
-# cuDNN on Hopper. The peak memory in ``sweep.timings.json`` tells the
+# rates mostly grow with the sequence and with head dimension 128; the naive
+# version's rate falls from sequence 1024 on, as its score matrix, written and
+# read at every step, grows with the square of the sequence. ``default`` ran
+# cuDNN's op at the profiled shape (PyTorch prefers cuDNN on Hopper) and
+# matched pinned cuDNN's time up to sequence 2048, but on the H200 it was
+# slower than pinned cuDNN at the longest shapes, in every repeat. The peak memory in ``sweep.timings.json`` tells the
 # same story: the fused backends hold the output and a few MiB more, while the
 # naive and math versions grow with the sequence.
 #
 # The trace holds one forward of each version at the last shape (sequence
 # 8192, head_dim 128), each inside a range named after the version. Open it
 # and find, under ``default``, the ``aten::_scaled_dot_product_…`` op that
-# names the backend PyTorch chose; under ``naive``, the five steps' kernels;
+# names the backend PyTorch chose; under ``naive``, the five steps' GPU
+# operations (twelve at this shape: nine kernels, a copy and two memsets);
 # under each fused backend, its one attention kernel. Its times are one
 # profiled call each: read them for what ran, and the table for how long.
 #

@@ -67,7 +67,9 @@ from _04_common import INTERLEAVED, SHAPE, _pin, balanced_cycle, sdpa_attention,
 # caches, a different code path just taken) would land on cuDNN's time. So the
 # versions run in an order where, read as a loop, every version follows every
 # other version exactly once. With five versions that is a cycle of 20 calls
-# (5 × 4 ordered pairs). Such an order is an Euler circuit of the complete
+# (5 × 4 ordered pairs). One pair, ``default`` then ``cudnn``, is the cycle's
+# wrap-around, which a ``torch.cuda.synchronize`` separates, so its predecessor
+# effect cannot be told from the synchronize's. Such an order is an Euler circuit of the complete
 # directed graph on the versions: every ordered pair is an edge, walked once.
 # ``balanced_cycle`` finds one with Hierholzer's algorithm: walk unused edges
 # until stuck, then back up, emitting the nodes in reverse.

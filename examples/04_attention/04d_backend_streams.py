@@ -83,10 +83,12 @@ from _04_common import INTERLEAVED, SHAPE, _pin, balanced_cycle, sdpa_attention,
 #   it (``torch.cuda.synchronize``);
 # - **GPU time**: a pair of CUDA events around the stream, stamped on the GPU.
 #
-# Compare them per call. If CPU time per call is below GPU time per call, the
-# CPU keeps ahead and the wall time follows the GPU's; if above, the GPU waits
-# and the wall time follows the CPU's. Which clock the wall time follows tells
-# you which side to make faster.
+# Compare them per call, with one caution: the events' span covers the GPU's
+# idle gaps too, so it follows whichever side is slower. Set the CPU time per
+# call against the kernel's own time per call, read in the trace: if the CPU's
+# is below, the CPU keeps ahead and the wall time follows the GPU's; if above,
+# the GPU waits and the wall time follows the CPU's. Which clock the wall time
+# follows tells you which side to make faster.
 #
 # Nothing here runs under the profiler. Afterwards, the profiler records one
 # short stream of ``profiled_calls`` calls of each version, inside a
@@ -239,9 +241,11 @@ print(series.table)
 #
 # Open ``streams_backends.json`` in Perfetto (ui.perfetto.dev) to see it. In
 # each version's range on the CPU lane the four calls are short; on the GPU
-# lane their kernels follow one another with almost no gap between them, and
-# the range ends before its last kernel does. That is a busy GPU: a cheaper
-# call would change nothing here.
+# lane, after the first call, the flash, efficient and math kernels follow one
+# another with almost no gap between them. cuDNN's profiled calls can leave
+# gaps: the profiler more than doubles their CPU cost. The unprofiled timings,
+# not the trace, are the evidence of a busy GPU: there a cheaper call would
+# change nothing.
 #
 # A small workload
 # ----------------

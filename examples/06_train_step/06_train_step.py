@@ -271,7 +271,8 @@ def profile_steps(out_dir, train, device, **options):
 #   ``causal_s4096`` (sequences of 4,096, batch 4) and ``final`` (sequences of 8,192,
 #   batch 2, the same 16,384 tokens per step: the highest MFU by a count that credits
 #   attention in full, yet slower in tokens per second than ``causal``). ``causal`` is
-#   the result (batch 16 adds memory, not speed); it and ``final`` record shapes too, for
+#   the result at batch 8 (batch 16 trains a little more per second, in every repeat,
+#   at much more peak memory: Part 5 gives both); it and ``final`` record shapes too, for
 #   the account of where their time goes. From ``compile_b8_bf16`` on, the weights and
 #   AdamW's moments are bf16 with no fp32 copy: near the initial weights, neighbouring
 #   bf16 values lie further apart than the learning rate, so small updates round away.
@@ -341,7 +342,8 @@ print(baseline.table)
 # ---------------------------------
 #
 # Compiled, bf16 weights, attention told it is causal, 8 sequences of 2,048 tokens:
-# the step that trains the most tokens per second here (batch 16 only matches it).
+# the step that trains the most tokens per second here at batch 8 (batch 16 trains a
+# little more, at much more peak memory).
 # Compare the kernels at the top with the baseline's, and find the attention kernels
 # by name.
 
