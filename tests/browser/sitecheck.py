@@ -143,11 +143,19 @@ class _QuietHandler(http.server.SimpleHTTPRequestHandler):
         pass
 
 
+class _QuietServer(http.server.ThreadingHTTPServer):
+    def handle_error(self, request, client_address):
+        """A browser that drops a connection mid-file (a page left while a trace still
+        loads) is not an error of the site: say nothing. Anything else, as the base."""
+        if not isinstance(sys.exc_info()[1], (BrokenPipeError, ConnectionResetError)):
+            super().handle_error(request, client_address)
+
+
 @contextlib.contextmanager
 def serve(root: str | Path) -> Iterator[str]:
     """Serve ``root`` on 127.0.0.1 at a free port; yields the base URL (ends with ``/``)."""
     handler = functools.partial(_QuietHandler, directory=str(root))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server = _QuietServer(("127.0.0.1", 0), handler)
     server.daemon_threads = True
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
