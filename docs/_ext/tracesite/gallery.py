@@ -164,10 +164,11 @@ def replayer(
     return replay
 
 
-def all_recordings_html(example_file: str | os.PathLike[str] | None = None) -> Snippet:
-    """A table of every variant this script shows: settings, repeats and their traces
-    (on :data:`~tracesite.recordings.PRIMARY_GPU`, the GPU the page replays)."""
-    source = Path(example_file) if example_file else _current()
+def all_recordings_html(example_file: str | os.PathLike[str]) -> Snippet:
+    """A table of every variant the story ``example_file`` shows: settings, repeats and
+    their traces (on :data:`~tracesite.recordings.PRIMARY_GPU`, the GPU the page replays).
+    The build ends each story's page with it (``site_hooks.recordings_table``)."""
+    source = Path(example_file)
     example, mine = example_name(source), load_definitions(source)["VARIANTS"]
     rows, total, count = [], 0, 0
     for variant in iter_variants(gpu=PRIMARY_GPU):
