@@ -165,5 +165,6 @@ print(fused_1b.table)
 # idle time, cache reads, copies of key/value heads, launches), and follows the two
 # further attempts to what they bought and cost. The next story of this set replaces
 # the GEMVs and then the attention with Triton kernels of our own. On the site, the
-# table of the H200's recordings of these variants follows (the chapter reads the
-# H100's too).
+# table of every recording of these variants follows, the H200's and, where it
+# recorded them, the H100's, with each one's tokens per second (the chapter says
+# which differences beat the spread).

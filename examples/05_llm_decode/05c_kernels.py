@@ -160,5 +160,6 @@ print(final.table)
 # H200 needs to read the weights once, reads in each trace which kernels changed and
 # by how much, and follows the spread from one recording to the next. The next
 # stories of this set show where the kernels' fixed settings come from, and check
-# the final loop's logits. On the site, the table of the H200's recordings of these
-# variants follows.
+# the final loop's logits. On the site, the table of every recording of these
+# variants follows, the H200's and, where it recorded them, the H100's, with each
+# one's tokens per second.

@@ -236,4 +236,4 @@ print(gemv_sweep.table)
 # :doc:`/chapters/part4-kernels` reads the timings of both sweeps beside the traces of
 # the loops that run the kernels: which setting was fastest for each case, by how much,
 # and whether the fixed settings the loop uses are among the fastest. On the site, the
-# table of the H200's recordings of these variants follows.
+# table of these variants' recordings follows: the H200's (the H100 ran no sweep).

@@ -273,5 +273,5 @@ if tracereader:
 # The trace shows where that cost comes from: once the CPU waits for each token,
 # the GPU in turn waits, after each wait, for the CPU to launch the next token's
 # graph (``cudaGraphLaunch``, hundreds of µs of CPU time), which without the host
-# read runs while the GPU works. On the site, the table of this variant's H200
-# recordings follows.
+# read runs while the GPU works. On the site, the table of this variant's recordings
+# follows, on both GPUs, with its tokens per second.

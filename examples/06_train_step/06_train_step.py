@@ -355,12 +355,12 @@ print(result.table)
 # -------------
 #
 # Their settings, as ``profile_train_step`` takes them; on the site, the table of
-# their recordings (three repeats each; each repeat a fresh process that runs the
-# variants one after another) follows. Each run
-# also left ``traces/06_train_step/NAME.results.json`` beside its trace: tokens per
-# second, ms per step, MFU and peak memory, measured without the profiler. Compare
-# those across variants to see what each lever bought, and open the traces to see
-# why: :doc:`/chapters/part5` does both over every recording.
+# their recordings on both GPUs (three repeats each; each repeat a fresh process that
+# runs the variants one after another) follows, with each variant's tokens per
+# second. Each run also left ``traces/06_train_step/NAME.results.json`` beside its
+# trace: tokens per second, ms per step, MFU and peak memory, measured without the
+# profiler. Compare those across variants to see what each lever bought, and open
+# the traces to see why: :doc:`/chapters/part5` does both over every recording.
 
 for name, (harness, params) in VARIANTS.items():
     print(f"{name:>16}  {harness.__name__}({', '.join(f'{k}={v!r}' for k, v in params.items())})")

@@ -20,6 +20,7 @@ import os
 import re
 import shlex
 import shutil
+import statistics
 import subprocess
 import sys
 from pathlib import Path
@@ -253,22 +254,45 @@ def test_without_transformers_the_llm_example_says_what_to_install(torch_only, s
 
 def test_every_story_page_links_every_recording_of_its_variants(site):
     """A story's page ends with the table of every recording of its variants: a row per
-    variant, a download link per repeat recorded on the GPU the page replays (the build
-    adds it, ``site_hooks.recordings_table``; sphinx-gallery drops a story's last cell if
-    it prints nothing visible, and such a table with it)."""
-    recordings = Path(__file__).resolve().parents[2] / "docs" / "recordings" / "h200"
+    variant, and for each GPU a download link per repeat recorded on it (the build adds
+    it, ``site_hooks.recordings_table``; sphinx-gallery drops a story's last cell if it
+    prints nothing visible, and such a table with it). Where the recordings timed tokens,
+    each GPU's tokens per second stand beside its links."""
+    recordings = Path(__file__).resolve().parents[2] / "docs" / "recordings"
+    gpus = sorted(p.name for p in recordings.iterdir() if p.is_dir())
     pages = sorted((site / "auto_examples").glob("*/[0-9][0-9]*.html"))
     assert len(pages) >= 20, f"{len(pages)} story pages under {site / 'auto_examples'}"
+    assert len(gpus) >= 2, gpus
     for page in pages:
         text = page.read_text(encoding="utf-8")
         assert text.count("tr-all-recordings") == 1, f"{page.name}: no recordings table"
         table = text.split("tr-all-recordings", 1)[1].split("</table>", 1)[0]
         rows = re.findall(r"<tr><td><code>(.*?)</code>(.*?)</tr>", table)
         assert rows, f"{page.name}: the recordings table has no row"
+        example = page.parent.name
+        columns = [g for g in gpus if any((recordings / g / example / v).is_dir() for v, _ in rows)]
         for variant, row in rows:
-            folder = recordings / page.parent.name / variant
-            repeats = sorted(r.name for r in folder.glob("r[0-9]*") if r.is_dir())
-            assert re.findall(r"download>(r\d+)</a>", row) == repeats, f"{page.name}: {variant}"
+            cells = dict(re.findall(r'<td data-gpu="([^"]+)">(.*?)</td>', row))
+            assert sorted(cells) == columns, f"{page.name}: {variant}: {sorted(cells)}"
+            for gpu, cell in cells.items():
+                folder = recordings / gpu / example / variant
+                repeats = sorted(r.name for r in folder.glob("r[0-9]*") if r.is_dir())
+                assert re.findall(r"download>(r\d+)</a>", cell) == repeats, (
+                    f"{page.name}: {variant} on the {gpu}"
+                )
+                timed = [
+                    json.loads((folder / r / "meta.json").read_text())
+                    .get("results", {})
+                    .get("tokens_per_s")
+                    for r in repeats
+                ]
+                if repeats and all(isinstance(t, (int, float)) for t in timed):
+                    want = (
+                        f"{statistics.median(timed):,.0f} "
+                        f"({min(timed):,.0f}\u2013{max(timed):,.0f})"
+                    )
+                    shown = re.findall(rf'data-gpu="{gpu}">.*?</td><td>([^<]*)</td>', row)
+                    assert shown == [want], f"{page.name}: {variant}: tokens/s on the {gpu}"
 
 
 def test_distinct_flag_sets_write_distinct_traces(site):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import html
 import os
+import statistics
 import warnings
 from collections.abc import Callable
 from pathlib import Path
@@ -24,7 +25,7 @@ from ._source import (
     load_definitions,
 )
 from .html import Snippet, format_size, trace_links_html
-from .recordings import PRIMARY_GPU, RECORD_COMMAND, Recording, Variant, iter_variants, load
+from .recordings import RECORD_COMMAND, Recording, Variant, gpus, iter_variants, load
 
 __all__ = ["Pending", "Replayed", "all_recordings_html", "replayer"]
 
@@ -164,32 +165,62 @@ def replayer(
     return replay
 
 
+def _tokens_per_s(reps: list[Recording]) -> str:
+    """The repeats' recorded tokens per second as "median (lowest-highest)"; empty where
+    a repeat wrote none (only the decode and training stories time tokens)."""
+    found = [(r.results or {}).get("tokens_per_s") for r in reps]
+    if not found or not all(isinstance(v, (int, float)) for v in found):
+        return ""
+    values = sorted(float(v) for v in found if isinstance(v, (int, float)))
+    return f"{statistics.median(values):,.0f} ({values[0]:,.0f}\u2013{values[-1]:,.0f})"
+
+
 def all_recordings_html(example_file: str | os.PathLike[str]) -> Snippet:
-    """A table of every variant the story ``example_file`` shows: settings, repeats and
-    their traces (on :data:`~tracesite.recordings.PRIMARY_GPU`, the GPU the page replays).
-    The build ends each story's page with it (``site_hooks.recordings_table``)."""
+    """A table of every variant the story ``example_file`` shows: its settings and, for
+    each GPU with recordings (:func:`~tracesite.recordings.gpus`, the one the page
+    replays first), a link to each repeat's trace and, where the repeats timed tokens,
+    their tokens per second. The build ends each story's page with it
+    (``site_hooks.recordings_table``)."""
     source = Path(example_file)
     example, mine = example_name(source), load_definitions(source)["VARIANTS"]
-    rows, total, count = [], 0, 0
-    for variant in iter_variants(gpu=PRIMARY_GPU):
-        if variant.example != example or variant.name not in mine:
-            continue
-        reps = variant.repeats
-        total += sum(r.trace_bytes for r in reps)
-        count += len(reps)
-        links = " ".join(
-            f'<a href="{html.escape(r.trace_url(_site_root(source)))}" download>r{r.repeat}</a>'
-            for r in reps
-        )
-        settings = ", ".join(f"{k}={v!r}" for k, v in variant.rep.params.items())
-        rows.append(
-            f"<tr><td><code>{html.escape(variant.name)}</code></td>"
-            f"<td><code>{html.escape(settings)}</code></td><td>{links}</td></tr>"
-        )
-    head = "<tr><th>variant</th><th>settings</th><th>traces (one per repeat)</th></tr>"
-    text = f"{len(rows)} variants, {count} recorded traces, {format_size(total)} gzipped"
+    by_gpu: dict[str, dict[str, Variant]] = {}
+    for variant in iter_variants():
+        if variant.example == example and variant.name in mine:
+            by_gpu.setdefault(variant.gpu, {})[variant.name] = variant
+    slugs = [g for g in gpus() if g in by_gpu]
+    timed = {g: any(_tokens_per_s(v.repeats) for v in by_gpu[g].values()) for g in slugs}
+    rows, counts, total = [], dict.fromkeys(slugs, 0), 0
+    for name in (n for n in mine if any(n in by_gpu[g] for g in slugs)):
+        settings = next(by_gpu[g][name].rep.params for g in slugs if name in by_gpu[g])
+        cells = [
+            f"<td><code>{html.escape(name)}</code></td>",
+            "<td><code>"
+            + html.escape(", ".join(f"{k}={v!r}" for k, v in settings.items()))
+            + "</code></td>",
+        ]
+        for g in slugs:
+            reps = by_gpu[g][name].repeats if name in by_gpu[g] else []
+            counts[g] += len(reps)
+            total += sum(r.trace_bytes for r in reps)
+            links = " ".join(
+                f'<a href="{html.escape(r.trace_url(_site_root(source)))}" download>r{r.repeat}</a>'
+                for r in reps
+            )
+            cells.append(f'<td data-gpu="{g}">{links or "not recorded"}</td>')
+            if timed[g]:
+                cells.append(f"<td>{_tokens_per_s(reps)}</td>")
+        rows.append(f"<tr>{''.join(cells)}</tr>")
+    head = "<th>variant</th><th>settings</th>"
+    for g in slugs:
+        head += f"<th>{g.upper()} traces (one per repeat)</th>"
+        if timed[g]:
+            head += f"<th>{g.upper()} tokens/s, median (lowest\u2013highest)</th>"
+    traces = " and ".join(f"{counts[g]} on the {g.upper()}" for g in slugs)
+    variants = f"{len(rows)} variant{'' if len(rows) == 1 else 's'}"
+    text = f"{variants}, recorded traces: {traces}, {format_size(total)} gzipped"
     body = (
         f'<p class="tr-stamp">Every recording of this page: {text}.</p>'
-        f'<div class="pst-scrollable-table-container tr-scroll"><table class="table tr-all-recordings">{head}{"".join(rows)}</table></div>'
+        '<div class="pst-scrollable-table-container tr-scroll">'
+        f'<table class="table tr-all-recordings"><tr>{head}</tr>{"".join(rows)}</table></div>'
     )
     return Snippet(body, text)
