@@ -245,7 +245,7 @@ def test_a_replay_prints_the_recordings_own_numbers_as_the_live_run_does(monkeyp
     line = results_line(decode)
     assert line is not None and line.startswith("loop_fused_1b, recorded on the NVIDIA H200")
     tokens = decode.meta["results"]["tokens_per_s"]
-    assert f"tokens_per_s {tokens:g}" in line and "repeat 1 of" in line
+    assert f"tokens_per_s {tokens:g}" in line and "repeat r0 of 3" in line
     assert results_line(record.load("01_matmul_add", "64_bf16").rep) is None
 
 

@@ -114,7 +114,7 @@ def results_line(rec: Recording) -> str | None:
         return str(v) if isinstance(v, bool) else f"{v:,}" if isinstance(v, int) else f"{v:g}"
 
     shown = ", ".join(f"{k} {fmt(v)}" for k, v in scalars.items())
-    where = f"{rec.env.get('gpu', '?')}, repeat {rec.repeat + 1} of {rec.meta.get('repeats', '?')}"
+    where = f"{rec.env.get('gpu', '?')}, repeat r{rec.repeat} of {rec.meta.get('repeats', '?')}"
     return f"{rec.variant}, recorded on the {where}: {shown}"
 
 
