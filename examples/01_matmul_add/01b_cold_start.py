@@ -3,10 +3,11 @@ The first step: cold start and warm-up
 ======================================
 
 The three active steps of a profile run the same code, yet the first is
-wider. Is that the *cold start*, the one-time setup of a process's first call
-(loading GPU code, allocating memory, cuBLAS choosing its kernels)? This
-experiment profiles ``torch.add(torch.matmul(x, w), b)`` in a fresh process
-without any warm-up, and again after five warm-up calls, with 3 and with 20
+wider. Is that the :term:`cold start`, the one-time setup of a process's first
+call (loading GPU code, allocating memory, :term:`cuBLAS` choosing its
+:term:`kernels <kernel>`)? This experiment profiles
+``torch.add(torch.matmul(x, w), b)`` in a fresh process without any
+:term:`warm-up`, and again after five warm-up calls, with 3 and with 20
 active steps, and compares the first step with the rest. The sections "Why is
 the first step slow?" and "Is a late kernel the GPU's fault?" of
 :doc:`/chapters/part1` (and its lab notes) read these runs.
@@ -19,8 +20,8 @@ each cold variant on its own::
 
 This file needs only torch, and ``_01_common.py`` beside it (the code this set's
 stories share; the site's download has it pasted in). On the CPU it profiles the
-same code there (the trace has no GPU lane, and 4096 shrinks to 512). Each run
-writes its trace to ``traces/01_matmul_add/<variant>.json``; with
+same code there (the trace has no :term:`GPU lane`, and 4096 shrinks to 512).
+Each run writes its trace to ``traces/01_matmul_add/<variant>.json``; with
 :mod:`tracereader` installed the page also measures every step.
 """
 
@@ -43,11 +44,13 @@ from _01_common import optional_tracereader, profile_matmul_add, story_run
 # ``profile_matmul_add`` builds the inputs and runs ``wait + warmup_steps +
 # active`` steps under the profiler with a ``schedule``: the first ``wait``
 # steps are skipped, the next ``warmup_steps`` recorded and thrown away, the
-# last ``active`` kept, each as a ``ProfilerStep#N`` span. Here the setting
-# that matters is ``warmup`` (not the schedule's ``warmup_steps``): ``True`` runs five untimed calls (and a synchronize) before the
-# profiler starts; ``False``, the default, leaves the process cold. ``active``
-# sets how many steps are kept. (The other settings, ``batch``, ``op``,
-# ``compile``, ``tf32`` and ``export``, serve the other experiments of this set.)
+# last ``active`` kept, each as a ``ProfilerStep#N`` span (a :term:`ProfilerStep`).
+# Here the setting that matters is ``warmup`` (not the schedule's
+# ``warmup_steps``): ``True`` runs five untimed calls (and a
+# :term:`synchronize <host sync>`) before the profiler starts; ``False``, the
+# default, leaves the process cold. ``active`` sets how many steps are kept.
+# (The other settings, ``batch``, ``op``, ``compile``, ``tf32`` and ``export``,
+# serve the other experiments of this set.)
 
 
 # %%
@@ -90,9 +93,10 @@ run = story_run(VARIANTS, __name__)
 # The first run of this page is the coldest one it can make: nothing has
 # touched the GPU yet in this process. There is no warm-up, so the schedule's
 # skipped step (``wait=1``) and discarded step (``warmup=1``) are the process's
-# first two calls, and they absorb the one-time setup: loading the GEMM and
-# add kernels, cuBLAS choosing its kernel, the caching
-# allocator's first blocks. (Run as a whole page, only this first
+# first two calls, and they absorb the one-time setup: loading the :term:`GEMM`
+# and add kernels, cuBLAS choosing its kernel, the caching
+# allocator's first blocks (the caching allocator is PyTorch's pool of GPU
+# memory, kept for reuse). (Run as a whole page, only this first
 # run is truly cold; the later ``_cold`` runs inherit a warm process. Run each
 # on its own, as above, to see it cold.)
 
@@ -134,12 +138,14 @@ if tracereader:
 # the cold process (:doc:`/chapters/part1` gives both ratios; the warm run also
 # came after other profiled runs in its process, so the two setups differ in
 # more than the warm-up). The schedule's skipped and discarded steps already
-# absorb the true first call: no allocation, occupancy query or module loading
-# appears in the kept steps at all. Nor does one event hold the extra time: in
-# the timeline below every part of the first kept step is wider than in the
-# next ones, the gap before ``matmul_add``, ``aten::mm``, the launch call and
-# ``aten::add`` alike. The trace cannot say what slowed them; the profiler
-# starts recording the CPU's ops just before that step (story ``01c``).
+# absorb the true first call: no allocation, :term:`occupancy query` or module
+# loading appears in the kept steps at all. Nor does one event hold the extra
+# time: in the timeline below every part of the first kept step is wider than in
+# the next ones, the gap before ``matmul_add`` (the
+# :term:`record_function range` around each call), the :term:`aten` operator
+# ``aten::mm``, the :term:`launch call` and ``aten::add`` alike. The trace
+# cannot say what slowed them; the profiler starts recording the CPU's ops just
+# before that step (story ``01c``).
 
 warm20 = run("64_bf16_20steps")
 # sphinx_gallery_start_ignore
@@ -162,13 +168,14 @@ if tracereader:
 # Three cold steps, at two sizes
 # ------------------------------
 #
-# These are the runs the Hugging Face post "Profiling in PyTorch (Part 1)"
-# made: no warm-up, three active steps. Its A100 showed a long wait between
-# entering ``matmul_add`` and reaching ``aten::matmul`` in the first step, and a
-# gap before the GPU lane started. On the H200 that wait was longest in the
-# first step too, and the late GPU lane was CPU work before the first launch,
-# not a late GPU: the first kernel started soon after its launch call (both
-# times, beside the post's: :doc:`lab notes of Part 1 </chapters/part1-notes>`).
+# These are the runs the :term:`Hugging Face post <Hugging Face series>`
+# "Profiling in PyTorch (Part 1)" made: no warm-up, three active steps. Its A100
+# showed a long wait between entering ``matmul_add`` and reaching
+# ``aten::matmul`` in the first step, and a gap before the GPU lane started. On
+# the H200 that wait was longest in the first step too, and the late GPU lane
+# was CPU work before the first launch, not a late GPU: the first kernel started
+# soon after its launch call (both times, beside the post's:
+# :doc:`lab notes of Part 1 </chapters/part1-notes>`).
 
 cold64 = run("64_bf16_cold")
 # sphinx_gallery_start_ignore
@@ -177,16 +184,18 @@ cold64
 
 # %%
 # The table sums the three steps and keeps its top 15 rows. The ``matmul_add``
-# row with no CPU time is the label's GPU-side span: from the first kernel the
-# label launched to the last, idle time included, so its Self CUDA % can pass
-# 100 % (story ``01a`` reads the table row by row).
+# row with no CPU time is the label's :term:`GPU-side span <gpu_user_annotation>`:
+# from the first kernel the label launched to the last, idle time included, so
+# its :term:`Self CUDA % <self time>` can pass 100 % (story ``01a`` reads the
+# table row by row).
 
 print(cold64.table)
 
 # %%
-# At 4096x4096, the closing ``cudaDeviceSynchronize`` (the profiler's own, when
-# the window closes) waits for any GEMMs still queued on the GPU: with work
-# queued, it lasts as long as that work (:doc:`/chapters/part1` measures it).
+# At 4096x4096, the closing ``cudaDeviceSynchronize``
+# (:term:`the profiler's own <cudaDeviceSynchronize at window end>`, when the
+# window of kept steps closes) waits for any GEMMs still queued on the GPU:
+# with work queued, it lasts as long as that work (:doc:`/chapters/part1` measures it).
 
 cold4k = run("4096_bf16_cold")
 # sphinx_gallery_start_ignore
@@ -200,9 +209,10 @@ print(cold4k.table)
 # %%
 # First, the wait between entering ``matmul_add`` and reaching ``aten::matmul``,
 # step by step (``where`` finds each in the step's span). Then, to check a late
-# kernel yourself, ``tracereader.launches`` lists every GPU op
-# with its launch call and the latency between them, measured from the start
-# of the call (so a slow call adds its own length). A latency of about the
+# kernel yourself, ``tracereader.launches`` lists every GPU op (each kernel,
+# memcpy or :term:`memset`) with its launch call and
+# :term:`the latency <launch-to-start latency>` between them, measured from the
+# start of the call (so a slow call adds its own length). A latency of about the
 # call's length means the kernel started as soon as it was launched: if it
 # started late, the CPU launched it late. A latency far longer than the call
 # means the GPU was busy with earlier work. (On the CPU there are no GPU ops

@@ -17,7 +17,7 @@ very first call; and a trace exported after the ``with`` block instead of from
 
 This file needs only torch, and ``_01_common.py`` beside it, the harness and
 plumbing the stories of this set share (pasted into the site's download). On the
-CPU it profiles the same code there, and the trace has no GPU lane. Each run
+CPU it profiles the same code there, and the trace has no :term:`GPU lane`. Each run
 writes its trace to ``traces/01_matmul_add/<variant>.json``; with
 :mod:`tracereader` installed the page also measures every step.
 """
@@ -40,13 +40,14 @@ from _01_common import optional_tracereader, profile_matmul_add, story_run
 # ``fn`` is the code under study, ``torch.add(torch.matmul(x, w), b)``.
 # ``profile_matmul_add`` runs ``wait + warmup_steps + active`` steps under the
 # profiler. The schedule skips the first ``wait`` steps, records and throws
-# away the next ``warmup_steps`` (the profiler warms up on them), and keeps the
-# last ``active`` ones. Its ``export`` setting picks when the trace is written:
-# ``"on_trace_ready"`` from the callback the profiler calls when the active
-# window closes, ``"after"`` from ``prof.export_chrome_trace`` once the ``with``
-# block has ended. (``warmup=True``, a different thing, runs five untimed calls
-# before the profiler starts; ``batch``, ``op``, ``compile`` and ``tf32`` serve
-# the other experiments of this set.)
+# away the next ``warmup_steps`` (the profiler :term:`warms up <warm-up>` on
+# them), and keeps the last ``active`` ones. Its ``export`` setting picks when
+# the trace is written: ``"on_trace_ready"`` from the callback the profiler
+# calls when the active window closes, ``"after"`` from
+# ``prof.export_chrome_trace`` once the ``with`` block has ended.
+# (``warmup=True``, a different thing, runs five untimed calls before the
+# profiler starts; ``batch``, ``op``, ``compile`` and ``tf32`` serve the other
+# experiments of this set.)
 
 
 # %%
@@ -87,11 +88,11 @@ run = story_run(VARIANTS, __name__)
 # of the workload. (torch warns that the profiler "won't be using warmup", and
 # it is right to: its own start-up lands in the first step too.) A schedule's
 # ``wait`` steps run with the profiler off. Its ``warmup`` steps run with the
-# profiler prepared (its buffers allocated, CUPTI enabled) but keeping nothing,
-# so those start-up costs fall on steps it then throws away; recording the
-# CPU's ops starts only with the first kept step, and that start-up stays in
-# it. Skipping both puts all of the start-up, and the process's first GEMM,
-# into the first kept step.
+# profiler prepared (its buffers allocated, :term:`CUPTI` enabled) but keeping
+# nothing, so those start-up costs fall on steps it then throws away; recording
+# the CPU's ops starts only with the first kept step, and that start-up stays in
+# it. Skipping both puts all of the start-up, and the process's first
+# :term:`GEMM`, into the first kept step.
 
 nowait = run("64_bf16_nowait")
 # sphinx_gallery_start_ignore
@@ -100,14 +101,17 @@ nowait  # on the site: when and where it was recorded, and a link to every repea
 
 # %%
 # On the H200 that first step took far longer than the third, and most of it
-# was the first ``aten::mm`` (times: :doc:`lab notes of Part 1
-# </chapters/part1-notes>`): cuBLAS gets ready for its first GEMM there.
-# Inside it the trace shows attribute calls, occupancy queries, ``cudaMalloc``
-# calls and module loading, and a long stretch with no recorded call at all.
+# was the first ``aten::mm``, the :term:`aten` matrix multiply (times:
+# :doc:`lab notes of Part 1 </chapters/part1-notes>`): :term:`cuBLAS` gets
+# ready for its first GEMM there. Inside it the trace shows attribute calls
+# (queries of the GPU's properties), :term:`occupancy queries <occupancy query>`,
+# ``cudaMalloc`` calls and module loading (GPU code being loaded), and a long
+# stretch with no recorded call at all.
 # The first ``aten::add`` pays its own loading cost. The table sums the three
 # steps, so the first dominates it. (The ``matmul_add`` row with no CPU time is
-# the label's GPU-side span, from its first kernel to its last, idle time
-# included: its Self CUDA % can pass 100 %.)
+# the label's :term:`GPU-side span <gpu_user_annotation>`, from its first
+# :term:`kernel` to its last, idle time included: its
+# :term:`Self CUDA % <self time>` can pass 100 %.)
 
 print(nowait.table)
 
@@ -117,7 +121,8 @@ print(nowait.table)
 # ``INVALID`` are calls the profiler recorded without a name), and the timeline
 # of the first step shows where the time went. Expect the first
 # step to dwarf the third on a GPU; on the CPU the gap is smaller, since there
-# is no CUDA context, no cuBLAS and no GPU code to load, but the first call
+# is no CUDA context (the state a process sets up on its first use of the GPU),
+# no cuBLAS and no GPU code to load, but the first call
 # still pays for the CPU's own one-time setup.
 
 tracereader = optional_tracereader()  # None where it is not installed
@@ -138,9 +143,10 @@ if tracereader:
     tracereader.timeline(nowait_trace, step=nowait_trace.steps[0].name, fig=plt.figure())
 
 # %%
-# A recording profiled from its first step holds the profiler's *Activity
-# Buffer Request*: this one, or story ``01d``'s ``peaks``, profiled without a
-# schedule in a warm process. The Hugging Face post blamed that request for a
+# A recording profiled from its first step holds the profiler's
+# :term:`Activity Buffer Request`: this one, or story ``01d``'s ``peaks``,
+# profiled without a schedule in a warm process. The
+# :term:`Hugging Face post <Hugging Face series>` blamed that request for a
 # gap of milliseconds before the GPU lane starts. On the H200 it appeared once,
 # inside the first ``aten::mm``, and ended before the first CUDA call; in every
 # recording whose schedule skipped or discarded a step first it did not appear

@@ -2,13 +2,14 @@
 How fast can this GPU go?
 =========================
 
-A kernel's time means little without a yardstick beside it. The vendor's
-datasheet gives one: for an H200, 989 TFLOP/s of dense bf16 arithmetic on the
-Tensor Cores and 4.8 TB/s of memory bandwidth. This experiment measures
-another, on the machine at hand: the rate of a large bf16 GEMM and of a large
-device-to-device copy, each timed by the profiler. The section "Is the kernel
-fast?" of :doc:`/chapters/part1` compares the GEMM and the add of
-``torch.add(torch.matmul(x, w), b)`` with these two numbers.
+A :term:`kernel`'s time means little without a yardstick beside it. The
+vendor's datasheet gives one: for an H200, 989 TFLOP/s (trillions of
+floating-point operations a second) of dense bf16 arithmetic on the
+:term:`Tensor Cores` and 4.8 TB/s of memory bandwidth. This experiment measures
+another, on the machine at hand: the rate of a large bf16 :term:`GEMM` and of a
+large :term:`device-to-device copy <Memcpy DtoD>`, each timed by the profiler.
+The section "Is the kernel fast?" of :doc:`/chapters/part1` compares the GEMM
+and the add of ``torch.add(torch.matmul(x, w), b)`` with these two numbers.
 
 Run it yourself::
 
@@ -18,8 +19,8 @@ Run it yourself::
 This file needs only torch, and ``_01_common.py`` beside it for the plumbing the
 stories of this set share (the site's download has it pasted in). On the CPU it
 runs the same code there, smaller (an 8192 GEMM shrinks to 512 and the copy to
-64 MiB); the trace then has no GPU lane and no kernels to time. The run writes
-its trace to ``traces/01_matmul_add/peaks.json``; with :mod:`tracereader`
+64 MiB); the trace then has no :term:`GPU lane` and no kernels to time. The run
+writes its trace to ``traces/01_matmul_add/peaks.json``; with :mod:`tracereader`
 installed the page also computes the two rates.
 """
 
@@ -44,10 +45,12 @@ from _01_common import optional_tracereader, story_run
 # ``profile_peaks`` builds two ``size`` x ``size`` bf16 matrices and an output
 # for the GEMM (``size`` cubed multiply-adds, the kind of work the Tensor Cores
 # are built for), and two buffers of ``copy_mib`` MiB for the copy, which reads
-# one and writes the other. Three untimed rounds of each come first: cuBLAS
-# picks its kernel on the first GEMM, and the GPU's clocks rise under load.
+# one and writes the other. Three untimed rounds of each come first:
+# :term:`cuBLAS` picks its kernel on the first GEMM, and the GPU's clocks rise
+# under load.
 # Then it profiles ``calls`` GEMMs and ``calls`` copies, each labelled with
-# ``record_function``, with no schedule: every call is kept. Writing into
+# ``record_function`` (a :term:`record_function range`), with no schedule:
+# every call is kept. Writing into
 # preallocated outputs (``out=c``, ``dst.copy_``) keeps the memory allocator
 # out of the measurement.
 
@@ -112,7 +115,8 @@ run = story_run(VARIANTS, __name__)
 # ---------
 #
 # The profiler's table lists the GEMM kernel (an ``nvjet`` kernel, cuBLAS's
-# GEMM for Hopper), the ``Memcpy DtoD`` and a tiny memset, each with its number
+# GEMM for Hopper, the generation of the H100 and H200), the ``Memcpy DtoD``
+# and a tiny :term:`memset`, each with its number
 # of calls and its total and average GPU time.
 
 peaks = run("peaks")
@@ -121,11 +125,12 @@ peaks  # on the site: when and where it was recorded, and a link to every repeat
 # sphinx_gallery_end_ignore
 
 # %%
-# The ``gemm`` and ``copy`` rows with no CPU time are the labels' GPU-side
-# spans: from the first kernel a label launched to the last, idle time
-# included, so their Self CUDA % can pass 100 %. The ``cudaDeviceSynchronize``
-# row is the CPU waiting for the GPU, not work (story ``01a`` reads the table
-# row by row).
+# The ``gemm`` and ``copy`` rows with no CPU time are the labels'
+# :term:`GPU-side spans <gpu_user_annotation>`: from the first kernel a label
+# launched to the last, idle time included, so their
+# :term:`Self CUDA % <self time>` can pass 100 %. The ``cudaDeviceSynchronize``
+# row is :term:`the CPU waiting for the GPU <host sync>`, not work (story
+# ``01a`` reads the table row by row).
 
 print(peaks.table)
 
@@ -134,7 +139,7 @@ print(peaks.table)
 # -------------
 #
 # A GEMM of two n x n matrices does 2 n\ :sup:`3` floating-point operations (a
-# multiply and an add per term), so its achieved rate is
+# multiply and an add per term), so its :term:`achieved rate` is
 # ``2 * n**3 / seconds``. A copy's rate counts the bytes read and the bytes
 # written. ``kernel_table`` gives each GPU operation's median duration over its
 # calls, which is what we divide by: one slow call cannot move a median.
@@ -163,13 +168,14 @@ if tracereader:
 # * the 4096x4096 GEMM of the matmul-add step ran about as fast as the 8192
 #   one, well below the datasheet's peak but as fast as our largest GEMM: a
 #   faster GEMM kernel would gain little here, less work would gain more;
-# * the 64x64 GEMM used a tiny fraction of the GPU: its grid had too few
-#   thread blocks to fill the H200's 132 streaming multiprocessors, and a kernel
-#   that short is mostly the fixed cost of starting and finishing;
+# * the 64x64 GEMM used a tiny fraction of the GPU: its
+#   :term:`grid <launch configuration>` had too few thread blocks to fill the
+#   H200's 132 :term:`streaming multiprocessors <streaming multiprocessor>`,
+#   and a kernel that short is mostly the fixed cost of starting and finishing;
 # * the 4096x4096 add, which reads two matrices and writes one, is
-#   *memory-bound*: it moved its bytes a little faster than the copy (part of
-#   its traffic probably hits the GPU's L2 cache), at the speed of the GPU's
-#   memory, so only less traffic would speed it up.
+#   :term:`memory-bound`: it moved its bytes a little faster than the copy (part
+#   of its traffic probably hits the GPU's :term:`L2 cache`), at the speed of
+#   the GPU's memory, so only less traffic would speed it up.
 #
 # Divide a kernel's work by its median time and compare with a yardstick: near
 # it, a faster kernel gains little and less work helps most; far below it, look

@@ -2,13 +2,14 @@
 One GEMM in three dtypes
 ========================
 
-How long does the 4096x4096 GEMM of ``torch.add(torch.matmul(x, w), b)``
-take, how much does that vary from run to run, and what does the dtype
-change? This experiment times the GEMM twenty times in bfloat16, then in
-float32 with TF32 off (torch's default) and on, and reads each kernel's name
-and achieved rate from the trace. The section "Is the kernel fast?" of
-:doc:`/chapters/part1` and the lab notes' "One GEMM twenty times, and three
-dtypes" read these runs.
+How long does the 4096x4096 :term:`GEMM` (general matrix multiply, here
+``torch.matmul``) of ``torch.add(torch.matmul(x, w), b)`` take, how much does that
+vary from run to run, and what does the dtype change? This experiment times the GEMM
+twenty times in bfloat16, then three times in float32 with :term:`TF32` off (torch's
+default) and three times with it on, and reads each kernel's name and
+:term:`achieved rate` from the trace. The section "Is the kernel fast?" of
+:doc:`/chapters/part1` and the lab notes' "One GEMM twenty times, and three dtypes"
+discuss these runs.
 
 Run it yourself::
 
@@ -18,15 +19,17 @@ Run it yourself::
 To try another size or dtype, call ``run`` with the settings to change, e.g.
 ``run("4096_fp32", size=2048)`` or ``run("4096_fp32", dtype="float16")``: the
 trace's name then spells them out (``4096_fp32_size2048.json``), so no run
-overwrites another's. Smaller GEMMs run further from the peak; float16 takes
-the same Tensor Core path as bfloat16, with more mantissa and less range.
+overwrites another's. Smaller GEMMs run further from the peak; float16 takes the same
+:term:`Tensor Cores` path as bfloat16, with more mantissa bits (the bits that hold a
+number's significant digits) and less range.
 
 This file needs only torch, and ``_01_common.py`` beside it, where the harness
 of this set lives (the site's download has it pasted in). On the CPU it profiles
 the same code there (the trace has no GPU lane and no kernels to time, and the
 sizes shrink to 512). Each run writes its trace to
-``traces/01_matmul_add/<variant>.json``; with :mod:`tracereader` installed the
-page also computes each kernel's rate.
+``traces/01_matmul_add/<variant>.json``. With ``tracereader`` (this site's library
+for reading traces; :doc:`the quick start </quickstart>` installs it) the page also
+computes each kernel's rate.
 """
 
 # sphinx_gallery_start_ignore
@@ -48,9 +51,10 @@ from _01_common import optional_tracereader, profile_matmul_add, run_variant, st
 # ``dtype`` (a key of ``DTYPES``), runs five untimed calls when ``warmup`` is
 # set, then ``wait + warmup_steps + active`` steps under the profiler's
 # schedule, keeping the last ``active``. ``tf32=True`` sets
-# ``torch.backends.cuda.matmul.allow_tf32``, which lets float32 GEMMs round
-# their inputs to TF32 for the Tensor Cores; newer torch also spells it
-# ``torch.set_float32_matmul_precision("high")``. (``fn_addmm``, ``batch``,
+# ``torch.backends.cuda.matmul.allow_tf32``, which lets float32 GEMMs round their
+# inputs to TF32 for the Tensor Cores. ``torch.set_float32_matmul_precision("high")``
+# does the same, and torch 2.9 and later prefer
+# ``torch.backends.cuda.matmul.fp32_precision = "tf32"``. (``fn_addmm``, ``batch``,
 # ``op``, ``compile`` and ``export`` serve the other experiments of this set.)
 
 
@@ -58,8 +62,9 @@ from _01_common import optional_tracereader, profile_matmul_add, run_variant, st
 # The variants
 # ------------
 #
-# The recordings this page shows were made on an NVIDIA H200, each variant
-# several times.
+# Every variant was recorded three times on an NVIDIA H200 and three times on an
+# NVIDIA H100, each repeat in a fresh process. This page prints the H200's first
+# repeat, ``r0`` in the recordings' file names.
 #
 # =====================  ========================================================
 # variant                what it runs
@@ -89,21 +94,25 @@ def run(name, **overrides):
     return run_variant(VARIANTS, name, **overrides)
 
 
-# ``python 01e_dtypes.py VARIANT`` profiles one variant and prints its table; while the
-# site builds, ``run`` replays the H200's recordings instead.
+# ``python 01e_dtypes.py VARIANT`` profiles one variant and prints its table. On this
+# website ``run`` does not profile: it replays the H200's recording ``r0`` instead.
 run = story_run(VARIANTS, __name__, run)
 
 # %%
 # The yardstick
 # -------------
 #
-# A GEMM of two n x n matrices does 2 n\ :sup:`3` floating-point operations, so
-# its achieved rate is ``2 * n**3 / seconds``. ``gemm_rate`` reads the GEMM's
-# kernel from a trace (the GPU op that is neither a copy nor a memset and took
-# the most time) and prints its median duration and that rate, to hold against
-# the datasheet (989 TFLOP/s of dense bf16 on an H200) and against the rate of
-# a large GEMM measured on the same machine (the ``peaks`` experiment of this
-# set; :doc:`/chapters/part1` shows the rate it reached).
+# A GEMM of an M x K matrix by a K x N one does 2 M N K floating-point operations (a
+# multiply and an add for each of the K terms of each of the M N outputs): 2 n\ :sup:`3`
+# for two n x n matrices. For an ``nn.Linear`` layer, M is the number of rows of the
+# input (tokens times batch), K ``in_features`` and N ``out_features``. The achieved
+# rate is those operations divided by the kernel's time: ``2 * n**3 / seconds``
+# here. ``gemm_rate`` reads the GEMM's kernel from a trace (the GPU op that is
+# neither a copy nor a :term:`memset` and took the most time) and prints its median
+# duration and that rate, to hold against the datasheet (989 TFLOP/s of dense bf16 on
+# an H200) and against the rate of a large GEMM measured on the same machine (the
+# :doc:`peaks experiment </auto_examples/01_matmul_add/01d_peaks>` of this set prints
+# it).
 
 tracereader = optional_tracereader()  # None where it is not installed
 
@@ -124,14 +133,19 @@ def gemm_rate(result, n):
 # One GEMM, twenty times
 # ----------------------
 #
-# The Hugging Face post saw one A100 GEMM run far longer than the others, so
-# its mean misled. Twenty active steps give twenty runs of the 4096 bf16 GEMM:
-# ``kernel_table`` prints, per kernel name, the number of calls, the total and
-# mean time, and the min, median and max: read the median for the typical run
-# and min and max for the spread. On the H200 the slowest run stayed close
-# to the median, with no outlier, and the GEMM ran at about the rate of the
-# large GEMM of ``peaks``: it is not slow (:doc:`/chapters/part1` gives the
-# spread). Quote the median and look at the spread.
+# The Hugging Face post this site follows, `Profiling in PyTorch (Part 1)
+# <https://huggingface.co/blog/torch-profiler>`__ (see :term:`Hugging Face series`),
+# saw one A100 GEMM run far longer than the others, so its mean misled. Twenty active
+# steps give twenty runs of the 4096 bf16 GEMM: ``kernel_table`` prints, per kernel
+# name, the number of calls, the total and mean time, and the min, median and max:
+# read the median for the typical run and min and max for the spread. It shortens
+# kernel names: ``vectorized_elementwise_kernel<CUDAFunctor_add<BFloat16>>`` is the
+# add's kernel, whose full name starts
+# ``void at::native::vectorized_elementwise_kernel`` (the profiler's tables cut names
+# at 48 characters). On the H200 the slowest run stayed close to the median, with no
+# outlier, and the GEMM ran at about the rate of the large GEMM of the peaks
+# experiment: it is not slow (:doc:`/chapters/part1` gives the spread). Quote the
+# median and look at the spread.
 
 warm_bf16 = run("4096_bf16_20steps")
 # sphinx_gallery_start_ignore
@@ -140,21 +154,26 @@ warm_bf16
 
 # %%
 
-if tracereader and gemm_rate(warm_bf16, 4096):
+bf16_gemms = tracereader and gemm_rate(warm_bf16, 4096)
+if bf16_gemms:
     print(tracereader.kernel_table(tracereader.load(warm_bf16.trace_path)))
 
 # %%
 # Float32, TF32 off and on
 # ------------------------
 #
-# The same GEMM in float32: four bytes per element instead of two, and no
-# Tensor Core format for it. By default torch does not let cuBLAS use TF32, so
-# the GEMM runs on the fused multiply-add units: its kernel's name says
-# ``ffma``. With TF32 on, the name says ``tf32`` and the Tensor Cores do the
-# work. On the H200 plain fp32 took many times as long as bf16, and TF32 more
-# than bf16 but far less than plain fp32, yet neither is a slow kernel: each ran
-# at over half of its own datasheet peak (67 TFLOP/s for fp32 on the FMA units,
-# 494.7 for TF32). The times: :doc:`lab notes of Part 1 </chapters/part1-notes>`.
+# The same GEMM in float32: four bytes per element instead of two. The Tensor Cores
+# (the GPU's matrix units) do not take float32 numbers as they are, and by default
+# torch does not let :term:`cuBLAS` round them to TF32, so the GEMM runs on the
+# ordinary fused multiply-add (FMA) units, which compute ``a * b + c`` one number at a
+# time: its kernel's name says ``ffma``. With TF32 on, cuBLAS rounds the inputs to
+# TF32, which the Tensor Cores take: the name says ``tf32``. The last cell of this
+# section prints, for each dtype, how its GEMM's median time compares with bf16's and
+# what share of its units' datasheet peak it reached (989 TFLOP/s for bf16 on the
+# Tensor Cores, 67 for plain fp32 on the FMA units, 494.7 for TF32; the H200's
+# datasheet). In every repeat on both GPUs, plain fp32 took over 15 times as long as
+# bf16 and TF32 about twice as long, yet no kernel is slow: each reached over three
+# quarters of its own peak.
 
 fp32_off = run("4096_fp32")
 # sphinx_gallery_start_ignore
@@ -171,31 +190,62 @@ fp32_on
 # %%
 
 if tracereader:
-    gemm_rate(fp32_off, 4096)
-    gemm_rate(fp32_on, 4096)
+    off_gemms, on_gemms = gemm_rate(fp32_off, 4096), gemm_rate(fp32_on, 4096)
+    if bf16_gemms and off_gemms and on_gemms:
+        bf16_us = bf16_gemms[0]["median_us"]
+        for label, gemms, peak in [
+            ("bf16", bf16_gemms, 989),
+            ("fp32, TF32 off", off_gemms, 67),
+            ("fp32, TF32 on", on_gemms, 494.7),
+        ]:
+            us = gemms[0]["median_us"]
+            share = 2 * 4096**3 / (us * 1e-6) / 1e12 / peak
+            print(f"{label:>14}: {us / bf16_us:4.1f} x bf16's time, {share:.0%} of {peak} TFLOP/s")
 
 # %%
 # Read the kernel names from left to right: ``sm80`` or ``sm90`` is the GPU
 # architecture the kernel was built for (an fp32 FMA kernel from the Ampere
-# generation still serves Hopper), ``xmma_gemm`` a cuBLAS GEMM, then the
-# types of the inputs, of the arithmetic and of the output (``f32f32_tf32f32``:
-# float32 data, TF32 arithmetic), then the tile sizes. The bf16 GEMM is an
-# ``nvjet`` kernel, cuBLAS's newer GEMM for Hopper.
+# generation still serves Hopper), ``xmma_gemm`` a cuBLAS GEMM, then the types of the
+# inputs, of the arithmetic and of the output (``f32f32_tf32f32``: float32 data, TF32
+# arithmetic), then the :term:`tile` sizes: the block of the output that each group of
+# GPU threads computes. The rest (``nn_n``, ``warpgroupsize``, ``segment_k_off``) is
+# cuBLAS's own configuration, which nothing here depends on. The bf16 GEMM is an
+# :term:`nvjet` kernel, cuBLAS's newer GEMM for Hopper.
 #
-# The fp32 run also shows a queue: its first active step's GEMM started long
-# after its launch call: GEMMs launched before the profiled window were still
-# running (the trace does not hold them, only the wait). A long launch-to-start
-# latency means a kernel waited its turn.
+# The fp32 run also shows a queue, in the table below: the add kernel
+# (``void at::native::vectorized_elementwise_kerne...``) has 4 calls but
+# ``aten::add`` only 3. The extra add is that of ``ProfilerStep#1``, the profiler's
+# warm-up step (recorded, then thrown away), still waiting on the GPU when the kept
+# steps began: its kernel ran inside the recorded window, its launch call before it.
+# Ahead of it, the warm-up step's GEMM was running; it started before the window and
+# is not in the trace at all. So the first kept step's GEMM started milliseconds after
+# its launch call, and each later one waited longer (the lines under the table print
+# it): a long :term:`launch-to-start latency` means a kernel waited its turn. The same
+# wait ends the table: the profiler's closing ``cudaDeviceSynchronize``
+# (:term:`cudaDeviceSynchronize at window end`) takes most of ``Self CPU time total``,
+# the CPU waiting for the queued GEMMs. ``cudaLaunchKernelExC`` is the runtime's
+# :term:`launch call` that cuBLAS used for this GEMM, and ``cudaFuncGetAttributes``
+# asks the runtime about a kernel before it is launched.
 
 print(fp32_off.table)
+if tracereader:
+    for gpu_op in tracereader.launches(tracereader.load(fp32_off.trace_path)).to_records():
+        if gpu_op["step"] and "gemm" in gpu_op["name"]:
+            wait_ms = gpu_op["launch_to_start_us"] / 1000
+            print(f"{gpu_op['step']}: its GEMM started {wait_ms:.1f} ms after its launch call")
 
 # %%
 # What the chapter concluded
 # --------------------------
 #
-# Divide a kernel's work by its median time and compare with the GPU's
-# datasheet for the units the kernel ran on: near the limit, only less work
-# helps, or a dtype the faster units take; far below it, look at the launch
-# grid and the kernel's name. For float32 models on Hopper, enabling TF32 is
-# the cheap step: the inputs lose mantissa bits (10 instead of 23) but keep
-# float32's range, and the GEMM ran several times as fast here.
+# Divide a kernel's work by its median time and compare with the GPU's datasheet for
+# the units the kernel ran on: near the limit, only less work helps, or a dtype the
+# faster units take; far below it, look at the kernel's name and its launch grid, the
+# number of thread blocks it ran (``args.grid`` of the kernel's event in the trace; see
+# :term:`launch configuration`): a grid of fewer blocks than the GPU has
+# :term:`multiprocessors <streaming multiprocessor>` (132 on the H200) leaves some of
+# them idle. For float32 models on Hopper, enabling TF32 is the cheap step: the inputs
+# lose mantissa bits (10 instead of 23) but keep float32's range, and the GEMM ran
+# about 8 times as fast here, in every repeat on both GPUs. bf16 halved its time again
+# (about twice as fast as TF32), but only for a model that runs in bf16, with 7
+# mantissa bits.

@@ -3,12 +3,12 @@ What torch.compile changes
 ==========================
 
 ``torch.compile`` fuses operations. Will it turn the matmul and the add of
-``torch.add(torch.matmul(x, w), b)`` into one kernel? This experiment profiles
-the compiled function in its default mode, in ``reduce-overhead`` mode (CUDA
-graphs) and with max-autotune, and beside it ``torch.addmm(b, x, w)`` called
-directly, which is what the compiler turns the pair into. The section "What
-does ``torch.compile`` change, and what does it not?" of :doc:`/chapters/part1`
-and its lab notes read these runs.
+``torch.add(torch.matmul(x, w), b)`` into one :term:`kernel`? This experiment
+profiles the compiled function in its default mode, in ``reduce-overhead`` mode
+(:term:`CUDA graphs <CUDA graph>`) and with :term:`max-autotune`, and beside it
+``torch.addmm(b, x, w)`` called directly, which is what the compiler turns the
+pair into. The section "What does ``torch.compile`` change, and what does it
+not?" of :doc:`/chapters/part1` and its lab notes read these runs.
 
 Run it yourself::
 
@@ -18,8 +18,8 @@ Run it yourself::
 This file needs only torch (and, for ``torch.compile`` on the CPU, a C++
 compiler), with ``_01_common.py`` beside it: the harness the stories of this set
 share, pasted into the site's download of this story. On the CPU it profiles the
-same code there (the trace has no GPU lane, and 4096 shrinks to 512). Each run
-writes its trace to ``traces/01_matmul_add/<variant>.json``; with
+same code there (the trace has no :term:`GPU lane`, and 4096 shrinks to 512).
+Each run writes its trace to ``traces/01_matmul_add/<variant>.json``; with
 :mod:`tracereader` installed the page also counts each step's GPU operations.
 """
 
@@ -39,16 +39,18 @@ from _01_common import optional_tracereader, profile_matmul_add, story_run
 # ----------------------------
 #
 # ``fn`` is the code under study; ``fn_addmm`` is the same computation as one
-# ``torch.addmm`` call, which adds ``b`` onto the product inside the GEMM.
+# ``torch.addmm`` call, which adds ``b`` onto the product inside the
+# :term:`GEMM`.
 #
 # ``profile_matmul_add`` builds the inputs, picks ``fn`` or (``op="addmm"``)
 # ``fn_addmm``, and compiles it when ``compile`` names a mode: ``"default"``,
 # ``"reduce-overhead"``, ``"max-autotune-no-cudagraphs"``, or ``"triton-gemm"``,
-# which is max-autotune limited to Inductor's own Triton GEMM templates (on a
-# GPU; on the CPU it is plain ``max-autotune-no-cudagraphs``). Each compile
-# starts from ``torch._dynamo.reset()``, and a compiled function always gets
-# five untimed calls first, so compiling (and CUDA graph recording) happens
-# before the profiler starts. Then ``wait + warmup_steps + active`` steps run
+# which is max-autotune limited to :term:`Inductor <TorchInductor>`'s own
+# :term:`Triton` GEMM :term:`templates <template (Inductor)>` (on a GPU; on the
+# CPU it is plain ``max-autotune-no-cudagraphs``). Each compile starts from
+# ``torch._dynamo.reset()``, and a compiled function always gets five untimed
+# calls first, so compiling (and CUDA graph recording) happens before the
+# profiler starts. Then ``wait + warmup_steps + active`` steps run
 # under the profiler's schedule and the last ``active`` are kept. (``batch``,
 # ``tf32`` and ``export`` serve the other experiments of this set.)
 
@@ -93,14 +95,17 @@ run = story_run(VARIANTS, __name__)
 # The compiled step
 # -----------------
 #
-# In eager mode each step runs two kernels: the GEMM, then the add. Compiled,
-# the step still runs two GPU operations. TorchDynamo captured the Python
-# function (matmul, then add) as a graph, and TorchInductor turned the pair
-# into one ``aten::addmm``. That is still a cuBLAS GEMM: a ``Memcpy DtoD`` first
-# seeds the output with ``b``, and the GEMM (``badd`` in its name) adds its
-# product onto it. What did change is on the CPU: new frames around the call,
-# among them *guards*, checks run on every call that the compiled code still
-# fits the inputs.
+# In eager mode (plain PyTorch, not compiled) each step runs two kernels: the
+# GEMM, then the add. Compiled, the step still runs two GPU operations.
+# :term:`TorchDynamo` captured the Python function (matmul, then add) as a
+# graph, and TorchInductor turned the pair into one ``aten::addmm`` (an
+# :term:`aten` operator). That is still a :term:`cuBLAS` GEMM: a
+# ``Memcpy DtoD`` (a :term:`device-to-device copy <Memcpy DtoD>`) first seeds
+# the output with ``b``, and the GEMM (``badd`` in its name) adds its product
+# onto it. What did change is on the CPU:
+# :term:`new frames <torch.compile runtime frames>` around the call, among them
+# :term:`guards`, checks run on every call that the compiled code still fits
+# the inputs.
 
 compiled = run("64_bf16_compile")
 # sphinx_gallery_start_ignore
@@ -108,18 +113,20 @@ compiled  # on the site: when and where it was recorded, and a link to every rep
 # sphinx_gallery_end_ignore
 
 # %%
-# The ``matmul_add`` row with no CPU time is the label's GPU-side span: from the
-# first kernel the label launched to the last, idle time included, so its Self
-# CUDA % can pass 100 % (story ``01a`` reads the table row by row).
+# The ``matmul_add`` row with no CPU time is the label's
+# :term:`GPU-side span <gpu_user_annotation>`: from the first kernel the label
+# launched to the last, idle time included, so its
+# :term:`Self CUDA % <self time>` can pass 100 % (story ``01a`` reads the table
+# row by row).
 
 print(compiled.table)
 
 # %%
 # With :mod:`tracereader` installed, ``step_times`` counts each step's GPU
-# operations, and the timeline shows the new frames on the CPU lane:
+# operations, and the timeline shows the new frames on the :term:`CPU lane`:
 # ``Torch-Compiled Region`` around the call, the guard checks, and a
 # ``CompiledFxGraph`` call that runs Inductor's generated code, which in turn
-# calls ``aten::addmm``. A step's *GPU busy* time is the union of the GPU
+# calls ``aten::addmm``. A step's :term:`GPU busy time` is the union of the GPU
 # operations it launched, so it counts the copy and the GEMM once each.
 
 tracereader = optional_tracereader()  # None where it is not installed
@@ -143,9 +150,10 @@ if tracereader:
 # ``torch.addmm`` by hand
 # -----------------------
 #
-# The Hugging Face post's homework: trace ``torch.addmm(b, x, w)`` directly. It
-# gives the compiled program without the compile frames: the same copy, the
-# same ``badd`` GEMM, and a shorter CPU stack.
+# The :term:`Hugging Face post <Hugging Face series>`'s homework: trace
+# ``torch.addmm(b, x, w)`` directly. It gives the compiled program without the
+# compile frames: the same copy, the same ``badd`` GEMM, and a shorter CPU
+# stack.
 
 addmm = run("64_bf16_addmm")
 # sphinx_gallery_start_ignore
@@ -166,8 +174,8 @@ if tracereader:
 # ``cudaGraphLaunch`` per step releases the copy and the GEMM. A graph replays
 # its kernels on the memory addresses it recorded, so each call first copies
 # your inputs into the graph's own buffers: one more small kernel, three GPU
-# operations per step. A graph saves the launches of many kernels, and here
-# there are only two, so it does not save CPU time either.
+# operations per step. A graph saves the :term:`launches <launch call>` of many
+# kernels, and here there are only two, so it does not save CPU time either.
 
 graphed = run("64_bf16_reduce_overhead")
 # sphinx_gallery_start_ignore
@@ -186,7 +194,7 @@ if tracereader:
 #
 # At this size the ``Memcpy DtoD`` that seeds the output moves a 32 MiB matrix,
 # and it shows on the GPU lane next to the GEMM. ``kernel_table`` lists both,
-# with a tiny memset that cuBLAS queues before every GEMM this large. The
+# with a tiny :term:`memset` that cuBLAS queues before every GEMM this large. The
 # Hugging Face post timed the same copy on its A100 (32 MB in about 33 µs); on
 # the H200 it was quicker than that. Its time and rate, beside the GEMM's, are
 # in the :doc:`lab notes of Part 1 </chapters/part1-notes>`.
@@ -222,8 +230,10 @@ if tracereader:
 # source); the harness's five untimed calls keep that out of the profile, as
 # for every compiled variant. The choice comes from timings taken at compile
 # time, so another process or machine may keep another. Our repeats shared one
-# compile cache, so they are not independent draws: the :doc:`lab notes of Part
-# 1 </chapters/part1-notes>` say what each recorded repeat ran.
+# compile cache (the folder on disk where Inductor keeps what it compiled and
+# chose, for later compiles to reuse), so they are not independent draws: the
+# :doc:`lab notes of Part 1 </chapters/part1-notes>` say what each recorded
+# repeat ran.
 
 tuned = run("4096_bf16_autotune")
 # sphinx_gallery_start_ignore

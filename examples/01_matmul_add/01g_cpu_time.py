@@ -10,7 +10,7 @@ experiment builds four versions of the call in one process (eager,
 ``torch.addmm``, compiled, and compiled with ``mode="reduce-overhead"``) and
 runs them in turn, timed without the profiler and then under it. The section
 "What does ``torch.compile`` change, and what does it not?" of
-:doc:`/chapters/part1` and its lab notes read this run.
+:doc:`/chapters/part1` and its lab notes discuss this run.
 
 Run it yourself::
 
@@ -19,8 +19,10 @@ Run it yourself::
 
 This file needs only torch (and, for ``torch.compile`` on the CPU, a C++
 compiler), with ``_01_common.py`` beside it for the workload and plumbing this
-set's stories share (the site's download has it pasted in). On the CPU it times
-the same code there, and the trace has no GPU lane. The run writes its trace to
+set's pages share (the site's download has it pasted in). On the CPU it times
+the same code there, and the trace has no :term:`GPU lane`; ``reduce-overhead`` then
+has no :term:`CUDA graph` to replay (CUDA graphs are a GPU feature), so the ratios a
+CPU prints do not show what this page reads on the GPU. The run writes its trace to
 ``traces/01_matmul_add/interleaved_64.json`` and the unprofiled timings beside
 it, in ``interleaved_64.timings.json``.
 """
@@ -47,17 +49,27 @@ from _01_common import DTYPES, fn, fn_addmm, optional_tracereader, story_run
 # The four versions
 # -----------------
 #
-# All four compute the same ``x @ w + b`` and, on the GPU, run the same kind
-# of GEMM: what differs is the CPU work around it. Eager runs two ops and two
-# launches; ``torch.addmm`` one op, in which ATen copies ``b`` into the output and
-# cuBLAS runs a GEMM that adds onto it; the
-# compiled versions add Dynamo's guards and Inductor's generated code around
-# that same ``addmm``, and ``reduce-overhead`` replays it as a CUDA graph.
+# All four compute the same ``x @ w + b`` and, on the GPU, run the same kind of
+# :term:`GEMM` (matrix multiply): what differs is the CPU work around it. Eager runs
+# two :term:`aten` ops (PyTorch's operators), ``aten::matmul`` (which calls
+# ``aten::mm``) and ``aten::add``, and two :term:`launch calls <launch call>`, each
+# queuing one kernel on the GPU.
+# ``torch.addmm`` is one op, ``aten::addmm``, with two GPU operations: a copy of ``b``
+# into the output (``Memcpy DtoD``, :term:`Memcpy DtoD`) and a GEMM that adds its
+# product onto it (``badd`` in its :term:`nvjet` name). The compiled versions wrap
+# that same ``addmm`` in ``torch.compile``'s own work on every call: checking
+# :term:`guards` (the conditions under which the compiled code is valid) and calling
+# the code :term:`TorchInductor` generated. ``reduce-overhead`` also records the copy
+# and the GEMM once as a CUDA graph; each call then copies its inputs into the
+# memory the graph was recorded with (one small kernel) and replays the graph with one
+# launch call, :term:`cudaGraphLaunch`.
 #
 # ``fn`` is the code under study and ``fn_addmm`` the same computation as one
-# ``torch.addmm`` call. ``fn_compiled`` and ``fn_reduce_overhead`` repeat
-# ``fn``'s body with code objects of their own, so that each compiled version
-# gets its own Dynamo cache and neither is a recompile of the other.
+# ``torch.addmm`` call. ``fn_compiled`` and ``fn_reduce_overhead`` repeat ``fn``'s
+# body as functions of their own: Dynamo (:term:`TorchDynamo`, the part of
+# ``torch.compile`` that captures the function) keeps its compiled code per function
+# body (per *code object*), so each compiled version gets its own, and neither is
+# compiled again (recompiled) because of the other.
 
 
 def fn_compiled(x, w, b):  # the same body as fn, with its own code object:
@@ -72,10 +84,10 @@ def fn_reduce_overhead(x, w, b):  # each compiled version gets its own Dynamo ca
 # The order of the calls
 # ----------------------
 #
-# A call can slow the one after it (caches, the allocator, the GPU's queue), so
-# no version may always follow the same neighbour. ``CYCLE`` is a balanced
-# order: in each cycle of its 12 calls, every version runs right after every
-# other version exactly once.
+# A call can slow the one after it (through the CPU's caches, PyTorch's GPU memory
+# allocator, or work still queued on the GPU), so no version may always follow the
+# same neighbour. ``CYCLE`` is a balanced order: in each cycle of its 12 calls, every
+# version runs right after every other version exactly once.
 
 VERSIONS = ("eager", "addmm", "compiled", "reduce-overhead")
 
@@ -89,11 +101,12 @@ CYCLE = (0, 1, 0, 2, 0, 3, 1, 2, 1, 3, 2, 3)
 # The harness
 # -----------
 #
-# ``profile_interleaved`` builds the inputs and the four versions, and calls
-# each five times so that compiling and CUDA graph recording are done before any
-# timing. Then it times every version twice over: first ``unprofiled_cycles``
-# cycles with a plain ``time.perf_counter_ns`` and no profiler (written to
-# ``timings.json``, one entry per call, in run order), then ``cycles`` cycles
+# ``profile_interleaved`` builds the inputs and the four versions, and calls each
+# five times so that compiling and CUDA graph recording are done before any timing.
+# Then it times every version twice over: first ``unprofiled_cycles`` cycles with a
+# plain ``time.perf_counter_ns`` and no profiler (the elapsed time from the call to
+# its return, on the calling thread: what this page calls a call's CPU time; written
+# to ``timings.json``, one entry per call, in run order), then ``cycles`` cycles
 # under the profiler, each call labelled with its version by
 # ``record_function``. It writes ``trace.json`` and returns the profiler's table.
 # Every call in the profiled part is one profiler step, so the schedule's
@@ -165,8 +178,10 @@ def profile_interleaved(
 # The variant
 # -----------
 #
-# One variant, recorded on an NVIDIA H200 several times, each repeat in a fresh
-# process that it shared with the set's other variants, near the end of it.
+# One variant, recorded three times on an NVIDIA H200 and three times on an NVIDIA
+# H100, each repeat in a fresh process that it shared with the set's other variants,
+# near the end of it. This page prints the H200's first repeat (``r0`` in the
+# recordings' file names).
 #
 # ==================  ============================================================
 # variant             what it runs
@@ -182,21 +197,33 @@ VARIANTS = {
 # ``run(name)`` profiles one variant of ``VARIANTS``, moves its files to
 # ``traces/01_matmul_add/NAME.json`` and ``NAME.timings.json``, prints one line
 # saying where it ran, and returns the run's name, table and trace path.
-# ``python 01g_cpu_time.py VARIANT`` profiles one variant and prints its table; while
-# the site builds, ``run`` replays the H200's recordings instead.
+# ``python 01g_cpu_time.py VARIANT`` profiles one variant and prints its table. On this
+# website ``run`` does not profile: it replays the H200's recording ``r0`` instead.
 run = story_run(VARIANTS, __name__)
 
 # %%
 # Under the profiler
 # ------------------
 #
-# The profiler's table has one row per version label: its ``CPU total`` is the
-# CPU time of that version's calls, summed over the profiled cycles, and every
-# version ran the same number of times. Each label appears twice: once as a
-# CPU span (``Self CPU`` and ``CPU total``) and once as its GPU-side span
-# (``Self CUDA``), from the first kernel the label launched to the last. Below
-# them, the compiled versions' ``Torch-Compiled Region`` and ``CompiledFxGraph``
-# rows are the frames ``torch.compile`` adds around the same ``aten::addmm``.
+# The profiler's table has two rows per version label. One is the label's CPU span
+# (``Self CPU`` and ``CPU total``): its ``CPU total`` is the CPU time of that
+# version's calls, summed over the profiled cycles, and every version ran the same
+# number of times (``# of Calls``). The other, at the top, is the label's GPU-side
+# span (:term:`gpu_user_annotation`), from the start of the first GPU operation the
+# label launched to the end of the last, idle time between them included: a label,
+# not GPU work, so ``Self CUDA time total`` leaves it out and its ``Self CUDA %`` can
+# pass 100 %. Below them, the compiled versions' ``Torch-Compiled Region`` and
+# ``## Call CompiledFxGraph <hash> ##`` rows are the frames ``torch.compile`` adds
+# around the same ``aten::addmm`` (:term:`torch.compile runtime frames`: the numbers
+# ``0/0`` and ``1/0`` tell the two compiled functions apart, the hash names Inductor's
+# generated code). In this table the ``reduce-overhead`` version's ``CompiledFxGraph``
+# row has ``Self CUDA`` time: it launched the CUDA graph itself, so the graph's copy
+# and GEMM count as its own GPU time.
+#
+# This table stops at 15 rows (``row_limit=15`` in the harness), so it leaves out,
+# among others, eager's own ``aten::mm`` and ``aten::add`` and their kernels, the
+# copies, and the ``TorchDynamo Cache Lookup`` rows (where the guards are checked);
+# the trace holds them all.
 
 interleaved = run("interleaved_64")
 # sphinx_gallery_start_ignore
@@ -211,13 +238,15 @@ print(interleaved.table)
 # Without the profiler
 # --------------------
 #
-# The profiler is not free: the same eager call takes longer under it, because
-# it records every op and launch call as they happen. The unprofiled timings
-# are the fairer measure. Each is the CPU time of one call, from Python's side:
-# the call returns once its work is queued on the GPU, and the harness does not
-# synchronize between calls, so the GPU's own time is not in these numbers.
-# Medians, not means: a call interrupted by the operating system or by Python's
-# garbage collector is rare and long, and a median ignores it.
+# The profiler is not free: the same eager call takes longer under it, because it
+# records every op and launch call as they happen. The unprofiled timings are the
+# fairer measure. Each is the CPU time of one call, from Python's side: the call
+# returns once its work is queued on the GPU, and the harness does not synchronize
+# between calls, so the GPU's own time is not in these numbers. Medians, not means: a
+# call interrupted by the operating system or by Python's garbage collector is rare
+# and long, and a median ignores it. The lines below are this recording's (the H200's
+# first repeat); the :doc:`lab notes of Part 1 </chapters/part1-notes>` give the
+# medians over all of them.
 
 # Locally the timings lie beside the trace, as ``interleaved_64.timings.json``; in
 # the site's recordings, as ``timings.json`` in the trace's folder.
@@ -229,6 +258,7 @@ for timings_path in (traced_at.with_suffix(".timings.json"), traced_at.parent / 
 else:
     bare = []
 if bare:
+    print("without the profiler (timings.json):")
     eager_us = statistics.median(us for v, us in bare if v == "eager")
     for version in VERSIONS:
         med = statistics.median(us for v, us in bare if v == version)
@@ -243,6 +273,7 @@ tracereader = optional_tracereader()  # None where it is not installed
 
 if tracereader:
     traced = tracereader.load(interleaved.trace_path)
+    print("under the profiler (the trace's record_function regions):")
     eager_us = statistics.median(r.dur_us for r in traced.regions("eager"))
     for version in VERSIONS:
         med = statistics.median(r.dur_us for r in traced.regions(version))
@@ -252,11 +283,20 @@ if tracereader:
 # What the chapter concluded
 # --------------------------
 #
-# On the H200, without the profiler, a compiled call took clearly more CPU time
-# than an eager one, and ``reduce-overhead`` was slower still, above plain
-# ``compile`` in every repeat, on both GPUs: a CUDA graph
-# saves the launches of many kernels, and here there are only two, plus an
-# input copy. A difference was claimed only when every recorded process put the
-# ratio more than 5 % from 1 on the same side; the :doc:`lab notes of Part 1
-# </chapters/part1-notes>` give every ratio. Compare CPU time only between
-# versions interleaved in one process.
+# A difference was claimed only when every recorded process, on both GPUs, put the
+# ratio to eager more than 5 % from 1 on the same side, timed without the profiler;
+# the lab notes give every ratio.
+#
+# ``torch.compile`` did not save CPU time here: without the profiler, a compiled call
+# took at least twice the CPU time of an eager one, in every repeat on both the H200
+# and the H100, and ``reduce-overhead`` took more than plain ``compile`` in every
+# repeat on both GPUs. A CUDA graph saves launch calls when it holds many GPU
+# operations; here it holds two (the copy of ``b`` and the GEMM), so it turns two
+# launch calls into one ``cudaGraphLaunch``, and the input copy before it adds one
+# back.
+#
+# ``torch.addmm`` is no claimed saving either. Its line above (this recording's)
+# reads below 1, but in other recorded processes the ratio came within 5 % of 1, and
+# on the H100 once above it; under the profiler it was above 1 here. Compare CPU
+# time only between versions interleaved in one process, and only trust a difference
+# that every repeat shows.
