@@ -5,9 +5,9 @@ One nn.Linear, eager and compiled
 The next rung after Part 1's matmul + add: one ``nn.Linear(in_dim, out_dim,
 bias=True)``, which computes ``x @ weight.T + bias``. Written out like that it
 looks like three operations (a transpose, a matrix multiply, an add), so a fair
-first guess is three GPU kernels per forward pass. This page profiles the layer
-and shows that there is one GEMM kernel (at the large shape a tiny memset runs
-before it).
+first guess is three GPU :term:`kernels <kernel>` per forward pass. This page
+profiles the layer and shows that there is one :term:`GEMM` kernel (at the large
+shape a tiny :term:`memset` runs before it).
 
 It runs the layer at two shapes and two ways:
 
@@ -20,13 +20,14 @@ variant            rows x in -> out            compiled   what it shows
 ``big_compile``    8192 x 4096 -> 4096         yes        ... when the GEMM is big
 =================  ==========================  =========  ==================
 
-The small shape is the Hugging Face series' (a batch of 1024 rows, 32 features
-in, 64 out); at the big one the GEMM's time is no longer lost in launch costs.
+The small shape is :term:`the Hugging Face series' <Hugging Face series>` (a
+batch of 1024 rows, 32 features in, 64 out); at the big one the GEMM's time is
+no longer lost in :term:`launch <launch call>` costs.
 Everything runs in bf16. :doc:`/chapters/part2` reads these recordings.
 
 This file needs only torch. On a machine with a CUDA GPU it profiles live; on
-the CPU it profiles the same code there (the trace then has no GPU lane, and the
-large shape shrinks so that it finishes quickly). Run it yourself::
+the CPU it profiles the same code there (the trace then has no :term:`GPU lane`,
+and the large shape shrinks so that it finishes quickly). Run it yourself::
 
     python 02a_one_linear.py                 # the whole page
     python 02a_one_linear.py small_compile   # one named variant, its table
@@ -61,14 +62,15 @@ from torch.profiler import ProfilerActivity, profile, record_function, schedule
 # Three choices matter when you read the result:
 #
 # * every forward runs inside ``record_function("linear_fwd")``, so each step
-#   has a labelled range on the CPU lane, and (mirrored by the profiler) on the
-#   GPU lane around the kernels it launched;
+#   has a :term:`labelled range <record_function range>` on the
+#   :term:`CPU lane`, and (:term:`mirrored by the profiler <gpu_user_annotation>`)
+#   on the GPU lane around the kernels it launched;
 # * ``record_shapes=True`` makes the trace carry each op's input shapes and
 #   strides, which is how you tell a transposed weight from a copied one;
-# * the five warm-up calls happen before the profiler starts: cuBLAS picks its
-#   kernels and ``torch.compile`` compiles there, so the profiled steps show the
-#   steady state, not the first call (Part 2 profiles a first call on purpose,
-#   in the MLP's cold-start story).
+# * the five :term:`warm-up` calls happen before the profiler starts:
+#   :term:`cuBLAS` picks its kernels and ``torch.compile`` compiles there, so the
+#   profiled steps show the steady state, not the first call (Part 2 profiles a
+#   first call on purpose, in the MLP's :term:`cold-start <cold start>` story).
 
 DTYPES = {"bfloat16": torch.bfloat16, "float32": torch.float32}
 
@@ -182,7 +184,8 @@ if __name__ == "__main__" and sys.argv[1:] and "ipykernel" not in sys.modules:
 # ---------------------------
 #
 # 1024 rows of 32 features into 64. Guess first: how many GPU kernels does one
-# forward pass run? Then look for ``aten::linear`` and what it calls.
+# forward pass run? Then look for ``aten::linear`` (an :term:`aten` operator)
+# and what it calls.
 
 small = run("small")
 print(small.table)
@@ -190,13 +193,13 @@ print(small.table)
 # %%
 # On the H200, ``aten::linear`` calls two ops. ``aten::t`` (which calls
 # ``aten::transpose``, which calls ``aten::as_strided``) has no CUDA time at
-# all: it returns a *view*, the same memory with swapped strides, and launches
-# nothing. ``aten::addmm`` launches the one kernel of the step, an ``nvjet``
-# GEMM whose name ends in ``bias_TNT``. As Part 2 reads cuBLAS's undocumented
-# names, ``T`` says the weight is read transposed, as stored, and ``bias`` says
-# the bias is added in the GEMM's epilogue, the last step before each output
-# tile is written. So the transpose and the add cost no kernel: three
-# operations on paper, one on the GPU.
+# all: it returns a :term:`view`, the same memory with swapped strides, and
+# launches nothing. ``aten::addmm`` launches the one kernel of the step, an
+# ``nvjet`` GEMM (see :term:`nvjet`) whose name ends in ``bias_TNT``. As Part 2
+# reads cuBLAS's undocumented names, ``T`` says the weight is read transposed,
+# as stored, and ``bias`` says the bias is added in the GEMM's :term:`epilogue`,
+# the last step before each output :term:`tile` is written. So the transpose
+# and the add cost no kernel: three operations on paper, one on the GPU.
 #
 # The same view, on any machine:
 
@@ -207,12 +210,13 @@ print(w.stride(), w.t().stride(), w.t().data_ptr() == w.data_ptr())
 # The large Linear: the table
 # ---------------------------
 #
-# 8192 rows of 4096 features into 4096: about 275 GFLOP per forward. The GEMM
-# now dominates the GPU time, and the same ops call the same kinds of kernel,
-# with one more GPU operation per step: a tiny ``Memset (Device)`` before the
-# GEMM. The small GEMM above is too little work per block to keep the GPU busy
-# for longer than a kernel takes to start and finish; this one ran at about
-# four fifths of the H200's datasheet dense bf16 peak, 989 TFLOP/s (the
+# 8192 rows of 4096 features into 4096: about 275 GFLOP (billion floating-point
+# operations) per forward. The GEMM now dominates the GPU time, and the same
+# ops call the same kinds of kernel, with one more GPU operation per step: a
+# tiny ``Memset (Device)`` before the GEMM. The small GEMM above is too little
+# work per :term:`block <launch configuration>` to keep the GPU busy for longer
+# than a kernel takes to start and finish; this one ran at about four fifths
+# of the H200's datasheet dense bf16 peak, 989 TFLOP/s (the
 # :doc:`lab notes of Part 2 </chapters/part2-notes>` give its measured rate).
 
 big = run("big")
@@ -223,9 +227,9 @@ print(big.table)
 # --------------------------------
 #
 # The last profiled step of each, drawn by ``tracereader`` if it is installed;
-# otherwise open the trace at https://ui.perfetto.dev. Follow the arrow from
-# ``aten::addmm`` on the CPU lane to its kernel on the GPU lane: ``aten::t``
-# has none.
+# otherwise open the trace at https://ui.perfetto.dev. Follow the
+# :term:`arrow <correlation id>` from ``aten::addmm`` on the CPU lane to its
+# kernel on the GPU lane: ``aten::t`` has none.
 
 try:
     import tracereader
@@ -244,26 +248,29 @@ if tracereader:
 # At the large shape the GPU runs behind the CPU. The first GEMM on its lane is
 # the step before's, still running when this step begins; this step's GEMM,
 # where the arrow ends, starts when that one finishes. The red bar after the
-# step is the profiler's own ``cudaDeviceSynchronize`` as it stops: the CPU
-# waiting for the GPU to finish.
+# step is :term:`the profiler's own <cudaDeviceSynchronize at window end>`
+# ``cudaDeviceSynchronize`` as it stops: the CPU waiting for the GPU to finish.
 
 # %%
 # Can ``torch.compile`` help one Linear?
 # --------------------------------------
 #
 # Compile the same layer and profile it again. Compare the kernel's name with
-# the eager table above before you compare anything else.
+# the eager (uncompiled) table above before you compare anything else.
 
 small_compile = run("small_compile")
 print(small_compile.table)
 
 # %%
-# The kernel is the same, name for name: in its default mode Inductor calls
-# cuBLAS for every GEMM (only the max-autotune modes race its own Triton
-# templates against it), and a lone Linear has nothing around it to fuse. What changed
+# The kernel is the same, name for name: in its default mode
+# :term:`Inductor <TorchInductor>` calls cuBLAS for every GEMM (only the
+# :term:`max-autotune` modes race its own :term:`Triton`
+# :term:`templates <template (Inductor)>` against it), and a lone Linear has
+# nothing around it to fuse (to merge with it into one kernel). What changed
 # is the CPU side: the views are gone, ``aten::addmm`` is called directly with
-# strides worked out at compile time, and the compiled-code runtime's frames
-# take their place (the guards that check that the inputs still match, and the
+# strides worked out at compile time, and the compiled-code runtime's
+# :term:`frames <torch.compile runtime frames>` take their place (the
+# :term:`guards` that check that the inputs still match, and the
 # wrappers around the compiled code). At the big shape, where the GEMM is not
 # lost in launch costs, the compiled GEMM took about as long as the eager one
 # on the H200 (:doc:`/chapters/part2` gives the ratio).

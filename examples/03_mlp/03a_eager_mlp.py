@@ -2,10 +2,12 @@
 The eager MLP: what runs, and what a kernel name tells you
 ==========================================================
 
-A GeGLU MLP, the block that follows attention in many transformers, run eagerly
-in bf16: three Linears without bias and a gelu-times-multiply between them.
-Guess first: how many GPU kernels does one forward pass run? This page
-profiles it at two shapes and reads the answer off the table and the timeline:
+The MLP block that follows attention in many transformers (a GeGLU MLP: three
+Linears without bias and a gelu-times-multiply between them, shown below), run
+*eagerly*, that is op by op as Python calls them, without ``torch.compile``, in bf16
+(bfloat16, 16-bit floats). Guess first: how many GPU :term:`kernels <kernel>` (functions
+that run on the GPU) does one forward pass run? This page profiles it at two shapes and
+reads the answer off the table and the timeline:
 
 ==============  =====================================  ==========================
 variant         batch x seq, dim -> hidden             what it shows
@@ -14,21 +16,25 @@ variant         batch x seq, dim -> hidden             what it shows
 ``eager_big``   8 x 512 tokens, 4096 -> 11008          one name, a different job
 ==============  =====================================  ==========================
 
-The small shape is the Hugging Face series' (8192 tokens of width 768); the
-large one is a Llama-7B-sized MLP over 4096 tokens. :doc:`Part 2 of the
-chapters </chapters/part2>` reads these recordings; the other stories of this
-set compile the same MLP, profile a cold first forward, and swap in a
-hand-written kernel.
+A :term:`GEMM` is a matrix multiply, the work of each Linear. The small shape is the
+:term:`Hugging Face series`' (8192 tokens of width 768); the large one is a
+Llama-7B-sized MLP over 4096 tokens. :doc:`Part 2 of the chapters </chapters/part2>`
+reads these recordings; the other pages of this set (``03_mlp``) compile the same MLP
+(:doc:`03c </auto_examples/03_mlp/03c_compile_modes>`), profile a cold first forward,
+and swap in a hand-written kernel.
 
-This file needs only torch, and ``_03_common.py`` beside it: the code the
-stories of this set share, which the site's download of this story has pasted
-in. On a machine with a CUDA GPU it profiles live; on the CPU it profiles a
-shrunken MLP there, without a GPU lane. Run it::
+This file needs only torch, and ``_03_common.py`` beside it: the code the pages of
+this set share, which the site's download of this page has pasted in. On a machine
+with a CUDA GPU it profiles live; on the CPU it profiles a shrunken MLP there, and the
+trace has no :term:`GPU lane` (the row of GPU work on the timeline). Run it::
 
     python 03a_eager_mlp.py             # the whole page
     python 03a_eager_mlp.py eager_big   # one named variant, its table
 
-Each run writes its trace to ``traces/03_mlp/<variant>/trace.json``.
+Each run writes its trace to ``traces/03_mlp/<variant>/trace.json``. With
+:mod:`tracereader` (the library this site is built on: ``pip install .[draw]`` in a
+checkout of its repository) the page also measures and draws the traces; without it,
+open them at https://ui.perfetto.dev.
 """
 
 # sphinx_gallery_start_ignore
@@ -50,15 +56,18 @@ from _03_common import BIG, SMALL, optional_tracereader, profile_mlp, story_run
 # ``up_proj`` widen each token from ``dim`` to ``hidden`` features, ``gelu(gate,
 # approximate="tanh") * up`` gates one with the other (GeGLU), and ``down_proj``
 # maps back to ``dim``. No biases. Written in PyTorch, a forward is three
-# GEMMs, a gelu and a multiply.
+# GEMMs, a gelu and a multiply. This listing and the two below are quoted from
+# ``_03_common.py``, which imports what they use (``torch``; ``nn`` and ``F`` from it;
+# ``profile``, ``schedule``, ``ProfilerActivity`` and ``record_function`` from
+# ``torch.profiler``; ``Path``). The page calls them through ``run``, further down.
 #
 # .. literalinclude:: ../../../examples/03_mlp/_03_common.py
 #    :language: python
 #    :pyobject: GeGLUMLP
 #
 # ``LigerGeGLUMLP`` is the same MLP with the gelu-and-multiply done by one
-# hand-written Triton kernel from Liger-Kernel (imported only when it is used).
-# ``profile_mlp`` can pick it; its own story is 03e.
+# hand-written :term:`Triton` kernel from Liger-Kernel, a library of such kernels
+# (imported only when it is used). ``profile_mlp`` can pick it; its own page is 03e.
 #
 # How it is profiled
 # ------------------
@@ -70,26 +79,29 @@ from _03_common import BIG, SMALL, optional_tracereader, profile_mlp, story_run
 #
 # * ``compile``: compile the MLP in that ``torch.compile`` mode (``"default"``,
 #   ``"reduce-overhead"``, ``"max-autotune-no-cudagraphs"``), after resetting
-#   Dynamo so that no earlier compile is reused;
+#   :term:`TorchDynamo` (the part of ``torch.compile`` that captures the model) so
+#   that no earlier compile is reused;
 # * ``kernel="liger"``: use ``LigerGeGLUMLP`` (a CUDA GPU and
 #   ``pip install liger-kernel`` needed; on the CPU it says so and profiles the
 #   torch MLP);
 # * ``cold=True``: no warm-up at all, so that the process's very first forward
 #   is the first step in the trace.
 #
-# Otherwise five forwards run before the profiler starts: compiling,
-# autotuning and recording CUDA graphs all happen there, and the profiled
-# steps show the steady state.
+# Otherwise five forwards run before the profiler starts, a :term:`warm-up`: in the
+# compiled variants of page 03c, compiling, timing candidate kernels and recording
+# :term:`CUDA graphs <CUDA graph>` all happen there, and the profiled steps show
+# the steady state.
 #
 # .. literalinclude:: ../../../examples/03_mlp/_03_common.py
 #    :language: python
 #    :pyobject: profile_mlp
 #
-# ``_profile_steps`` runs ``skip`` steps that the profiler's schedule does not
-# keep (its wait and warm-up steps), then ``active`` steps that it records, with
-# input shapes, so that each op in the trace carries its shapes. It writes
-# ``trace.json`` into ``out_dir`` and returns the table, sorted by GPU time
-# when there is a GPU.
+# ``_profile_steps`` runs ``skip`` steps (2 here) that the profiler's schedule does
+# not keep: a ``wait`` step, in which it records nothing, and a ``warmup`` step, which
+# it records and throws away. Then it runs ``active`` steps (3 here) that it keeps,
+# with input shapes, so that each op in the trace carries its shapes. Each step is
+# one forward, so the tables below sum three forwards. It writes ``trace.json`` into
+# ``out_dir`` and returns the table, sorted by GPU time when there is a GPU.
 #
 # .. literalinclude:: ../../../examples/03_mlp/_03_common.py
 #    :language: python
@@ -99,8 +111,10 @@ from _03_common import BIG, SMALL, optional_tracereader, profile_mlp, story_run
 # The variants
 # ------------
 #
-# The two shapes, eager (the table at the top of the page). The recorder ran
-# each on an H200, several times.
+# The two variants of the table at the top of the page, ``eager`` and ``eager_big``:
+# each name maps to its harness and settings. The site's recorder (the script that
+# ran every variant on our GPUs) ran each three times (repeats r0, r1 and r2) on an
+# H200 and on an H100. This site's tables and picture are the H200's first repeat, r0.
 
 VARIANTS = {
     "eager": (profile_mlp, {**SMALL}),
@@ -109,9 +123,10 @@ VARIANTS = {
 
 # %%
 # ``run(name)`` profiles one variant into ``traces/03_mlp/<name>/`` and says
-# where it ran. On the CPU, every size above ``CPU_MAX_DIM`` shrinks to it.
+# where it ran. On the CPU, every size above ``CPU_MAX_DIM`` (256) shrinks to it.
 # ``python 03a_eager_mlp.py VARIANT`` profiles that variant and stops (inside
-# Jupyter, ``sys.argv`` holds the kernel's own flags, so a notebook runs the page).
+# Jupyter, ``sys.argv`` holds the Jupyter kernel's own flags, so a notebook runs
+# the page).
 
 run = story_run(VARIANTS, __name__)
 
@@ -120,25 +135,81 @@ run = story_run(VARIANTS, __name__)
 # ---------
 #
 # Guess first, then look at the rows with CUDA time. Three GEMMs (``aten::mm``,
-# each under an ``aten::linear``), a gelu and a multiply.
+# each under an ``aten::linear``), a gelu and a multiply. A key to the table:
+#
+# * each row is one name, summed over the three profiled steps: ``# of Calls``
+#   counts three forwards, so divide it by 3 for one;
+# * *CPU* columns are time on the CPU, *CUDA* columns GPU time; a *total* includes
+#   the events recorded inside the row's event, *self* leaves them out
+#   (:term:`self time`);
+# * the kernel rows (``nvjet_...``, ``void at::native::...``, ``Memset``) have no CPU
+#   time: the GPU ran them, and the op that launched each shows the same time in its
+#   CUDA columns;
+# * ``ProfilerStep*`` is the profiler's step (:term:`ProfilerStep`), and ``mlp_fwd``
+#   is our ``record_function`` label (:term:`record_function range`). It has two
+#   rows: on the CPU, and on the GPU (the first row, a :term:`gpu_user_annotation`),
+#   from the start of its first kernel to the end of its last, idle time included.
+#   That is why its Self CUDA % can pass 100 %.
 
 eager = run("eager")
 print(eager.table)
 
 # %%
-# On the H200 the answer was five kernels per forward: three ``nvjet`` GEMMs
-# from cuBLAS, the gelu and the multiply, in Python's order (gate GEMM, gelu,
-# up GEMM, multiply, down GEMM). ``aten::mm`` also issued two memsets of a few
-# bytes. The many view ops of three Linears (``aten::t``, ``aten::reshape``,
-# ``aten::view``, ...) launch nothing.
+# In every repeat on both GPUs the answer was five kernels per forward (this table's
+# 6 + 3 + 3 + 3 kernel calls, over three steps): three :term:`nvjet` GEMMs from
+# :term:`cuBLAS`, NVIDIA's library of GEMM kernels, the gelu and the multiply, in
+# Python's order (gate GEMM, gelu, up GEMM, multiply, down GEMM). ``aten::mm`` also
+# issued two :term:`memsets <memset>` of a few bytes per forward. The table cuts the two
+# elementwise kernels' names; ``tracereader``'s list of the kernels prints them whole,
+# with their calls and times in µs:
+
+tracereader = optional_tracereader()  # None where it is not installed
+
+if tracereader:
+    tr = tracereader.load(eager.trace_path)
+    print(tracereader.kernel_table(tr))
+
+# %%
+# The ops that only reshape a tensor (``aten::t``, ``aten::transpose``,
+# ``aten::reshape``, ``aten::view``, ...; :term:`views <view>`) launch nothing:
+# ``aten::t`` and ``aten::transpose`` are at the bottom of the table with no CUDA
+# time, and ``aten::reshape`` and ``aten::view``, with none either, fell below its
+# 15 rows.
 #
-# Look at the gelu's and the multiply's rows. Both are memory-bound: each does
-# a few operations per element and moves whole tensors. The gelu writes its
-# output (48 MiB at this shape) and the multiply reads it back with up's
-# output: that round trip is what a fused kernel removes (the compile story of
-# this set). The data is bf16, yet the multiply's name says
-# ``MulFunctor<float>``: it computes each product in float and rounds back.
+# Look at the gelu's and the multiply's rows. Both are :term:`memory-bound`: each
+# does a few operations per element and moves whole tensors. The gelu reads gate's
+# output and writes its own (48 MiB each at this shape: 8192 x 3072 bf16 values),
+# and the multiply reads that back with up's output and writes the product: that
+# round trip through memory is what a fused kernel, one kernel doing both, removes
+# (page 03c). The data is bf16, yet the multiply's name says ``MulFunctor<float>``:
+# it computes each product in float and rounds back.
 #
+# Is each kernel slow, or does it just have a lot to do? The cell below divides each
+# one's work by its median time, an :term:`achieved rate`, and sets it against the
+# GPU's datasheet: FLOP/s for the GEMMs (2 x 8192 x 768 x 3072 each), bytes per second
+# for the other two (2 tensors moved by the gelu, 3 by the multiply). Those are
+# *effective* rates: some of the bytes may come from the :term:`L2 cache` rather than
+# from memory, which the trace cannot tell. In every repeat on both GPUs each of these
+# kernels reached more than half of its peak, and the gelu and the multiply together
+# took over a quarter of the GPU time: that share is what fusing them goes after.
+
+if tracereader and tr.device_properties:  # a GPU trace
+    sheet = tracereader.datasheet(tr.device_properties[0]["name"])
+    tensor_bytes = SMALL["batch"] * SMALL["seq"] * SMALL["hidden"] * 2  # 48 MiB
+    gemm_flops = 2 * SMALL["batch"] * SMALL["seq"] * SMALL["dim"] * SMALL["hidden"]
+    kernels = tracereader.kernel_table(tr).to_records()
+    for k in kernels if sheet else []:  # no datasheet row for this GPU: no rates
+        name, us = tracereader.shorten_kernel_name(k["name"])[:50], k["median_us"]
+        if "Gelu" in name or "Mul" in name:  # reads 1 or 2 tensors, writes 1
+            rate = (2 if "Gelu" in name else 3) * tensor_bytes / us / 1e6
+            print(f"{name:50} {rate:6.2f} TB/s     {100 * rate / sheet.hbm_tbs:3.0f} % of peak")
+        elif "gemm" in name or name.startswith("nvjet"):
+            rate = gemm_flops / us / 1e6
+            print(f"{name:50} {rate:6.0f} TFLOP/s  {100 * rate / sheet.bf16_tflops:3.0f} % of peak")
+    pair = sum(k["total_us"] for k in kernels if "elementwise" in k["name"])
+    print(f"gelu + multiply: {100 * pair / sum(k['total_us'] for k in kernels):.0f} % of GPU time")
+
+# %%
 # And look at the GEMMs: the three do the same number of FLOPs, but gate and up
 # ran one kernel and down another. cuBLAS picks a kernel per problem shape, and
 # down's output (8192 x 768) is narrower than gate's (8192 x 3072).
@@ -146,16 +217,34 @@ print(eager.table)
 # One forward pass on the timeline
 # --------------------------------
 #
-# The last profiled step, drawn by ``tracereader`` if it is installed;
-# otherwise open the trace at https://ui.perfetto.dev.
-
-tracereader = optional_tracereader()  # None where it is not installed
+# The last profiled step, drawn by ``tracereader``. Time runs left to right. The top
+# rows are the :term:`CPU lane`: the step, our ``mlp_fwd`` label, the aten ops nested in
+# it (the three wide blue groups are the Linears, ``aten::linear`` over ``aten::matmul``
+# over ``aten::mm``; the narrow ones between them the gelu and the multiply; Perfetto
+# shows each bar's full name), and the orange :term:`launch calls <launch call>`. The
+# green row is the GPU lane, each arrow joins a launch call to the kernel it queued, and
+# hatched strips are the GPU's idle gaps. A launch call returns as soon as its kernel is
+# queued, so the GPU can run behind the CPU. In this picture the first kernels on the
+# GPU lane, which no arrow reaches, are the previous step's (the end of its up GEMM, its
+# multiply and its down GEMM); this step's five kernels follow, in Python's order (its
+# memsets are too short to see at this scale), and the CPU finished ``mlp_fwd`` long
+# before the GPU finished them. The red ``cudaDeviceSynchronize`` after the step is the
+# profiler's own: it waits for the GPU as its window closes
+# (:term:`cudaDeviceSynchronize at window end`); the model does not synchronize.
+#
+# The line below the picture measures the step: its CPU time, and the GPU's busy
+# and idle time from the step's start to the end of its last kernel. Busy for at
+# least 95 % of that, a step is :term:`GPU-bound`: the GPU sets the pace, and only
+# faster or fewer kernels would speed it up. At this shape the verdict varies: on
+# both GPUs the recorded steps range from CPU-bound to GPU-bound.
 
 if tracereader:
     import matplotlib.pyplot as plt  # a pyplot figure, so that notebooks and the site show it
 
-    tr = tracereader.load(eager.trace_path)
-    tracereader.timeline(tr, step=tr.steps[-1].name, width_in=9, fig=plt.figure())
+    tracereader.timeline(tr, step=tr.steps[-1].name, width_in=12, fig=plt.figure())
+    st = tracereader.step_times(tr)[-1]
+    print(f"{st.name}: CPU {st.cpu_us:.0f} us; GPU busy {st.span_busy_us:.0f} us, idle "
+          f"{st.gpu_idle_us:.1f} us, of {st.span_us:.0f} us: {st.verdict}")  # fmt: skip
 
 # %%
 # The larger shape: one name, another job
@@ -168,28 +257,68 @@ eager_big = run("eager_big")
 print(eager_big.table)
 
 # %%
-# On the H200 the down GEMM here ran the very kernel that gate and up ran at
-# the small shape, with the same launch, grid and block alike. It took many
-# times as long (:doc:`/chapters/part2` has both times and the launch). These
-# GEMMs are persistent kernels: they launch about one block per SM and loop
-# over output tiles, so even grid and block are the same for both jobs. The
-# work shows only in the op's input shapes (which ``record_shapes=True`` put
-# in the trace) and in the duration.
+# First, this table's counts: 7 + 4 GEMM kernels for 9 ``aten::mm``, 4 multiply
+# kernels for 3 ``aten::mul``, 11 memsets, and more kernel time than ``aten::mm``'s
+# CUDA total. At this shape a step's kernels take several times longer than the CPU
+# needs to launch them, so when the profiler's window opened, the last kernels of the
+# forward before it were still queued. They ran inside the window, so the trace has
+# them, but their launch calls came before it: they belong to no op of the table. In
+# every repeat on both GPUs these were that forward's multiply and down GEMM, in
+# some also its up GEMM, with their memsets; at the small shape there were none. The
+# last cell of this section lists them.
 #
-# So read a kernel's name as *which code ran*, and its shapes, grid, block and
-# duration as *how much work it did*. Equal names at different times can mean
-# different inputs, not a slower GPU. With ``tracereader``, every kernel of the
-# profiled steps and its times (on the CPU the list is empty: no GPU lane):
+# Now the names. Here gate and up ran a ``192x192`` kernel, and down ran the
+# ``256x128`` one that gate and up ran at the small shape. The cell below lists each
+# GEMM of both shapes: the input shapes of the ``aten::mm`` that launched it (which
+# ``record_shapes=True`` put in the trace), its kernel, its
+# :term:`launch configuration` (the grid, how many thread blocks it starts, and the
+# block, threads per block) and its mean time. In every repeat on both GPUs the ``256x128`` kernel
+# ran the same grid and block for both jobs, and took many times as long on the
+# larger. These GEMMs are :term:`persistent kernels <persistent kernel>`: each starts
+# one thread block per :term:`streaming multiprocessor` (SM; these GPUs have 132),
+# and each block loops over output :term:`tiles <tile>`, so the grid follows the GPU,
+# not the work.
+
+if tracereader:
+    for result in (eager, eager_big):
+        t = tracereader.load(result.trace_path)
+        links = tracereader.link(t)
+        jobs = {}  # (the aten::mm's input shapes, kernel name) -> grid, block, times
+        for k in t.where(kind=tracereader.Kind.KERNEL):
+            op = links.issuer[links.launch[k]] if links.launch[k] >= 0 else -1
+            if op >= 0 and t.name(op) == "aten::mm":
+                job = jobs.setdefault((t.texts[t.extra["input_dims"][op]], t.name(k)), [])
+                job.append((t.extra["grid"][k], t.extra["block"][k], t.dur_ns[k] / 1e3))
+        for (shapes, name), runs in jobs.items():
+            mean = sum(us for _, _, us in runs) / len(runs)
+            print(f"{result.name:9} aten::mm{shapes}  {name[:46]}  grid {runs[0][0]} x "
+                  f"block {runs[0][1]}, {mean:.1f} us")  # fmt: skip
+
+# %%
+# So read a kernel's name as *which code ran*, and the op's shapes, the kernel's
+# grid, block and duration as *how much work it did*. In Perfetto, click an op to
+# read its ``Input Dims``, and a kernel to read its ``grid`` and ``block``;
+# ``prof.key_averages(group_by_input_shape=True)`` gives a table with shapes. Equal
+# names at different times can mean different inputs, not a slower GPU. With
+# ``tracereader``, every kernel that ran while the profiler recorded, and its times
+# (on the CPU the list is empty: no GPU lane), then the GPU ops whose launch call is
+# not in the trace:
 
 if tracereader:
     tr = tracereader.load(eager_big.trace_path)
     print(tracereader.kernel_table(tr))
+    links = tracereader.link(tr)
+    early = [tr.name(i) for i in links.gpu_ops if links.launch[i] < 0]
+    print(f"{len(early)} GPU ops with no launch call in the trace:")
+    for name in early:
+        print("   ", tracereader.shorten_kernel_name(name))
 
 # %%
 # Every variant
 # -------------
 #
-# The harness and settings of each variant on this page.
+# The harness and settings of each variant on this page, as written (on the CPU,
+# ``run`` shrinks every size above ``CPU_MAX_DIM``, 256).
 
 for name, (harness, params) in VARIANTS.items():
     print(f"{name:>16}  {harness.__name__}({', '.join(f'{k}={v!r}' for k, v in params.items())})")

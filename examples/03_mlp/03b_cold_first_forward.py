@@ -3,9 +3,9 @@ The MLP's first forward in a fresh process
 ==========================================
 
 Profilers are usually told to skip the first steps, and this page shows what
-they skip. It profiles the eager GeGLU MLP (three Linears without bias and a
-gelu-times-multiply, bf16) with no warm-up at all, so that the process's very
-first forward is the first step of the trace:
+they skip. It profiles the eager, that is uncompiled, GeGLU MLP (three Linears
+without bias and a gelu-times-multiply, bf16) with no :term:`warm-up` at all, so
+that the process's very first forward is the first step of the trace:
 
 ===============  ==============================  ======================================
 variant          batch x seq, dim -> hidden      what it shows
@@ -13,20 +13,22 @@ variant          batch x seq, dim -> hidden      what it shows
 ``eager_cold``   64 x 128 tokens, 768 -> 3072    the first forward, then two warm ones
 ===============  ==============================  ======================================
 
-The question it answers comes from the Hugging Face series, which saw a
-``cudaOccupancy...`` query (the CUDA runtime's "how many blocks of this kernel
-fit on an SM?") before every GEMM launch on its A100 and read it as the mark,
+The question it answers comes from the :term:`Hugging Face series`, which saw a
+``cudaOccupancy...`` :term:`query <occupancy query>` (the
+:term:`CUDA runtime <runtime API, driver API>`'s "how many blocks of this
+:term:`kernel` fit on an :term:`SM <streaming multiprocessor>`?") before every
+:term:`GEMM` :term:`launch <launch call>` on its A100 and read it as the mark,
 and a cost, of every GEMM. The warm forwards of this set's other stories make
 none. Who asks, and when? These recordings answer it for two Hopper GPUs (an
-H200 and an H100) with the cuBLAS of CUDA 13; an A100's may differ.
+H200 and an H100) with the :term:`cuBLAS` of CUDA 13; an A100's may differ.
 :doc:`Part 2 </chapters/part2>` reads these recordings. The recorder ran each repeat of this variant in a process of its
 own, so that its first forward really was the process's first.
 
 This file needs only torch, and ``_03_common.py`` beside it (the MLP and harness
 this set's stories share; the site's download has it pasted in). On a machine
 with a CUDA GPU it profiles live; on the CPU it profiles a shrunken MLP there,
-without a GPU lane (and without any CUDA runtime calls to find). Run it in a
-fresh process::
+without a :term:`GPU lane` (and without any CUDA runtime calls to find). Run it
+in a fresh process::
 
     python 03b_cold_first_forward.py
 
@@ -80,16 +82,19 @@ run = story_run(VARIANTS, __name__)
 # The table
 # ---------
 #
-# Three forwards, the first of them cold. Read the ``aten::mm`` row, the GEMMs:
+# Three forwards, the first of them cold. Read the ``aten::mm`` row (an
+# :term:`aten` operator), the GEMMs:
 # nine calls, three a forward, and a CPU time average of milliseconds, where a
 # warm call takes well under a millisecond (story ``03a``'s table). One call,
 # the first, pulls the average up; the timeline below shows it. (torch
 # warns that the profiler "won't be using warmup" and that this can skew the
 # results: here, skewing them is the point.)
 #
-# The ``mlp_fwd`` row with no CPU time is the label's GPU-side span: it runs from
-# the first kernel the label launched to the last, idle time included, so its
-# Self CUDA % can pass 100 %. The other ``mlp_fwd`` row is the label on the CPU.
+# The ``mlp_fwd`` row with no CPU time is the label's
+# :term:`GPU-side span <gpu_user_annotation>`: it runs from the first kernel the
+# label launched to the last, idle time included, so its
+# :term:`Self CUDA % <self time>` can pass 100 %. The other ``mlp_fwd`` row is
+# :term:`the label on the CPU <record_function range>`.
 
 first = run("eager_cold")
 print(first.table)
@@ -100,12 +105,12 @@ print(first.table)
 #
 # With ``tracereader`` (this site's library for reading traces; :doc:`the quick
 # start </quickstart>` installs it): ``link`` connects each runtime call to the
-# op it ran under, its ``issuer``; ``where(contains=...)`` finds the events
-# whose name contains a string; ``Counter`` counts the pairs. Then each
-# ``aten::mm`` call in turn, with the queries inside it, and what the first
-# ``aten::gelu`` and ``aten::mul`` calls hold. Last, the first step on the
-# timeline, and the second below it (otherwise open the trace at
-# https://ui.perfetto.dev).
+# op it ran under, its ``issuer`` (see :term:`External id`);
+# ``where(contains=...)`` finds the events whose name contains a string;
+# ``Counter`` counts the pairs. Then each ``aten::mm`` call in turn, with the
+# queries inside it, and what the first ``aten::gelu`` and ``aten::mul`` calls
+# hold. Last, the first step on the timeline, and the second below it (otherwise
+# open the trace at https://ui.perfetto.dev).
 
 tracereader = optional_tracereader()  # None where it is not installed
 
@@ -143,12 +148,12 @@ if tracereader:
 # sliver of that first call's time (:doc:`/chapters/part2` gives both).
 #
 # The first forward as a whole was slow, and the trace mostly does not say
-# why. The gelu's and the multiply's first calls each hold a ``cudaMalloc`` and
-# a ``Lazy Function Loading`` record (the CUDA driver loading the kernel's code
-# on first use), but most of their time, like most of the first GEMM's, has no
-# recorded event under it. That is start-up work the profiler does not see.
-# The :doc:`lab notes of Part 2 </chapters/part2-notes>` set the first
-# forward's time beside a later one's.
+# why. The gelu's and the multiply's first calls each hold a ``cudaMalloc`` (a
+# GPU memory allocation) and a ``Lazy Function Loading`` record (the CUDA
+# driver loading the kernel's code on first use), but most of their time, like
+# most of the first GEMM's, has no recorded event under it. That is start-up
+# work the profiler does not see. The :doc:`lab notes of Part 2
+# </chapters/part2-notes>` set the first forward's time beside a later one's.
 #
 # To see that yourself in the timeline above, look under each op of the first
 # step for time that no child event covers: a wide ``aten::mm`` bar over a few
@@ -159,9 +164,10 @@ if tracereader:
 #
 # So: the cost of a first call is not the occupancy queries. Skip the first
 # steps when you profile the steady state (``schedule(wait=1, warmup=1, ...)``,
-# as the other stories of this set do), and profile a cold start on purpose,
-# in a fresh process, when start-up is what you care about. Other operators can
-# ask for occupancy too: in Part 4's decoding trace the query comes from
+# as the other stories of this set do), and profile a :term:`cold start` on
+# purpose, in a fresh process, when start-up is what you care about. Other
+# operators can ask for occupancy too: in Part 4's decoding trace (a language
+# model generating text one token at a time) the query comes from
 # ``aten::cumsum``.
 #
 # Every variant

@@ -2,12 +2,13 @@
 The MLP under torch.compile: fusion and its launch configuration
 ================================================================
 
-The eager GeGLU MLP (three Linears without bias, bf16) runs its gelu and its
-multiply as two memory-bound kernels (their time is set by the bytes they move,
-not by their arithmetic), with a whole tensor written and read back between
-them. ``torch.compile`` hands the model to Inductor, its code generator, which
-can fuse the two into one kernel written in Triton (a language for GPU kernels). This page profiles
-the compiled MLP in three modes:
+The eager, that is uncompiled, GeGLU MLP (three Linears without bias, bf16) runs
+its gelu and its multiply as two :term:`memory-bound`
+:term:`kernels <kernel>` (their time is set by the bytes they move, not by
+their arithmetic), with a whole tensor written and read back between them.
+``torch.compile`` hands the model to :term:`Inductor <TorchInductor>`, its code
+generator, which can fuse the two into one kernel written in :term:`Triton` (a
+language for GPU kernels). This page profiles the compiled MLP in three modes:
 
 ===================  ==============================  ===============================
 variant              batch x seq, dim -> hidden      compile mode
@@ -27,8 +28,8 @@ time, from an empty cache, is the next story, ``03d``.
 This file needs only torch, and ``_03_common.py`` beside it, the MLP and harness
 the stories of this set share (pasted into the site's download). On a machine
 with a CUDA GPU it profiles live; on the CPU it profiles a shrunken MLP there,
-without a GPU lane (Inductor then writes C++ for the CPU instead of Triton). Run
-it::
+without a :term:`GPU lane` (Inductor then writes C++ for the CPU instead of
+Triton). Run it::
 
     python 03c_compile_modes.py                   # the whole page
     python 03c_compile_modes.py reduce_overhead   # one named variant, its table
@@ -55,11 +56,11 @@ from _03_common import BIG, SMALL, optional_tracereader, profile_mlp, story_run
 # token from ``dim`` to ``hidden`` features, ``gelu(gate, approximate="tanh") *
 # up`` gates one with the other, and ``down_proj`` maps back to ``dim``.
 # ``profile_mlp`` builds it in bf16 with a seeded input and profiles one forward
-# per step. Its ``compile`` switch names a ``torch.compile`` mode; Dynamo (the
-# part of ``torch.compile`` that captures the model) is reset first, so that no
-# earlier compile is reused. Five warm-up forwards run
-# before the profiler starts. Story ``03a`` shows the code and the other
-# switches.
+# per step. Its ``compile`` switch names a ``torch.compile`` mode;
+# :term:`Dynamo <TorchDynamo>` (the part of ``torch.compile`` that captures the
+# model) is reset first, so that no earlier compile is reused. Five
+# :term:`warm-up` forwards run before the profiler starts. Story ``03a`` shows
+# the code and the other switches.
 
 # %%
 # The variants
@@ -88,8 +89,8 @@ run = story_run(VARIANTS, __name__)
 # The default mode: the table
 # ---------------------------
 #
-# Look for the kernels between the GEMMs. Where eager ran a gelu kernel and a
-# multiply kernel, count what runs now.
+# Look for the kernels between the :term:`GEMMs <GEMM>`. Where eager ran a gelu
+# kernel and a multiply kernel, count what runs now.
 
 compiled = run("compile")
 print(compiled.table)
@@ -97,8 +98,9 @@ print(compiled.table)
 # %%
 # On the H200 one kernel replaced the pair: ``triton_poi_fused__unsafe_view_gelu_mul_0``.
 # Read its name: ``triton`` for a kernel Inductor wrote in Triton, ``poi`` for
-# pointwise, then the operations it fused. The GEMMs are still the ``nvjet``
-# kernels of cuBLAS (NVIDIA's GEMM library), name for name as in eager:
+# pointwise (element by element), then the operations it fused. The GEMMs are
+# still the ``nvjet`` kernels of :term:`cuBLAS` (NVIDIA's GEMM library), name
+# for name as in eager:
 # Inductor leaves them alone.
 #
 # The fused kernel reads the gate and up outputs once and writes the product
@@ -110,12 +112,13 @@ print(compiled.table)
 # The fused kernel's launch configuration
 # ---------------------------------------
 #
-# How much fusion saved depended on how the kernel was launched: its *launch
-# configuration*, the *grid* (how many blocks of threads it starts) and the
-# *block* (how many threads each block has). The element count divided by grid
-# x block is the elements each thread handles. In the default mode, for a
-# pointwise kernel like this one, Inductor's source offers two candidates: 128-thread blocks of 8 elements
-# per thread, or 256-thread blocks of 2. It times both at the first call, keeps
+# How much fusion saved depended on how the kernel was launched: its
+# :term:`launch configuration`, the *grid* (how many blocks of threads it
+# starts) and the *block* (how many threads each block has). The element count
+# divided by grid x block is the elements each thread handles. In the default
+# mode, for a pointwise kernel like this one, Inductor's source offers two
+# candidates: 128-thread blocks of 8 elements per thread, or 256-thread blocks
+# of 2. It times both at the first call, keeps
 # the faster by its own timing, and saves that choice in its compile cache, a
 # folder on disk that later compiles of the same kernel read instead of timing
 # again. The cell below prints the grid and block the trace recorded.
@@ -127,11 +130,12 @@ print(compiled.table)
 # (:doc:`/chapters/part2` has the times on both GPUs). The recordings cannot
 # say why a compile kept the slower one. The 128-thread configuration can be
 # forced in this mode: with ``torch._inductor.config.triton.autotune_pointwise =
-# False`` Inductor's source generates only that one. (The max-autotune modes
-# also tune by coordinate descent, and kept other configurations: the ``autotune``
-# variant below, in the :doc:`lab notes of Part 2 </chapters/part2-notes>`.) Read grid and block in your own
-# trace before you judge a fused kernel: in Perfetto, click the kernel and its
-# arguments list both.
+# False`` Inductor's source generates only that one. (The
+# :term:`max-autotune modes <max-autotune>` also tune by coordinate descent, and
+# kept other configurations: the ``autotune`` variant below, in the
+# :doc:`lab notes of Part 2 </chapters/part2-notes>`.) Read grid and block in
+# your own trace before you judge a fused kernel: in Perfetto (the trace viewer
+# at https://ui.perfetto.dev), click the kernel and its arguments list both.
 
 tracereader = optional_tracereader()  # None where it is not installed
 
@@ -163,8 +167,9 @@ print(compile_big.table)
 # ------------------------------
 #
 # ``"max-autotune-no-cudagraphs"`` also benchmarks GEMM candidates at compile
-# time: cuBLAS against Inductor's own Triton templates, shape by shape, and
-# keeps the fastest. Look for a ``triton_tem`` kernel among the GEMMs.
+# time: cuBLAS against Inductor's own Triton
+# :term:`templates <template (Inductor)>`, shape by shape, and keeps the
+# fastest. Look for a ``triton_tem`` kernel among the GEMMs.
 
 autotune = run("autotune")
 print(autotune.table)
@@ -182,7 +187,7 @@ print(autotune.table)
 # reduce-overhead: one CUDA graph a step
 # --------------------------------------
 #
-# ``"reduce-overhead"`` captures the compiled forward into a CUDA graph and
+# ``"reduce-overhead"`` captures the compiled forward into a :term:`CUDA graph` and
 # replays it: the CPU launches the whole forward with one call.
 
 reduce_overhead = run("reduce_overhead")
@@ -194,7 +199,8 @@ print(reduce_overhead.table)
 # operations, after a kernel that copies the input (12 MiB) into the
 # graph's fixed input buffer: a graph replays the addresses it recorded, so new
 # inputs must be copied there. The table has no ``aten::mm`` row any more: the
-# graph's GPU time is charged to the compiled region, not to the ops inside it.
+# graph's GPU time is charged to the
+# :term:`compiled region <Torch-Compiled Region>`, not to the ops inside it.
 # On the CPU there is no CUDA graph; the mode runs the compiled code as is.
 
 if tracereader:

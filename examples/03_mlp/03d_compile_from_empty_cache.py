@@ -2,12 +2,13 @@
 What a first compile costs, from an empty cache
 ===============================================
 
-``torch.compile`` is paid for at the first call. Inductor keeps what it compiles in a
-cache on disk (``TORCHINDUCTOR_CACHE_DIR``; Triton's compiled kernels and max-autotune's
-timing results included), so the second run of a script compiles much faster than the
-first, and a warm profile never shows the first one. This page points that cache at an
-empty folder, as on a fresh machine, times the first call of the compiled GeGLU MLP
-(three Linears without bias, bf16), then profiles warm forwards as usual:
+``torch.compile`` is paid for at the first call. :term:`Inductor <TorchInductor>`, its
+code generator, keeps what it compiles in a cache on disk (``TORCHINDUCTOR_CACHE_DIR``,
+with the :term:`Triton` kernels it wrote and :term:`max-autotune`'s timing results), so
+that a later run can read it back, and a *warm* profile (of the forwards after the first
+call) never shows the first call. This page points the cache at an empty folder, as on
+a fresh machine, times the first call of the compiled GeGLU MLP (three Linears without
+bias, bf16), then profiles warm forwards as usual:
 
 =================  ==============================  ===============================
 variant            batch x seq, dim -> hidden      compile mode
@@ -16,19 +17,24 @@ variant            batch x seq, dim -> hidden      compile mode
 ``autotune_cold``  64 x 128 tokens, 768 -> 3072    ``"max-autotune-no-cudagraphs"``
 =================  ==============================  ===============================
 
-The first call includes Dynamo's tracing, Inductor's code generation, Triton's
-compiler and, under max-autotune, the benchmarking of every GEMM candidate.
-:doc:`Part 2 </chapters/part2>` and its lab notes read these recordings; the
-warm compiles of the same MLP are story ``03c`` of this set.
+``"max-autotune-no-cudagraphs"`` is max-autotune without replaying the forward as a
+:term:`CUDA graph`. The first call includes :term:`TorchDynamo`'s capture of the
+Python code, Inductor's code generation, Triton's compiler and, under max-autotune,
+timing every candidate kernel for each :term:`GEMM` (matrix multiply).
+:doc:`Part 2 </chapters/part2>` and its lab notes read these recordings; the warm
+compiles of the same MLP are page :doc:`03c </auto_examples/03_mlp/03c_compile_modes>`.
 
-This file needs only torch, and ``_03_common.py`` beside it for the MLP and
-plumbing the stories of this set share (the site's download has it pasted in).
-On a machine with a CUDA GPU it profiles live; on the CPU it compiles and
-profiles a shrunken MLP there, without a GPU lane. Run it in a fresh process::
+This file needs only torch, and ``_03_common.py`` beside it (pasted into the site's
+download). With a CUDA GPU it profiles live; on the CPU it compiles and profiles a
+shrunken MLP, without a :term:`GPU lane`. Time one variant per process, as this
+site's recordings were (with no argument the page compiles both in one process, so
+the second compiles in a process the first has warmed up)::
 
-    python 03d_compile_from_empty_cache.py
+    python 03d_compile_from_empty_cache.py compile_cold    # one variant, its table
+    python 03d_compile_from_empty_cache.py autotune_cold
 
-Each run writes ``trace.json`` and ``timings.json`` to ``traces/03_mlp/<variant>/``.
+Each run writes ``trace.json`` and ``timings.json`` (the first call's time) to
+``traces/03_mlp/<variant>/``.
 """
 
 # sphinx_gallery_start_ignore
@@ -48,37 +54,32 @@ from pathlib import Path
 import torch
 from torch.profiler import record_function
 
-# From the code the stories of this set share (``_03_common.py``, beside this file;
-# story 03a shows it): the MLP ``GeGLUMLP``, ``_profile_steps`` (profiles ``active``
-# steps after ``skip`` unkept ones, with input shapes, and writes ``trace.json``), the
-# small shape, and the plumbing of every story.
-from _03_common import SMALL, GeGLUMLP, _profile_steps, story_run
+# From the code the pages of this set share (``_03_common.py``, beside this file; page
+# 03a shows it): the MLP, ``_profile_steps`` (profiles ``active`` steps after ``skip``
+# unkept ones, with input shapes, into ``trace.json``), the shape, the plumbing.
+from _03_common import SMALL, GeGLUMLP, _profile_steps, optional_tracereader, story_run
 
 # %%
 # The MLP
 # -------
 #
-# ``GeGLUMLP`` is the MLP block of many transformers: ``gate_proj`` and
-# ``up_proj`` widen each token from ``dim`` to ``hidden`` features, ``gelu(gate,
-# approximate="tanh") * up`` gates one with the other (GeGLU), and ``down_proj``
-# maps back to ``dim``. No biases. Compiled, Inductor fuses the gelu and the
-# multiply into one Triton kernel and leaves the three GEMMs to cuBLAS, or,
-# under max-autotune, to whichever candidate wins its race.
+# ``GeGLUMLP`` (page 03a shows it): ``gate_proj`` and ``up_proj`` widen each token,
+# ``gelu(gate) * up`` gates one with the other, ``down_proj`` maps back. Compiled,
+# Inductor fuses the gelu and the multiply into one Triton kernel and leaves the
+# GEMMs to :term:`cuBLAS` (NVIDIA's GEMM library) or to whichever candidate wins.
 
 # %%
 # Reading max-autotune's report
 # -----------------------------
 #
-# Under max-autotune Inductor prints an ``AUTOTUNE`` report to stderr, one
-# block per GEMM shape: a header naming the op and its input sizes, then the
-# fastest candidates with their times (cuBLAS appears as ``mm``, Inductor's
-# Triton templates as ``triton_mm_N`` with their tile settings), then how long
-# benchmarking and precompiling took. ``parse_autotune_report`` turns that text
-# into one dict per block: op, sizes, choices (name, ms, description; the
-# fastest first, as many as it prints), seconds spent benchmarking and
-# precompiling, how many choices were timed, the ``Autotune Choices Stats``
-# line printed before it (if any), and the candidates that failed to compile
-# before it, one line each.
+# Under max-autotune Inductor prints an ``AUTOTUNE`` report to stderr, one block
+# per race: three per compile here, one per GEMM (gate and up share a shape, yet each
+# got its own). A block names the op and its input sizes, then the fastest
+# candidates with their times (cuBLAS as ``mm``, Inductor's Triton :term:`templates
+# <template (Inductor)>` as ``triton_mm_N`` with their :term:`tile` settings), then
+# how long benchmarking and precompiling (compiling the candidates) took.
+# ``parse_autotune_report`` turns each block into a dict, with the failures and the
+# statistics printed before it. It and ``_time_first_call`` are plumbing: skim them.
 
 # A block's header: the op and its input sizes, ``AUTOTUNE mm(8192x768, 768x3072)``.
 AUTOTUNE_HEADER = r"^AUTOTUNE (\w+)\((.*)\)$"
@@ -120,11 +121,10 @@ def parse_autotune_report(text):
 # The harness
 # -----------
 #
-# ``profile_compile_cold`` compiles the MLP with an empty Inductor cache, times
-# the first call and keeps the autotuning report, all written to
-# ``timings.json``; then it profiles warm forwards into ``trace.json``. The
-# ``finally`` block removes the temporary cache and puts the environment back
-# as it was, so that the rest of the process compiles as usual.
+# ``profile_compile_cold`` compiles the MLP with an empty Inductor cache, times the
+# first call and keeps the autotuning report (in ``timings.json``), then profiles
+# warm forwards into ``trace.json``. The ``finally`` block removes the temporary
+# cache and restores the environment, so the rest of the process compiles as usual.
 
 
 def profile_compile_cold(
@@ -193,10 +193,9 @@ def profile_compile_cold(
                 os.environ[key] = value
 
 
-# ``_time_first_call`` runs ``call`` once with stderr (file descriptor 2, so
-# that what C code and subprocesses print is caught too) going to a file. It
-# returns what was printed there, echoed afterwards so that you still see it,
-# and the call's wall time in seconds, the GPU's work included.
+# ``_time_first_call`` runs ``call`` once with stderr (file descriptor 2, so that
+# what C code and subprocesses print is caught too) going to a file. It returns what
+# was printed there, echoed afterwards, and the call's wall time, GPU work included.
 
 
 def _time_first_call(call, device):
@@ -227,9 +226,10 @@ def _time_first_call(call, device):
 # The variants
 # ------------
 #
-# The table at the top of the page. The recorder ran each repeat of these
-# variants in a process of its own, so that nothing compiled earlier in the
-# process could help (this page runs both in one: the second may profit).
+# The table at the top of the page. The site's recorder (the script that ran every
+# variant on our GPUs) ran each three times (repeats r0, r1, r2) on an H200 and an
+# H100, each repeat in a fresh process; this site shows the H200's r0. Run whole,
+# this page compiles both in one process: the second may profit from the first.
 
 VARIANTS = {
     "compile_cold": (profile_compile_cold, {**SMALL, "mode": "default"}),
@@ -238,33 +238,57 @@ VARIANTS = {
 
 # %%
 # ``run(name)`` profiles one variant into ``traces/03_mlp/<name>/`` and says
-# where it ran. On the CPU, every size above ``CPU_MAX_DIM`` shrinks to it.
+# where it ran. On the CPU, every size above ``CPU_MAX_DIM`` (256) shrinks to it.
+# ``python 03d_compile_from_empty_cache.py VARIANT`` profiles that variant and stops.
 
-run = story_run(VARIANTS)
+run = story_run(VARIANTS, __name__)
 
 # %%
 # The default mode, from nothing
 # ------------------------------
 #
-# First the profile of the warm forwards that follow the first call. Look for
-# the fused gelu-and-multiply kernel between the GEMMs. (The first call's
-# cost comes further down, once both variants have run.)
+# First the warm forwards after the first call. Rows that eager mode lacks:
+# ``TorchDynamo Cache Lookup``, ``Torch-Compiled Region``, ``Pregraph bytecode``,
+# ``AOTDispatcher Runtime Wrapper Prologue`` and the second ``## Call
+# CompiledFxGraph`` are the compiled code's wrappers, CPU work
+# (:term:`torch.compile runtime frames`); the first ``## Call CompiledFxGraph`` is
+# that call's span on the GPU (:term:`gpu_user_annotation`), idle time included, so
+# its Self CUDA % can pass 100 %. The fused kernel (``triton_poi_...``, ``poi`` for
+# pointwise) has a row for its launch on the CPU, named after it, and one on the GPU.
 compile_cold = run("compile_cold")
 print(compile_cold.table)
 
 # %%
-# Here is a twist that Part 2 follows up. In every ``compile_cold`` repeat on
-# the H200 that fused kernel ran 256-thread blocks and took clearly longer
-# than the 128-thread blocks that the warm ``compile`` variant of story
-# ``03c`` ran, in every repeat. Inductor times both of its launch
-# configurations at the first call and keeps the one its own timing found
-# faster; these recordings do not show why it kept the slower one here (the
-# warm repeats shared one cache, so they may have read one stored choice back,
-# and on the H100 both variants kept 256-thread blocks and ran alike). Compare the two kernels' grid
-# and block in the traces (in Perfetto, click the kernel): the same name and
-# the same work, but twice the blocks, twice the threads per block, a quarter
-# of the elements per thread, and a slower kernel. Nothing in the Python code
-# says which one you will get.
+# A table sorted by time cannot show where the fused kernel runs; the last step's
+# timeline can: in every repeat on both GPUs, after the gate and up GEMMs, before
+# down. Below it, the fused kernel's :term:`launch configuration` (in Perfetto, click
+# the kernel): its grid (how many thread blocks it starts), its block (threads per
+# block), and the elements each thread handles, 8192 x 3072 over grid x block.
+
+tracereader = optional_tracereader()  # None where it is not installed
+
+if tracereader:
+    import matplotlib.pyplot as plt  # a pyplot figure, so that notebooks and the site show it
+
+    elements = SMALL["batch"] * SMALL["seq"] * SMALL["hidden"]
+    tr = tracereader.load(compile_cold.trace_path)
+    tracereader.timeline(tr, step=tr.steps[-1].name, width_in=12, fig=plt.figure())
+    for fused in tr.where(kind=tracereader.Kind.KERNEL, prefix="triton_poi")[:1]:  # none on a CPU
+        grid, block = tr.extra["grid"][fused], tr.extra["block"][fused]
+        print(f"{tr.name(fused)}: {grid} blocks x {block} threads, "
+              f"{elements // (grid * block)} elements per thread")  # fmt: skip
+
+# %%
+# Here is a twist that :doc:`Part 2 </chapters/part2>` follows up. Inductor's source
+# offers this kernel two configurations, 128-thread blocks of 8 elements per thread
+# or 256-thread blocks of 2, times both at the first call and keeps the faster by its
+# own timing. On the H200 every ``compile_cold`` repeat kept the 256-thread one, and
+# every repeat of the warm ``compile`` of page 03c the 128-thread one, which ran
+# faster, beyond the spread (Part 2 has both times). The recordings do not show why
+# a compile kept the slower one (the warm repeats shared one cache: maybe one stored
+# choice, read back). On the H100 both kept 256-thread blocks and ran alike. By
+# Inductor's source, ``torch._inductor.config.triton.autotune_pointwise = False``
+# leaves only the 128-thread configuration.
 #
 # max-autotune, from nothing
 # --------------------------
@@ -283,62 +307,94 @@ print(compile_cold.table)
 #       seconds precompiling for 20 choices
 #
 # Each percentage is the fastest candidate's time over this one's. The
-# ``BLOCK_*`` settings are the output tile one Triton program computes and the
-# slice of the inner dimension it loads per step; ``num_stages`` is how many
-# loads are in flight, ``num_warps`` the threads per program over 32. The
-# fastest candidate of each block is what the compiled forward then runs.
+# ``BLOCK_*`` settings are the output tile one Triton program (a thread block)
+# computes and the slice of the inner dimension it loads per step; ``num_stages``
+# is how many loads are in flight, ``num_warps`` the threads per program over 32.
+# The fastest candidate of each race is what the compiled forward then runs.
 autotune_cold = run("autotune_cold")
 print(autotune_cold.table)
+
+# %%
+# In this table one GEMM ran a ``triton_tem`` kernel, a template that won its race.
+# Its CPU row's input shapes (below; ``Input Dims`` in Perfetto) are the product
+# gelu(gate) * up, down's weight and a buffer shaped like the output: the down GEMM.
+# Its name also lists ``gelu`` and ``mul``, yet the fused kernel still ran before
+# it; the trace records names, not what a kernel computes, and cannot tell why.
+
+if tracereader:
+    tr = tracereader.load(autotune_cold.trace_path)
+    for tem in tr.where(kind=tracereader.Kind.CPU_OP, prefix="triton_tem")[:1]:  # none on a CPU
+        print(tr.name(tem), tr.texts[tr.extra["input_dims"][tem]])
 
 # %%
 # What the first calls cost
 # -------------------------
 #
-# The harness wrote the numbers next to each trace: the first call's and the
-# second call's wall time, and for each race of the autotuning report, its
-# sizes and its three fastest candidates (none for the default mode, which
-# races nothing). On the CPU the times are the CPU's own compile: Inductor
-# writes and builds C++ code there instead of Triton kernels.
+# The harness wrote the first and the second call's wall time next to each trace,
+# and for each race its sizes, its three fastest candidates, cuBLAS's time where it
+# is not among them, and the candidates that failed to compile. On the CPU the
+# compile builds C++ code instead of Triton kernels, and max-autotune may race nothing.
 for result in (compile_cold, autotune_cold):
     timings = json.loads((result.trace_path.parent / "timings.json").read_text())
     print(f"{result.name}: {timings['first_call_s']} s, then {timings['second_call_s']} s")
     for race in timings["autotune"]:
         best = ", ".join(f"{c['name']} {c['ms']} ms" for c in race["choices"][:3])
+        slower = [c for c in race["choices"][3:] if c["name"] == "mm"]  # cuBLAS, not in the 3
+        best += "".join(f"; cuBLAS {c['ms']} ms" for c in slower)
         print(f"  {race['op']}({race['sizes']}): {best}")
+        for failure in race["failed"]:
+            print(f"    failed: {failure}")
 
 # %%
-# On the H200 max-autotune's first call took far longer than the default
-# mode's, which compiles too but races nothing; the second call of either ran
-# the finished code alone. The :doc:`lab notes of Part 2 </chapters/part2-notes>`
-# give the first calls' times; ``timings.json`` holds both calls' for your run.
+# On both GPUs, in every repeat, max-autotune's first call took more than twice as
+# long as the default mode's, which races nothing; the second call of either ran the
+# compiled code alone. In every compile on both GPUs, a Triton candidate that asked
+# for more :term:`shared memory` than a block may use failed in two races (the
+# printed sizes, in bytes, are 256 KiB and 227 KiB, what one block may take of each
+# SM's 228 KiB). In every repeat the forwards then ran the races' winners (the
+# :doc:`lab notes of Part 2 </chapters/part2-notes>` list every race): in your own
+# trace, ``triton_tem`` among the GEMMs where a template won, ``nvjet`` where cuBLAS did.
 #
-# The report held races on the MLP's two GEMM shapes (gate and up share one,
-# down has the other), each with cuBLAS (``mm``) among the candidates beside
-# Inductor's Triton templates. One Triton configuration asked for more shared
-# memory than a block may use on the H200 (227 KiB, Hopper's hardware limit)
-# and failed to compile ("out of resource"). The lab notes count the races
-# and their candidates, give what racing and precompiling cost per compile,
-# and list every race of every repeat: cuBLAS's time, the best Triton
-# template's, and the winner. Who won is a measurement, one per race and
-# repeat, so read it there. In every repeat the forwards then ran the races'
-# winners, which is what to check in your own trace: ``triton_tem`` kernels
-# among the GEMMs where a template won, ``nvjet`` where cuBLAS did, for each
-# GEMM shape.
+# After the first call
+# --------------------
+#
+# Per variant: GPU busy and CPU time per step, each step's verdict (:term:`GPU-bound`).
+
+if tracereader:
+    for result in (compile_cold, autotune_cold):
+        steps = tracereader.step_times(tracereader.load(result.trace_path))
+        busy = sum(st.gpu_busy_us for st in steps) / len(steps)
+        cpu = sum(st.cpu_us for st in steps) / len(steps)
+        verdicts = ", ".join(st.verdict for st in steps)
+        print(f"{result.name}: per step, GPU busy {busy:.0f} us, CPU {cpu:.0f} us ({verdicts})")
+
+# %%
+# In both modes, in every repeat on both GPUs, the CPU spent longer per step than
+# the GPU was busy: in the picture above the GPU idles while the wrappers run, and a
+# faster kernel would not shorten these steps. In the two tables, max-autotune's
+# fused kernel took longer than the default mode's: it ran another launch
+# configuration (each ``autotune_cold`` repeat drew its own, on both GPUs; the lab
+# notes list them). And on the H200 the template that won the down GEMM's race, in
+# every repeat, ran longer in the forwards than cuBLAS's kernel for that GEMM in the
+# default mode's, beyond the spread: a race is a benchmark run during the compile,
+# and its times are not the forward's.
 #
 # What to take away
 # -----------------
 #
-# A first compile is slow, and max-autotune's far slower. A warm
-# profile shows none of it, and neither does a second run of the same script
-# on the same machine, which reads the cache (these recordings time only
-# first calls from an empty cache, not from a warm one). Time the
-# first call yourself, in a fresh process with an empty cache, when the cost of
-# a cold start is what you care about. And what a compile decides by timing
-# (a launch configuration, a GEMM's winner) can come out differently from one
-# process and cache to the next: read it in the trace, not in the code.
+# A first compile is slow, and max-autotune's slower still. A warm profile shows
+# none of it, nor would a later run that reads the cache (these recordings time
+# only first calls from an empty cache). Time the first call yourself, one variant
+# per fresh process with an empty cache, when a cold start is what you care about.
+# Then compare the warm steps' GPU and CPU time with eager's (page
+# :doc:`03a </auto_examples/03_mlp/03a_eager_mlp>`) before you keep a mode. What a
+# compile decides by timing (a launch configuration, a GEMM's winner) can differ
+# from one process and cache to the next: read it in the trace, not in the code.
 #
 # Every variant
 # -------------
+#
+# Each variant's harness and settings as written (``run`` shrinks them on the CPU).
 
 for name, (harness, params) in VARIANTS.items():
     print(f"{name:>16}  {harness.__name__}({', '.join(f'{k}={v!r}' for k, v in params.items())})")

@@ -2,10 +2,11 @@
 A hand-written kernel: Liger's fused GeGLU
 ==========================================
 
-``torch.compile`` fuses the GeGLU MLP's gelu and multiply into one kernel that
-Inductor writes. Liger-Kernel (https://github.com/linkedin/Liger-Kernel) offers
-the same fusion by hand, without compiling: its ``LigerGELUMulFunction``
-replaces ``gelu(gate, approximate="tanh") * up`` with one Triton kernel. Is a
+``torch.compile`` fuses the GeGLU MLP's gelu and multiply into one
+:term:`kernel` that :term:`Inductor <TorchInductor>` writes. Liger-Kernel
+(https://github.com/linkedin/Liger-Kernel) offers the same fusion by hand,
+without compiling: its ``LigerGELUMulFunction`` replaces
+``gelu(gate, approximate="tanh") * up`` with one :term:`Triton` kernel. Is a
 hand-written kernel better? This page profiles the MLP (three Linears without
 bias, bf16) with Liger's kernel at two shapes:
 
@@ -22,8 +23,8 @@ compiled ones of this set.
 This file needs torch and ``_03_common.py`` beside it (the MLP and harness this
 set's stories share, pasted into the site's download), and for Liger's kernel
 ``pip install liger-kernel`` and a CUDA GPU. On the CPU it says so and profiles
-the plain torch MLP, shrunken, without a GPU lane (so the page still runs). Run
-it::
+the plain torch MLP, shrunken, without a :term:`GPU lane` (so the page still
+runs). Run it::
 
     python 03e_liger_kernel.py             # the whole page
     python 03e_liger_kernel.py liger_big   # one named variant, its table
@@ -51,9 +52,10 @@ from _03_common import BIG, SMALL, optional_tracereader, profile_mlp, story_run
 # up`` gates one with the other, and ``down_proj`` maps back to ``dim``.
 # ``LigerGeGLUMLP`` is the same MLP with the gelu and the multiply done by
 # Liger's one Triton kernel. ``profile_mlp`` builds the MLP in bf16 with a
-# seeded input, runs five warm-up forwards, then profiles one forward per step;
-# its ``kernel="liger"`` switch picks Liger's MLP (on the CPU it says so and
-# profiles the torch MLP). Story ``03a`` shows the code and the other switches.
+# seeded input, runs five :term:`warm-up` forwards, then profiles one forward
+# per step; its ``kernel="liger"`` switch picks Liger's MLP (on the CPU it says
+# so and profiles the torch MLP). Story ``03a`` shows the code and the other
+# switches.
 
 # %%
 # The variants
@@ -77,29 +79,33 @@ run = story_run(VARIANTS, __name__)
 # The small shape: the table
 # --------------------------
 #
-# Three GEMMs as in eager, and between them, where eager ran a gelu and a
-# multiply, one kernel. Look for its name. How it was launched, the runtime
-# call under it, is not in the table: a cell below asks the trace.
+# Three :term:`GEMMs <GEMM>` as in eager, and between them, where eager ran a
+# gelu and a multiply, one kernel. Look for its name. How it was launched, the
+# :term:`runtime call <runtime API, driver API>` under it, is not in the table:
+# a cell below asks the trace.
 
 liger = run("liger")
 print(liger.table)
 
 # %%
 # On the H200 the kernel was ``_geglu_tanh_forward_kernel``, launched by
-# Triton itself through ``cuLaunchKernelEx``. PyTorch's eager kernels go
-# through ``cudaLaunchKernel`` and Inductor's Triton kernels through
-# ``cuLaunchKernel``, but ``cuLaunchKernelEx`` is not Triton's alone: cuBLAS
-# launches its ``nvjet`` GEMMs with it too, in this very trace. The launch call
-# narrows down which library launched a kernel; the kernel's name decides.
+# Triton itself through the :term:`launch call` ``cuLaunchKernelEx``. PyTorch's
+# eager kernels go through ``cudaLaunchKernel`` and Inductor's Triton kernels
+# through ``cuLaunchKernel``, but ``cuLaunchKernelEx`` is not Triton's alone:
+# :term:`cuBLAS` launches its ``nvjet`` GEMMs with it too, in this very trace.
+# The launch call narrows down which library launched a kernel; the kernel's
+# name decides.
 #
 # Is it better? Its median time was below that of eager's gelu plus multiply,
 # in every repeat: the same fusion, done by hand. Against Inductor's fused
-# kernel the verdict depends on which launch configuration Inductor kept
-# (story ``03c``): on the H200, Liger's kernel was faster than the 256-thread
-# one that a compile from an empty cache kept (story ``03d``) and slower than
-# the 128-thread one; on the H100, where every default-mode compile kept
-# 256-thread blocks, it was faster. :doc:`Part 2 </chapters/part2>` gives the
-# times. Eager's gelu and multiply kernels are in story ``03a``'s table.
+# kernel the verdict depends on which :term:`launch configuration` Inductor
+# kept (story ``03c``): on the H200, Liger's kernel was faster than the
+# 256-thread one that a compile from an empty cache kept (story ``03d``; the
+# cache is the folder on disk where Inductor keeps earlier compiles and their
+# choices) and slower than the 128-thread one; on the H100, where every
+# default-mode compile kept 256-thread blocks, it was faster.
+# :doc:`Part 2 </chapters/part2>` gives the times. Eager's gelu and multiply
+# kernels are in story ``03a``'s table.
 #
 # Liger gives each row of the input one block, covering the row's length
 # rounded up to a power of two: 4096 elements for a hidden size of 3072, so a
@@ -140,10 +146,12 @@ print(liger_big.table)
 #
 # How the kernel was launched points at a likelier cause. The cell below prints
 # each shape's launch record: at the larger shape the blocks are twice as large
-# and each thread uses more registers, so fewer blocks fit on an SM at once.
-# CUPTI's *estimated occupancy*, the share of an SM's thread slots the kernel
-# can keep busy, falls well below the small shape's (Inductor's fused kernel
-# reaches 100 % at both shapes). Fewer threads in flight hide less of the
+# and each thread uses more registers (the fastest on-chip storage, of which
+# each multiprocessor has a fixed supply), so fewer blocks fit on an
+# :term:`SM <streaming multiprocessor>` at once. :term:`CUPTI`'s *estimated
+# occupancy*, the share of an SM's thread slots the kernel can keep busy, falls
+# well below the small shape's (Inductor's fused kernel reaches 100 % at both
+# shapes). Fewer threads in flight hide less of the
 # memory's latency. The trace records the launch, not what happened inside the
 # kernel: a kernel profiler (Nsight Compute) would confirm the cause.
 
