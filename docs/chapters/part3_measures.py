@@ -552,11 +552,13 @@ def stream_facts(
     fused = ("cudnn", "flash", "efficient")
     for v in fused:
         assert bs[v].cpu_us < kernel_us[v], v  # at the series' shape the GPU is the slower side
-        assert bs[v].wall_us < 1.2 * kernel_us[v], v  # so a call takes about its kernel's time
+        # so a call takes just above its kernel's time (less than a fifth more)
+        assert kernel_us[v] < bs[v].wall_us < 1.2 * kernel_us[v], v
         assert ss[v].wall_us > 2 * float(
             out[f"sm_{v}_kernel"]
         )  # small: the GPU idle half the call or more
-        assert ss[v].wall_us < 1.3 * ss[v].cpu_us + 10  # the call's CPU time sets the pace
+        # the call's CPU time sets the pace: just above it (less than a quarter more)
+        assert ss[v].cpu_us < ss[v].wall_us < 1.25 * ss[v].cpu_us, v
     assert bs["math"].cpu_us > 3 * max(bs[v].cpu_us for v in fused)
     # at the small shape the kernel ranking and the per-call ranking are reversed
     small_k = [float(out[f"sm_{v}_kernel"]) for v in fused]

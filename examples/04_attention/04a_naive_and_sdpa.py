@@ -3,10 +3,10 @@ Attention by hand against SDPA and each of its backends
 =======================================================
 
 Causal self-attention on query, key and value tensors of shape
-``(batch, heads, seq, head_dim)``: the Hugging Face series' shape, batch 8,
+``(batch, heads, seq, head_dim)``: the :term:`Hugging Face series`' shape, batch 8,
 16 heads, sequence 1024, head_dim 64, in bf16. We profile it twice over: written
 out in five steps, as most people first write it, and as one call of PyTorch's
-``torch.nn.functional.scaled_dot_product_attention`` (SDPA), whose backends we
+``torch.nn.functional.scaled_dot_product_attention`` (:term:`SDPA`), whose backends we
 pin one at a time. The question for each trace: how many GPU operations does
 one forward run, how long does each take, and which one wrote the score matrix
 to memory?
@@ -14,7 +14,7 @@ to memory?
 This file needs only torch, and ``_04_common.py`` beside it for the plumbing the
 stories of this set share (the site's download of this story has it pasted in).
 On a machine with a CUDA GPU it profiles live; on the CPU it profiles a shrunken
-problem there (no GPU lane; a variant that pins a GPU-only backend profiles the
+problem there (no :term:`GPU lane`; a variant that pins a GPU-only backend profiles the
 math backend instead). Run it yourself::
 
     python 04a_naive_and_sdpa.py                 # this page: naive, then SDPA's choice
@@ -55,18 +55,19 @@ from _04_common import BACKENDS, SHAPE, naive_attention, print_variants, sdpa_at
 # Scale it, mask the future (a query may not look at later keys, so their
 # scores become ``-inf``), softmax each row, and multiply by ``v``.
 #
-# Each line below is its own PyTorch operator, so expect at least one kernel
-# per line, each reading and writing the whole score matrix. Guess before you
-# look at the table: which of the five takes longest?
+# Each line below is its own :term:`PyTorch operator <aten>`, so expect at least one
+# :term:`kernel` per line, each reading and writing the whole score matrix. Guess before
+# you look at the table: which of the five takes longest?
 #
 # .. literalinclude:: ../../../examples/04_attention/_04_common.py
 #    :language: python
 #    :pyobject: naive_attention
 #
 # ``masked_fill`` returns a new tensor: it clones the scores, then fills the
-# clone. The trace shows that clone as a ``Memcpy DtoD`` of the whole score
-# matrix. ``naive_attention_inplace`` changes that one line to ``masked_fill_``,
-# which writes the mask into the scores themselves.
+# clone. The trace shows that clone as a ``Memcpy DtoD``
+# (a :term:`device-to-device copy <Memcpy DtoD>`) of the whole score matrix.
+# ``naive_attention_inplace`` changes that one line to ``masked_fill_``, which writes the
+# mask into the scores themselves.
 
 
 def naive_attention_inplace(q, k, v):
@@ -92,8 +93,9 @@ IMPLS = {"naive": naive_attention, "naive_inplace": naive_attention_inplace}
 #
 # SDPA computes the same thing. It has several implementations, called
 # *backends*: ``math`` (the reference, built from ordinary operators), and three
-# fused ones that never write the score matrix to memory: ``efficient`` (a
-# CUTLASS kernel), ``flash`` (FlashAttention-2) and ``cudnn`` (NVIDIA's).
+# fused ones (fused: doing several steps in one kernel) that never write the score
+# matrix to memory: ``efficient`` (a :term:`CUTLASS` kernel), ``flash``
+# (FlashAttention-2) and ``cudnn`` (NVIDIA's :term:`cuDNN`).
 # ``torch.nn.attention.sdpa_kernel`` pins one; left alone, PyTorch picks. In
 # the trace, the op under ``aten::scaled_dot_product_attention`` names the one
 # that ran: ``aten::_scaled_dot_product_cudnn_attention``,
@@ -111,15 +113,16 @@ IMPLS = {"naive": naive_attention, "naive_inplace": naive_attention_inplace}
 # How one version is profiled
 # ---------------------------
 #
-# ``profile_attention`` builds random bf16 ``q``, ``k`` and ``v``, warms up
-# five calls (compiling first, if asked: ``compile="default"`` hands the five
-# steps to ``torch.compile``), then measures the peak extra GPU memory of one
-# forward with ``torch.cuda.max_memory_allocated``: the trace does not record
-# memory. Only then does the profiler start. Its schedule skips one step
-# (``wait``), records one and throws it away (``warmup``), and keeps ``active``
-# steps of one forward each, every forward inside ``record_function("attention")``
-# so it shows as one named range on the CPU lane. ``record_shapes=True`` keeps
-# each op's input shapes in the trace.
+# ``profile_attention`` builds random bf16 ``q``, ``k`` and ``v``,
+# :term:`warms up <warm-up>` five calls (compiling first, if asked: ``compile="default"``
+# hands the five steps to ``torch.compile``), then measures the peak extra GPU memory of
+# one forward with ``torch.cuda.max_memory_allocated``: the trace does not record
+# memory. Only then does the profiler start. Its schedule skips one
+# :term:`step <ProfilerStep>` (``wait``), records one and throws it away (``warmup``),
+# and keeps ``active`` steps of one forward each, every forward inside
+# ``record_function("attention")`` so it shows as one
+# :term:`named range <record_function range>` on the :term:`CPU lane`.
+# ``record_shapes=True`` keeps each op's input shapes in the trace.
 
 
 def profile_attention(
@@ -220,7 +223,8 @@ VARIANTS = {
 # batch, heads and sequence to at most 128 so the run finishes quickly; the
 # trace then has no GPU lane, and the table is sorted by CPU time instead.
 # The trace lands in ``traces/04_attention/<name>.json``: open it in Perfetto
-# (ui.perfetto.dev) or ``chrome://tracing``, or load it with ``tracereader``.
+# (ui.perfetto.dev) or ``chrome://tracing``, or load it with ``tracereader`` (this site's
+# library for reading traces).
 
 # Run as ``python 04a_naive_and_sdpa.py VARIANT``, this line profiles that one variant
 # and stops.
@@ -231,19 +235,19 @@ run = story_run(VARIANTS, __name__)
 # --------------------------
 #
 # Sorted by GPU time, summed over the three profiled steps, and cut to its top
-# 15 rows. A kernel launched in the step before them can run inside the
-# profiled window, so a kernel's row may count one call more than its op's (on
+# 15 rows. A kernel :term:`launched <launch call>` in the step before them can run inside
+# the profiled window, so a kernel's row may count one call more than its op's (on
 # the H200, the softmax kernel's 4 against ``aten::_softmax``'s 3). The
-# ``attention`` row with no CPU time is the label's GPU-side span,
-# from its first kernel to its last, idle time included, so its Self CUDA % can
-# pass 100 %.
+# ``attention`` row with no CPU time is the label's
+# :term:`GPU-side span <gpu_user_annotation>`, from its first kernel to its last, idle
+# time included, so its :term:`Self <self time>` CUDA % can pass 100 %.
 
 naive = run("naive")
 print(naive.table)
 
 # %%
 # The table cannot list one forward whole. The trace can: below, every GPU
-# operation (kernel, copy or memset) that the last step launched, in order,
+# operation (kernel, copy or :term:`memset`) that the last step launched, in order,
 # with its time. Count them, and find the slowest.
 
 try:
@@ -261,8 +265,8 @@ if tracereader:
 
 # %%
 # On the H200, and on the H100, one forward ran nine GPU operations: seven
-# kernels, a memset and a copy. The two GEMMs (the matrix multiplications, the
-# ``nvjet`` kernels) were a small share of the time (the times are in
+# kernels, a memset and a copy. The two :term:`GEMMs <GEMM>` (the matrix multiplications,
+# the ``nvjet`` kernels) were a small share of the time (the times are in
 # :doc:`/chapters/part3`). The rest is elementwise work on the score matrix,
 # and the slowest step was the mask: ``masked_fill`` runs PyTorch's general
 # ``elementwise_kernel``, because the ``(seq, seq)`` mask broadcast over batch
@@ -272,7 +276,7 @@ if tracereader:
 # reads in full (run one with ``python 04a_naive_and_sdpa.py NAME``).
 # ``naive_inplace`` drops that copy (less GPU time) but not the peak memory: two score matrices are still alive
 # at once in the last matmul. Compiled (``naive_compile``), the three steps
-# between the GEMMs become one Triton kernel that builds the mask itself, yet
+# between the GEMMs become one :term:`Triton` kernel that builds the mask itself, yet
 # the scores still go to memory and back.
 #
 # SDPA, PyTorch's choice: the table
@@ -290,7 +294,7 @@ print(sdpa.table)
 # for it on Hopper, not by a measurement; its one kernel (after a short memset)
 # was the fastest of the backends, with the output's 16 MiB as nearly all its
 # extra memory, where the five steps needed hundreds of MiB. The math backend
-# was slower than the five steps: it multiplies in fp32 without Tensor Cores
+# was slower than the five steps: it multiplies in fp32 without :term:`Tensor Cores`
 # and runs a "safe" softmax that checks every row for being fully masked. Run
 # ``sdpa_flash``, ``sdpa_efficient`` and ``sdpa_cudnn`` on your GPU to rank them
 # there, and compare their ``.timings.json`` files for memory.

@@ -2,23 +2,27 @@
 Every attention version over ten shapes
 =======================================
 
-One shape says little about a ranking. This story times causal self-attention,
-written out by hand and through each backend of PyTorch's
-``scaled_dot_product_attention`` (SDPA), at ten shapes: sequences from 512 to 8192
-tokens, each with head dimension 64 and 128. It follows the FlashAttention papers'
-setup, so every call holds the same work per token: batch × sequence = 16,384
-tokens, and heads × head dimension = 2048, the model's width.
+One shape says little about a ranking. This story (one of this site's example
+pages: a script that profiles, and text that reads what it recorded) times causal
+self-attention, in which each token looks only at itself and the tokens before it.
+It times it written out by hand and through each backend of PyTorch's
+``scaled_dot_product_attention`` (:term:`SDPA`), at ten shapes: sequences from 512
+to 8192 tokens, each with head dimension 64 and 128. Like the FlashAttention-2
+paper's benchmarks, every call holds the same number of tokens, batch × sequence =
+16,384, and the same model width, heads × head dimension = 2048. The inputs are
+bf16 (bfloat16, a 16-bit floating-point format).
 
-The timing is done without the profiler, with CUDA events around groups of calls:
-the profiler's own cost would blur differences of a few percent. The profiler
-records only one forward of each version at the last shape, to show which
-kernels ran.
+The timing is done without the profiler, with :term:`CUDA events <CUDA event>`
+(markers the GPU stamps with its own clock when it reaches them) around groups of
+calls: the profiler's own cost would blur differences of a few percent. The
+profiler records only one forward of each version at the last shape, to show which
+:term:`kernels <kernel>` ran.
 
 This file needs only torch, and ``_04_common.py`` beside it: the versions and
-plumbing this set's stories share, which the site's download has pasted in. On a
-machine with a CUDA GPU it runs the full sweep of every version at every shape;
-on the CPU it runs a tiny sweep of the written-out version and the math backend,
-timed with ``time.perf_counter``. Run it::
+plumbing that this set's stories share, which the site's download has pasted in.
+On a machine with a CUDA GPU it runs the full sweep of every version at every
+shape; on the CPU it runs a tiny sweep of the written-out version and the math
+backend, timed with ``time.perf_counter``. Run it::
 
     python 04b_shape_sweep.py           # this page
     python 04b_shape_sweep.py sweep     # the one variant by name: its table only
@@ -49,16 +53,21 @@ from _04_common import _pin, naive_attention, sdpa_attention, story_run
 # The versions
 # ------------
 #
-# Attention written out in five steps: ``q @ kᵀ`` gives the score matrix of
-# shape ``(batch, heads, seq, seq)``; scale it, mask each query's future keys
-# with ``-inf``, softmax each row, multiply by ``v``. Each step is its own
-# kernel and reads and writes the whole score matrix, which grows with the
-# square of the sequence.
+# Attention written out in five steps: ``q @ kᵀ`` gives the score matrix of shape
+# ``(batch, heads, seq, seq)``; scale it, mask each query's future keys with ``-inf``,
+# softmax each row, multiply by ``v``. Each step is its own
+# :term:`PyTorch operator <aten>`, with one or more GPU operations of its own, and each
+# step writes or reads the whole score matrix, which grows with the square of the
+# sequence.
 #
-# The same in one SDPA call. Its backends: ``math`` (the reference, ordinary
-# operators in fp32), ``efficient`` (a CUTLASS kernel), ``flash``
-# (FlashAttention-2) and ``cudnn``. The three fused ones keep the scores on
-# chip, a tile at a time, and never write the score matrix to memory.
+# The same in one SDPA call, which runs one of several *backends*: ``math`` (the
+# reference, ordinary operators in fp32), ``efficient`` (a :term:`CUTLASS` kernel),
+# ``flash`` (FlashAttention-2, from the paper of that name) and ``cudnn``
+# (:term:`cuDNN`'s kernel). These last three are *fused*: one kernel does all five
+# steps, a :term:`tile` of scores at a time in the GPU's on-chip :term:`shared memory`,
+# and never writes the score matrix to the GPU's main memory. Left alone, PyTorch picks
+# the backend; to *pin* one is to allow only it, with the context manager
+# ``torch.nn.attention.sdpa_kernel``.
 
 
 # %%
@@ -69,18 +78,16 @@ from _04_common import _pin, naive_attention, sdpa_attention, story_run
 #
 # =============  ==========================================================
 # ``naive``      the five steps above
-# ``math``       SDPA, math backend pinned (fp32 products, no Tensor Cores)
+# ``math``       SDPA, math backend pinned (fp32 products, no :term:`Tensor Cores`)
 # ``efficient``  SDPA, the CUTLASS kernel pinned
 # ``flash``      SDPA, FlashAttention-2 pinned
 # ``cudnn``      SDPA, cuDNN's kernel pinned
 # ``default``    SDPA with nothing pinned: PyTorch chooses
 # =============  ==========================================================
 #
-# ``_sweep_call`` calls one; ``_pin`` is the backend pin of a version, entered
-# once around all its calls so that entering it is never timed: a context manager
-# from ``torch.nn.attention.sdpa_kernel`` that allows only the backend named, or,
-# for a version with no backend to pin (``naive``, ``default``), a context that
-# does nothing.
+# ``_sweep_call`` calls one; ``_pin`` gives a version's pin, entered once around
+# all its calls so that entering it is never timed (for a version with no backend
+# to pin, ``naive`` or ``default``, a context that does nothing).
 
 SWEEP_IMPLS = ("naive", "math", "efficient", "flash", "cudnn", "default")
 
@@ -94,15 +101,18 @@ def _sweep_call(impl, q, k, v):
 # shape it sets batch = 16,384 ÷ seq and heads = 2048 ÷ head_dim, builds random
 # bf16 inputs, and counts the *useful* work: causal attention needs half of the
 # ``4 · batch · heads · seq² · head_dim`` FLOPs of the two full products, since
-# the mask makes the other half unnecessary (the naive version computes all of
-# it anyway, so its rate is flattered by nothing).
+# the mask makes the other half unnecessary. Every rate on this page divides
+# that useful work by the time. The naive and math versions multiply the full
+# matrices anyway, so their rates count only half of the products they run.
 #
-# Then, for each version, with its backend pinned: three warm-up calls (cuDNN
-# builds and caches its plan for a new shape on the first), then ``groups``
-# groups of ``calls`` calls issued back to back, so the GPU never waits for the
-# CPU between them, with one pair of CUDA events around each group. Its time at
-# that shape is one value per group, per call; the table takes the median
-# group. One more call measures its peak extra memory with
+# Then, for each version, with its backend pinned: three :term:`warm-up` calls
+# (on the first, cuDNN builds and caches its execution plan for the new shape,
+# and PyTorch's caching allocator, which keeps freed GPU memory for reuse, gets
+# its first blocks), then groups of calls (``groups`` = 5 groups of ``calls`` =
+# 10 calls) issued back to back, so the GPU never waits for the CPU between
+# them, with one pair of CUDA events around each group. Its time at that shape
+# is one value per group, per call; the table takes the median group. One more
+# call measures its peak extra memory with
 # ``torch.cuda.max_memory_allocated``. A version that refuses a shape (a backend
 # that does not support it, or memory running out) is recorded with the first
 # line of its error, and the sweep goes on.
@@ -247,10 +257,9 @@ VARIANTS = {"sweep": (profile_sweep, {})}
 
 
 # %%
-# ``run(name)`` runs the variant and says where. The trace lands in
-# ``traces/04_attention/sweep.json`` (open it in Perfetto, ui.perfetto.dev),
-# every time and memory figure in ``sweep.timings.json``. There is nothing to
-# shrink here on the CPU: ``profile_sweep`` picks its own tiny sweep there.
+# ``run(name)`` runs the variant and says where: the trace lands in
+# ``traces/04_attention/sweep.json``, every time and memory figure in
+# ``sweep.timings.json`` (on the CPU, ``profile_sweep`` picks its own tiny sweep).
 #
 # ``sweep.timings.json`` holds one row per version and shape: ``impl``,
 # ``seq``, ``head_dim``, ``batch``, ``heads``, ``useful_flop``, and either
@@ -275,36 +284,112 @@ sweep = run("sweep")
 print(sweep.table)
 
 # %%
-# On the H200 (PyTorch 2.11) the order was the same at every shape, and each
-# version's slowest group beat the next one's fastest: cuDNN, flash, efficient,
-# the five steps, math. cuDNN's kernel is the one written for Hopper (``sm90``
-# and ``wgmma`` in its name); flash and efficient were written for the A100,
-# where the Hugging Face series found flash the fastest. The fused backends'
-# rates mostly grow with the sequence and with head dimension 128; the naive
-# version's rate falls from sequence 1024 on, as its score matrix, written and
-# read at every step, grows with the square of the sequence. ``default`` ran
-# cuDNN's op at the profiled shape (PyTorch prefers cuDNN on Hopper) and
-# matched pinned cuDNN's time up to sequence 2048, but on the H200 it was
-# slower than pinned cuDNN at the longest shapes, in every repeat. The peak memory in ``sweep.timings.json`` tells the
-# same story: the fused backends hold the output and a few MiB more, while the
-# naive and math versions grow with the sequence.
+# In this table the order is the same at every shape: cuDNN, flash, efficient, the five
+# steps, math. The fused backends' rates mostly grow with the sequence and with head
+# dimension 128; the naive version's rate falls from sequence 1024 on, as its score
+# matrix, written and read at every step, grows with the square of the sequence. A
+# median hides the spread, so the cell below reads ``sweep.timings.json`` and prints,
+# per shape: whether each version in that order had its slowest group faster than the
+# next one's fastest (``ranking held``); ``default``'s median time over pinned cuDNN's,
+# and whether every ``default`` group was slower than every cuDNN group; the peak extra
+# memory of one call of the naive, math and cuDNN versions, in MiB.
+
+# Locally the timings lie beside the trace, as ``sweep.timings.json``; in the site's
+# recordings, as ``timings.json`` in the trace's folder.
+traced_at = Path(sweep.trace_path)
+sweep_rows = []
+for timings_path in (traced_at.with_suffix(".timings.json"), traced_at.parent / "timings.json"):
+    if timings_path.exists():
+        sweep_rows = json.loads(timings_path.read_text())["sweep"]
+        break
+timed = {(r["impl"], r["head_dim"], r["seq"]): r for r in sweep_rows if "ms" in r}
+print("head_dim   seq  ranking held  default/cudnn  default slower   MiB: naive    math   cudnn")
+for dim, length in sorted({(d, s) for _, d, s in timed}):
+    at = {impl: row for (impl, d, s), row in timed.items() if (d, s) == (dim, length)}
+    ranked = [at[i]["ms"] for i in ("cudnn", "flash", "efficient", "naive", "math") if i in at]
+    held = "yes" if all(max(a) < min(b) for a, b in zip(ranked, ranked[1:], strict=False)) else "no"
+    d, c = (at[i]["ms"] if i in at else None for i in ("default", "cudnn"))
+    ratio = f"{sorted(d)[len(d) // 2] / sorted(c)[len(c) // 2]:.2f}" if d and c else "-"
+    slower = ("yes" if min(d) > max(c) else "no") if d and c else "-"
+    mib = [f"{at[i]['peak_extra_bytes'] / 2**20:,.0f}" if "peak_extra_bytes" in at.get(i, {}) else "-"
+           for i in ("naive", "math", "cudnn")]  # fmt: skip
+    print(f"{dim:>8} {length:>5} {held:>13} {ratio:>14} {slower:>15} {'':>5}"
+          + "".join(f"{m:>8}" for m in mib))  # fmt: skip
+
+# %%
+# On the H200 and on the H100 (PyTorch 2.11), in every repeat, the ranking held at every
+# shape. cuDNN's kernel is the one written for Hopper, the architecture of both GPUs:
+# ``sm90`` in its name is Hopper's architecture number (the A100's is ``sm80``), and
+# ``wgmma`` is a Tensor Core instruction that only Hopper has. Flash and efficient were
+# written for the A100 (efficient's kernel name carries ``sm80``), where the
+# :term:`Hugging Face series` found flash the fastest. How near the GPU's limit is the
+# best? With ``tracereader`` (this site's library for reading traces), the GPU's name
+# comes from the trace, and its datasheet's dense bf16 peak from
+# ``tracereader.datasheet``:
+
+try:
+    import tracereader
+except ImportError:  # only torch here: the trace file is still there to open in Perfetto
+    tracereader = None
+    print("tracereader is not installed: open the trace at https://ui.perfetto.dev instead")
+
+if tracereader:
+    traced = tracereader.load(sweep.trace_path)
+    gpu = next((props["name"] for props in traced.device_properties if props.get("name")), "")
+    sheet = tracereader.datasheet(gpu) if gpu and timed else None  # None on the CPU
+    if sheet:  # the highest useful rate of any version at any shape, in TFLOP/s
+        best = max((r["useful_flop"] / sorted(r["ms"])[len(r["ms"]) // 2] / 1e9, r["impl"],
+                    r["seq"], r["head_dim"]) for r in timed.values())  # fmt: skip
+        print(f"best: {best[1]} at seq {best[2]}, head_dim {best[3]}: {best[0]:.0f} TFLOP/s, "
+              f"{best[0] / sheet.bf16_tflops:.0%} of the {sheet.gpu}'s {sheet.bf16_tflops:.0f}")  # fmt: skip
+
+# %%
+# On both GPUs, in every repeat, the best rate was cuDNN's at sequence 8192 and head
+# dimension 128, at about 60 % of that peak.
 #
-# The trace holds one forward of each version at the last shape (sequence
-# 8192, head_dim 128), each inside a range named after the version. Open it
-# and find, under ``default``, the ``aten::_scaled_dot_product_…`` op that
-# names the backend PyTorch chose; under ``naive``, the five steps' GPU
-# operations (twelve at this shape: nine kernels, a copy and two memsets);
-# under each fused backend, its one attention kernel. Its times are one
-# profiled call each: read them for what ran, and the table for how long.
+# ``default`` ran cuDNN's op at the profiled shape (PyTorch prefers cuDNN on Hopper),
+# and its median time was about pinned cuDNN's up to sequence 2048 on both GPUs. On the
+# H200, in every repeat, every ``default`` group was slower than every cuDNN group at
+# three shapes: head dimension 64 at sequence 8192, and head dimension 128 at 4096 and
+# 8192 (not at head dimension 64 and sequence 4096). On the H100 that happened at some
+# of those shapes, not in every repeat. The trace cannot say why: in its one profiled
+# call of each, at sequence 8192 and head dimension 128, both ran the same cuDNN kernel,
+# for about the same time (that call passes one tensor as ``q``, ``k`` and ``v``; the
+# timed calls pass three). The peak memory is plainer: cuDNN's extra memory is the same
+# at every shape, the output and little more, while the naive and math versions' grows
+# with the sequence.
 #
+# The trace holds one forward of each version at the last shape (sequence 8192, head_dim
+# 128), each inside a :term:`range <record_function range>` named after the version.
+# Open it in Perfetto (a trace viewer that runs in the browser, at ui.perfetto.dev), or
+# read the GPU operations launched in three of those ranges, as
+# ``tracereader.kernel_table`` lists them below. Under ``default``, find the
+# ``aten::_scaled_dot_product_…`` op that names the backend PyTorch chose. Under each
+# fused backend, find its one attention kernel (cuDNN's, and so ``default``'s, comes
+# after a :term:`memset`). Under ``naive``, find the five steps' twelve GPU operations:
+# for ``q @ kᵀ``, a memset and a :term:`GEMM`; for the scale, two elementwise kernels
+# (``MulFunctor``); for the mask, a fill and a ``triu`` kernel that build it, a copy of
+# the scores (:term:`Memcpy DtoD`) and two elementwise kernels that write ``-inf``
+# (``masked_fill_kernel``); for the softmax, one kernel; for ``@ v``, a memset and a
+# GEMM. The trace's times are one profiled call each: read them for what ran, and the
+# table for how long.
+
+if tracereader:
+    for version in ("naive", "cudnn", "default"):  # on the CPU, only naive's range
+        for span in traced.regions(version)[:1]:  # the range around the version's call
+            window = (span.start_ns, span.end_ns)  # the GPU ops launched inside it
+            print(f"{version}:", tracereader.kernel_table(traced, window=window), "", sep="\n")
+
+# %%
 # These are GPU times at workloads large enough to keep the GPU busy. At small
 # ones the CPU cost of each call can decide instead: the stories on interleaved
-# backends and same-backend streams measure that. :doc:`/chapters/part3` and
+# backends and on same-backend bursts measure that. :doc:`/chapters/part3` and
 # its lab notes read this sweep: rates, ratios and memory per shape.
 #
-# On your own GPU, run the sweep and read it the same way. If a backend
-# refuses a shape, its row says why. If your ranking differs from the H200's,
-# look at the kernel names in the trace: a kernel written for your
-# architecture tends to win. And before you choose a backend for a model,
-# sweep at *its* shapes: tokens per call and head dimension are the two
-# settings to change.
+# On your own GPU, run the sweep and read it the same way; a backend that
+# refuses a shape says why in its row. If your ranking differs, look at the
+# kernel names: the number after ``sm`` is the architecture a kernel was built
+# for, and ``torch.cuda.get_device_capability()`` gives your GPU's (``(9, 0)``
+# on Hopper). Here the one attention kernel built for Hopper won at every shape.
+# Before you choose a backend for a model, sweep at *its* shapes: tokens per
+# call and head dimension are the two settings to change.

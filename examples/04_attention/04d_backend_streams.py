@@ -1,35 +1,39 @@
 """
-When the CPU decides: same-backend streams of SDPA calls
-========================================================
+When the CPU decides: same-backend bursts of SDPA calls
+=======================================================
 
-Which backend of ``torch.nn.functional.scaled_dot_product_attention`` (SDPA) is
-fastest? Kernel time answers only half of it. Each call also costs the CPU some
-microseconds: checks, the backend's choice, the output's allocation, the launch.
+Which backend of ``torch.nn.functional.scaled_dot_product_attention``
+(:term:`SDPA`) is fastest? Kernel time answers only half of it. Each call also
+costs the CPU some microseconds: checks, the backend's choice, the output's
+allocation, the :term:`launch call` that queues the :term:`kernel` on the GPU.
 When the kernels are long, the CPU runs ahead of the GPU and that cost hides;
-when they are short, the GPU waits for each call and the CPU's cost is the
-pace. This story measures both sides for every backend, at two workloads: the
-Hugging Face series' shape (batch 8, 16 heads, sequence 1024, head_dim 64, bf16)
-and a small one (batch 1, 8 heads, sequence 128).
+when they are short, the GPU waits for each call and the CPU's cost is the pace.
+This story (one of this site's example pages) measures both sides for every
+backend, at two workloads: the :term:`Hugging Face series`' shape (batch 8, 16
+heads, sequence 1024, head_dim 64, in bf16, a 16-bit floating-point format) and
+a small one (batch 1, 8 heads, sequence 128).
 
 A model calls the same backend over and over, so that is what we time: a
-*stream* (a burst) of calls of one backend, without the profiler. The streams of
-all backends take turns in one process, because CPU time moves from process to
-process more than the differences we are after. (Timing single calls, one
-backend after another, shows something else: a call's CPU time depends on which
-backend ran just before it. The story on interleaved backends measured that;
-streams make it matter once per stream instead of on every call.)
+*burst*, calls of one backend one after another, without the profiler. (The code
+and its files call a burst a *stream*: no relation to a CUDA :term:`GPU stream`.)
+The bursts of all backends take turns in one process, because CPU time moves
+from process to process more than the differences we are after. (Timing single
+calls, one backend after another, shows something else: a call's CPU time
+depends on which backend ran just before it. The story on interleaved backends
+measured that; bursts make it matter once per burst instead of on every call.)
 
 This file needs only torch, and ``_04_common.py`` beside it (the pins, the
 balanced order and the plumbing this set's stories share; the site's download
 has it pasted in). On a machine with a CUDA GPU it times the cuDNN, flash,
 efficient and math backends and PyTorch's default; on the CPU it times the math
-backend and the default, at shrunken sizes (no GPU lane in the trace). Run it::
+backend and the default, at shrunken sizes (the trace then has no
+:term:`GPU lane`). Run it::
 
     python 04d_backend_streams.py                   # this page: both workloads
     python 04d_backend_streams.py streams_small     # one named variant, and its table
 
 Each run writes its trace to ``traces/04_attention/<variant>.json`` and every
-stream's times to ``<variant>.timings.json``.
+burst's times to ``<variant>.timings.json``.
 """
 
 # sphinx_gallery_start_ignore
@@ -54,45 +58,49 @@ from _04_common import INTERLEAVED, SHAPE, _pin, balanced_cycle, sdpa_attention,
 # One call, and its backends
 # --------------------------
 #
-# Causal self-attention in one SDPA call. Its backends: ``cudnn`` (NVIDIA's
-# kernel), ``flash`` (FlashAttention-2), ``efficient`` (a CUTLASS kernel) and
-# ``math`` (the reference, built from ordinary operators); ``default`` pins
-# nothing and lets PyTorch choose. ``_pin`` gives a version's pin, a context
-# manager from ``torch.nn.attention.sdpa_kernel``.
+# Causal self-attention (each token looks only at itself and earlier tokens) in one SDPA
+# call. Its backends: ``cudnn`` (:term:`cuDNN`'s kernel), ``flash`` (FlashAttention-2,
+# from the paper of that name), ``efficient`` (a :term:`CUTLASS` kernel) and ``math``
+# (the reference, built from ordinary operators); ``default`` pins nothing and lets
+# PyTorch choose. ``_pin`` gives a version's pin, a context manager from
+# ``torch.nn.attention.sdpa_kernel`` that allows only that version's backend.
 
 
 # %%
-# The streams take turns in a balanced order: read as a loop, every version
-# follows every other version exactly once per cycle (for five versions, a
-# cycle of 20 streams), so no backend always inherits the same predecessor's
-# cold caches. ``balanced_cycle`` builds that order as an Euler circuit of the
-# complete directed graph on the versions, by Hierholzer's algorithm.
+# The bursts take turns in a balanced order: read as a loop, every version follows
+# every other version exactly once per cycle (for five versions, a cycle of 20
+# bursts), so no backend always inherits the same predecessor's leftovers in the
+# CPU's caches. ``balanced_cycle`` builds that order (the story on interleaved
+# backends shows how).
 
 
 # %%
-# Three clocks on every stream
-# ----------------------------
+# Three clocks on every burst
+# ---------------------------
 #
-# ``profile_backend_streams`` warms every version up (a version that refuses
-# the shape is left out, with its reason), then runs ``cycles`` cycles of the
-# balanced order, ``calls`` calls per stream. Each stream gets three numbers:
+# ``profile_backend_streams`` warms every version up (a version that refuses the
+# shape is left out, with its reason), then runs ``cycles`` cycles of the balanced
+# order, ``calls`` calls per burst. Each burst gets three numbers:
 #
 # - **CPU time per call**: ``time.perf_counter_ns`` around each call, from
 #   entering SDPA until it returns with the kernel queued;
-# - **wall time**: from the stream's first call until the GPU has finished
-#   it (``torch.cuda.synchronize``);
-# - **GPU time**: a pair of CUDA events around the stream, stamped on the GPU.
+# - **wall time**: from the burst's first call until the GPU has finished it
+#   (``torch.cuda.synchronize``);
+# - **event time**: the time between a pair of :term:`CUDA events <CUDA event>`
+#   around the burst, which the GPU stamps with its own clock.
 #
 # Compare them per call, with one caution: the events' span covers the GPU's
-# idle gaps too, so it follows whichever side is slower. Set the CPU time per
-# call against the kernel's own time per call, read in the trace: if the CPU's
-# is below, the CPU keeps ahead and the wall time follows the GPU's; if above,
-# the GPU waits and the wall time follows the CPU's. Which clock the wall time
-# follows tells you which side to make faster.
+# :term:`idle gaps <idle gap>` too, so it follows whichever side is slower; it is
+# not the kernels' own time. That comes from the trace. Set the CPU time per call
+# against the kernels' time per call: if the CPU's is below, the CPU keeps ahead
+# and the wall time follows the GPU's; if above, the GPU waits and the wall time
+# follows the CPU's. Which clock the wall time follows tells you which side to
+# make faster.
 #
-# Nothing here runs under the profiler. Afterwards, the profiler records one
-# short stream of ``profiled_calls`` calls of each version, inside a
-# ``record_function`` named after it, to show what the calls ran.
+# Nothing here runs under the profiler. Afterwards, the profiler records one short
+# burst of ``profiled_calls`` calls of each version, inside a
+# :term:`range <record_function range>` named after it, to show what the calls
+# ran.
 
 
 def profile_backend_streams(
@@ -204,7 +212,7 @@ def profile_backend_streams(
 # ``streams_small``     a small workload: batch 1, 8 heads, seq 128, d 64
 # ====================  ===================================================
 #
-# Both run 12 cycles of 16-call streams, then profile 4 calls per version.
+# Both run 12 cycles of 16-call bursts, then profile 4 calls per version.
 
 VARIANTS = {
     "streams_backends": (profile_backend_streams, {**SHAPE}),
@@ -224,62 +232,144 @@ VARIANTS = {
 run = story_run(VARIANTS, __name__)
 
 # %%
+# ``clocks`` prints, per version, the medians of ``timings.json`` in µs per call
+# (the CPU time with each burst's first call left out, the first call alone, the
+# wall time and the event time), then, with ``tracereader`` (this site's library
+# for reading traces), the kernels' time per call in the profiled burst and the
+# CPU time of each profiled call.
+
+import statistics  # the standard library's median
+
+try:
+    import tracereader
+except ImportError:  # only torch here: the trace file is still there to open in Perfetto
+    tracereader = None
+    print("tracereader is not installed: open the trace at https://ui.perfetto.dev instead")
+
+
+def clocks(result):
+    # Locally the timings lie beside the trace, as ``<variant>.timings.json``; in the
+    # site's recordings, as ``timings.json`` in the trace's folder.
+    traced_at = Path(result.trace_path)
+    paths = [traced_at.with_suffix(".timings.json"), traced_at.parent / "timings.json"]
+    timings = next((json.loads(p.read_text()) for p in paths if p.exists()), None)
+    traced = tracereader.load(result.trace_path) if tracereader else None
+    print("µs per call:  CPU  first   wall  events  kernels  profiled calls (CPU µs)")
+    for version in dict.fromkeys(b["version"] for b in timings["streams"]) if timings else ():
+        bursts = [b for b in timings["streams"] if b["version"] == version]
+        per = timings["calls_per_stream"]
+        cpu = statistics.median(us for b in bursts for us in b["cpu_us"][1:])
+        first = statistics.median(b["cpu_us"][0] for b in bursts)
+        wall = statistics.median(b["wall_us"] / per for b in bursts)
+        events = [b["gpu_event_us"] / per for b in bursts if "gpu_event_us" in b]
+        events = f"{statistics.median(events):7.1f}" if events else f"{'-':>7}"
+        kernels, profiled = "-", ""
+        for burst in traced.regions(version)[:1] if traced else ():
+            window = (burst.start_ns, burst.end_ns)
+            ops = traced.where(name="aten::scaled_dot_product_attention", within=window)
+            gpu = tracereader.kernel_table(traced, window=window).to_records()
+            kernel_us = sum(r["total_us"] for r in gpu if not r["name"].startswith("Mem"))
+            kernels = f"{kernel_us / len(ops):.1f}" if gpu else "-"  # no GPU lane: "-"
+            profiled = ", ".join(f"{traced.dur_ns[i] / 1e3:.0f}" for i in ops)
+        print(f"{version:>10} {cpu:6.1f} {first:6.1f} {wall:6.1f} {events} {kernels:>8}  {profiled}")  # fmt: skip
+
+
+# %%
 # The series' shape
 # -----------------
 #
-# The table is the profiled short streams, by GPU time: one kernel per fused
-# call, many for math. The unprofiled times are in ``timings.json``.
+# The profiler's table sums the profiled short bursts, sorted by GPU time. In this
+# table math's many kernels and ops fill the rows, with its range twice (on the CPU
+# and, as a :term:`gpu_user_annotation`, on the GPU); the fused backends' rows fall
+# below its 15. ``clocks`` prints every version.
 
 series = run("streams_backends")
 print(series.table)
+clocks(series)
 
 # %%
-# On the H200 every fused call cost the CPU less than its kernel cost the
-# GPU. So the CPU ran ahead, the kernels ran back to back, and the wall time
-# per call was about the kernel's time: cuDNN's call was the fastest (the
-# times are in the table of :doc:`/chapters/part3`).
+# On both GPUs, in every repeat, every fused version's CPU time per call was below
+# its kernels' time per call. So the CPU ran ahead, the kernels ran back to back,
+# and the wall time per call followed the GPU: it was nearer the kernels' time than
+# the CPU time, for every version. cuDNN's call was the fastest; ``default``, which
+# runs the same kernel, came next, the first call of its bursts costing the CPU more
+# than cuDNN's (:doc:`/chapters/part3` sets the times side by side).
 #
-# Open ``streams_backends.json`` in Perfetto (ui.perfetto.dev) to see it. In
-# each version's range on the CPU lane the four calls are short; on the GPU
-# lane, after the first call, the flash, efficient and math kernels follow one
-# another with almost no gap between them. cuDNN's profiled calls can leave
-# gaps: the profiler more than doubles their CPU cost. The unprofiled timings,
-# not the trace, are the evidence of a busy GPU: there a cheaper call would
-# change nothing.
+# Open ``streams_backends.json`` in Perfetto (a trace viewer that runs in the
+# browser, at ui.perfetto.dev) to see the profiled bursts. After each version's
+# first call, efficient's and math's kernels follow one another on the GPU lane
+# with gaps of a few µs at most, in every repeat on both GPUs, and so do flash's
+# in all but one H200 repeat. cuDNN's do not: each of its profiled calls cost the
+# CPU more than its unprofiled median, enough to leave the GPU idle between its
+# kernels. Its first profiled call is the longest, in every recording: it is the
+# first call the profiler records, and during it the trace shows the profiler's
+# own :term:`Activity Buffer Request` and a memset launch (``cudaMemsetAsync``)
+# that took hundreds of µs. Read it as the profiler starting up, not as cuDNN's
+# cost: without the profiler, a cuDNN burst's first call took well under a
+# millisecond. So the profiled trace cannot show whether the GPU was kept busy
+# without the profiler; the unprofiled clocks can, and at this shape they say it
+# was.
 #
 # A small workload
 # ----------------
 #
 # Now the kernels are tiny: one batch element, 8 heads, 128 tokens, about
-# 17 MFLOP of useful work per call. The CPU's cost per call should barely change, since the same
-# checks, choices and launch happen whatever the size. Guess before you read:
-# does the ranking hold?
+# 17 MFLOP of useful work per call (the FLOPs that causal attention needs, the
+# masked half of the products left out). The CPU's cost per call should barely
+# change, since the same checks, choices and launch happen whatever the size.
+# Guess before you read: does the ranking hold?
 
 small = run("streams_small")
 print(small.table)
+clocks(small)
 
 # %%
-# At the small shape the kernels were short, and the wall time per call was
-# about the CPU time: the GPU sat idle between calls, waiting for the next
-# launch. There the order reversed. cuDNN's kernel was still the shortest and
+# In this table the rows ``cudnn``, ``default``, ``flash``, ``efficient`` and the
+# first ``math`` are the versions' ranges on the GPU: each spans its first GPU
+# operation to its last, idle time included. *Self CUDA %* divides by the GPU
+# operations' summed time (*Self CUDA time total*), so a span that is mostly idle
+# reads over 100 %. ``aten::_cudnn_attention_forward`` counts cudnn's 4 calls and
+# ``default``'s 4 (PyTorch chose cuDNN); ``aten::to``, ``aten::_to_copy`` and
+# ``aten::copy_`` are the math backend converting ``q``, ``k`` and ``v`` to fp32
+# and its result back to bf16.
+#
+# At the small shape the wall time per call followed the CPU: it was nearer the
+# CPU time per call than the kernels' time, for every version, in every repeat on
+# both GPUs. The GPU sat idle between calls, waiting for the next launch. There
+# the order reversed. Of the fused kernels, cuDNN's was still the shortest and
 # efficient's the longest, yet efficient's *call* was the fastest, in every
-# process (:doc:`/chapters/part3` gives the wall times and their ratio).
-# "cuDNN is fastest" holds for kernel time, and for wall time only while the
-# GPU is busy. In ``streams_small.json`` the GPU lane shows it: each short
-# kernel, then an idle gap while the CPU prepares the next call, and every
-# kernel ends before its range does.
+# process (:doc:`/chapters/part3` gives the ratio). "cuDNN is fastest" holds for
+# kernel time, and for wall time only while the GPU is busy. The picture shows
+# cuDNN's profiled burst from its second call on: each memset and short kernel,
+# then an idle gap while the CPU prepares the next call. Every kernel of the
+# burst ends before its range does.
+
+if tracereader:
+    import matplotlib.pyplot as plt  # a pyplot figure, so that notebooks and the site show it
+
+    traced_small = tracereader.load(small.trace_path)
+    for burst in traced_small.regions("cudnn")[:1]:  # no cudnn range on the CPU
+        window = (burst.start_ns, burst.end_ns)
+        first = traced_small.where(name="aten::scaled_dot_product_attention", within=window)[0]
+        tracereader.timeline(traced_small, window=(int(traced_small.end_ns[first]), burst.end_ns),
+                             title="cudnn, small shape: calls 2 to 4", width_in=9, fig=plt.figure())  # fmt: skip
+
+# %%
+# How to read ``timings.json`` yourself: each entry of ``streams`` is one burst,
+# in run order, with ``version``, ``after`` (its predecessor), ``cpu_us`` (one
+# value per call), ``wall_us`` and, on a GPU, ``gpu_event_us``. Leave out each
+# burst's first call when you take CPU time per call: it follows both a
+# synchronize and another version, and costs more for either reason. The wall
+# time has no per-call values: divide ``wall_us`` by ``calls_per_stream`` for a
+# burst's wall time per call, which includes that first call and anything that
+# interrupted the burst, and take the median over the bursts of a version. The
+# median drops a few disturbed bursts, not a disturbance in most of them (a busy
+# machine): then set it beside the CPU time per call before you trust it. Run the
+# whole file again, in a new process, and see what moved.
 #
-# How to read ``timings.json`` yourself: each entry of ``streams`` is one
-# stream, in run order, with ``version``, ``after`` (its predecessor),
-# ``cpu_us`` (one value per call), ``wall_us`` and, on a GPU, ``gpu_event_us``.
-# Leave out each stream's first call when you take CPU time per call: it
-# follows both a synchronize and another version, and costs more for either
-# reason. Divide ``wall_us`` by ``calls_per_stream`` for the wall time per
-# call, and take medians over the streams of a version; then run the whole
-# file again, in a new process, and see what moved.
-#
-# What to take away: rank attention backends by kernel time only when the GPU
-# is busy. At small batches and short sequences, look for idle gaps between
-# short kernels in the trace: then the call's CPU cost decides, so time whole
-# calls without the profiler, and reach for fewer, larger calls or CUDA graphs
-# rather than a faster kernel. :doc:`/chapters/part3` reads both recordings.
+# What to take away: rank attention backends by kernel time only when the GPU is
+# busy. At small batches and short sequences, look for idle gaps between short
+# kernels in the trace: then the call's CPU cost decides, so time whole calls
+# without the profiler, and reach for fewer, larger calls or
+# :term:`CUDA graphs <CUDA graph>` (one launch replays many kernels) rather than a
+# faster kernel. :doc:`/chapters/part3` reads both recordings.
