@@ -4,23 +4,28 @@ generate(), as most code calls it
 
 The first experiment of Part 4: decode with ``model.generate()`` and read the trace.
 The model is a Llama-architecture model from Hugging Face ``transformers``, built
-from a config with random bf16 weights (nothing is downloaded): ``1b`` has the shape
-of Llama-3.2-1B, ``8b`` that of Llama-3-8B. Greedy decoding, batch 1, a prompt of
-``PROMPT`` (128) random tokens, then ``NEW_TOKENS`` (64) new ones.
+from a config with random weights in bf16 (a 16-bit float, 2 bytes a weight; nothing
+is downloaded): ``1b`` has the shape of Llama-3.2-1B, ``8b`` that of Llama-3-8B.
+Greedy decoding (each new token is the most likely one), batch 1, a prompt of
+``PROMPT`` (128) random tokens, then ``NEW_TOKENS`` (64) new ones. The first new token
+comes from the :term:`prefill`, one forward over the whole prompt; each later one from
+a decode step, one forward over the newest token alone.
 
 Decoding one token at batch 1 reads every weight once and does little arithmetic on
-it, so the question this experiment asks is how close ``generate()`` comes to the
-time the GPU needs just to read those weights, and where the rest goes: with the
-default dynamic cache, with a static cache, and with the static cache compiled (which
-``generate()`` does by itself unless told not to). :doc:`/chapters/part4` reads the
-recordings.
+it (:term:`memory-bound`), so the question this experiment asks is how close
+``generate()`` comes to the time the GPU needs just to read those weights at its
+memory bandwidth, and where the rest goes: with the default dynamic :term:`KV cache`
+(each layer's attention keys and values for the earlier tokens, grown by one position a
+token), with a static cache, and with the static cache compiled by ``torch.compile``
+(which ``generate()`` does by itself unless told not to). :doc:`/chapters/part4` reads
+the recordings.
 
 Each variant first times decoding without the profiler (``timings.json``: ms per
 token over several runs, the prefill taken out), then profiles a few tokens, one
 profiler step per token. On the CPU it runs the ``tiny`` shape, uncompiled. This file
-needs torch and ``transformers``; the code the stories of this set share (the model,
-the timing, the profiling) comes from ``_05_common.py`` beside it, and the site's
-download of this story has it pasted in. Run it yourself::
+needs torch and ``transformers``; the code that Part 4's pages share (the model, the
+timing, the profiling) comes from ``_05_common.py`` beside it, and the site's download
+of this page has it pasted in. Run it yourself::
 
     python 05a_generate.py                                 # the page below
     python 05a_generate.py --variant generate_static_1b    # one variant, its table printed
@@ -43,7 +48,7 @@ import torch
 # it), ``write_timings`` (times ``runs`` decodes without the profiler, takes the
 # prefill out, writes ``timings.json``), ``_profile`` (profiles a few tokens, one
 # profiler step each, writes ``trace.json``, returns the table), ``PROMPT`` and
-# ``NEW_TOKENS``, ``_sync`` (wait for the GPU), and the plumbing of every story
+# ``NEW_TOKENS``, ``_sync`` (wait for the GPU), and the plumbing of every page
 # (``story_run``: ``run`` and the command line).
 from _05_common import (
     NEW_TOKENS,
@@ -69,13 +74,14 @@ from _05_common import (
 # To see each token in the trace we need a hook that runs once per token.
 # ``generate()`` calls its stopping criteria after every token, so ``MarkToken`` is a
 # stopping criterion that never stops anything: it only calls ``mark``, which the
-# profiling code sets to ``prof.step``, so each decoded token becomes one
-# ``ProfilerStep#N`` span.
+# profiling code sets to ``prof.step``, so each new token closes one profiler step, a
+# ``ProfilerStep#N`` span (:term:`ProfilerStep`), and opens the next.
 #
-# The first call warms up (and compiles, when asked); its time is kept as
-# ``compile_s``. Then ``write_timings`` times the decodes without the profiler, and
-# ``_profile`` profiles ``profiled_tokens`` tokens of one short call, with Python
-# stacks when ``with_stack`` is set.
+# The first call warms up (and compiles, when asked); its time is kept in
+# ``timings.json`` as ``compile_s``. Then ``write_timings`` times the decodes without
+# the profiler, and ``_profile`` profiles ``profiled_tokens`` tokens of one short call,
+# with Python stacks when ``with_stack`` is set (the trace then also records each
+# Python function call, so it can name the line that launched a kernel).
 
 
 def profile_generate(
@@ -124,8 +130,8 @@ def profile_generate(
 # ===============================  =========================================================
 # variant                          what it runs
 # ===============================  =========================================================
-# ``generate_dynamic_1b``          1B, the default dynamic cache; 4 tokens profiled, with
-#                                  Python stacks (the trace then names the Python lines)
+# ``generate_dynamic_1b``          1B, the default dynamic cache; 4 new tokens profiled
+#                                  (the prefill, then 3 decode steps), with Python stacks
 # ``generate_static_1b``           1B, a static cache, not compiled
 # ``generate_static_compiled_1b``  1B, a static cache, compiled by ``generate()`` itself
 # ``generate_static_compiled_8b``  the same at the 8B shape
@@ -155,25 +161,99 @@ run = sys.modules["tracesite"].replayer(run) if "tracesite" in sys.modules else 
 # ------------------------------------------
 #
 # Guess first: at batch 1, which kernels take the GPU's time while decoding? The
-# table sums the profiled run (the prompt's prefill, then a few tokens) by operator
-# and keeps the 15 with the most GPU time. Look for the GEMV kernels (a matrix times
-# one vector: each reads a whole weight matrix), then at the ``# of Calls`` column:
-# every small op of every layer is a launch of its own, so the counts run high.
+# table sums the profiled run (the prefill, then three decode steps: four new tokens)
+# by name and keeps the 15 rows with the most GPU time. How to read it:
+#
+# * ``Self CUDA`` is the GPU time of the kernels a row launched itself (a kernel's own
+#   row: its running time); ``CUDA total`` adds what the ops inside it launched
+#   (:term:`self time`). ``Self CUDA %`` is a share of ``Self CUDA time total`` at the
+#   bottom: all the kernels' time together.
+# * ``generate`` and ``ProfilerStep*`` appear twice. The row with CPU time is the range
+#   on the CPU; the row with only ``Self CUDA`` is its GPU-side span
+#   (:term:`gpu_user_annotation`), from its first kernel to its last, idle time
+#   included: a label, not GPU work, so its ``Self CUDA %`` can pass 100 %.
+# * ``ProfilerStep*`` stands for every :term:`ProfilerStep`. The CPU has five: one per
+#   new token, then one from the last token to the profiler's end, which launched
+#   nothing on the GPU, so the GPU-side row counts four.
+# * ``aten::`` rows are PyTorch's operators (:term:`aten`); the others are kernels.
+#   ``nvjet_sm90_...`` are :term:`cuBLAS`'s matrix multiplies (:term:`nvjet`). In a
+#   decode step each multiplies one row of activations by a weight matrix (the trace's
+#   input shapes say so): these are the :term:`GEMV` kernels, each reading a whole
+#   weight matrix, and their names show a :term:`tile` with a side of 8 (``64x8``).
+#   ``elementwise_kernel`` is PyTorch's kernel for element-by-element ops.
+#
+# Then look at ``# of Calls``: every small op of every layer is a kernel of its own,
+# which the CPU must launch (:term:`launch call`), so the counts run high.
 
 dynamic = run("generate_dynamic_1b")
 print(dynamic.table)
+
+# %%
+# The line above the table is the recording's ``results.json``, measured without the
+# profiler: ``ms_per_token`` (the median of the timed runs) and ``tokens_per_s``;
+# ``bytes_per_token``, what one decode step must read (every weight, and the KV cache
+# halfway through the decode); ``achieved_tbs``, those bytes over the time per token;
+# ``hbm_fraction_spec``, that rate over the H200's datasheet bandwidth for its main
+# memory (HBM; a live run says which figure it divides by); ``copy_tbs``, the rate a
+# large device-to-device copy reached on the GPU, and ``hbm_fraction_copy``, the
+# achieved rate over that. Both fractions are under a tenth, in every repeat on both
+# GPUs: ``generate()`` decodes far slower than reading the weights allows. Where does
+# the time go?
+#
+# With ``tracereader`` (this site's library for reading traces) installed, each kept
+# step's launch calls and kernels, and the time the GPU was busy in it (the site keeps
+# two steps of the trace: the prefill's, ``#0``, and a decode step, ``#2``). The
+# decode step lasts at least twice ``ms_per_token``, in every repeat on both GPUs:
+# profiling, with Python stacks here, slows the CPU. Yet even against
+# ``ms_per_token``, the decode step's kernels keep the GPU busy under a quarter of the
+# time, in every repeat on both GPUs. Otherwise open the trace in Perfetto
+# (https://ui.perfetto.dev).
+
+try:
+    import tracereader
+except ImportError:  # only torch here: the trace file is still there to open in Perfetto
+    tracereader = None
+    print("tracereader is not installed: open the trace at https://ui.perfetto.dev instead")
+
+if tracereader:
+    import matplotlib.pyplot as plt  # a pyplot figure, so that notebooks and the site show it
+
+    read_trace = tracereader.load(dynamic.trace_path)
+    for kept in tracereader.step_times(read_trace):
+        busy, span = kept.gpu_busy_us / 1e3, kept.span_us / 1e3
+        print(f"{kept.name}: {kept.launches} launch calls, {kept.kernels} kernels; "
+              f"the GPU busy {busy:.2f} ms of the step's {span:.2f} ms")  # fmt: skip
+
+# %%
+# One millisecond of a decode step
+# --------------------------------
+#
+# The middle millisecond of ``ProfilerStep#2``. The CPU thread on top runs nested ops
+# down to the launch calls (orange); the :term:`GPU stream` below runs each kernel
+# (green), an arrow joining it to its launch. Between kernels the GPU waits for the
+# next launch: the hatched spans are :term:`idle gaps <idle gap>`, most of this
+# millisecond in every repeat on both GPUs. So the step is :term:`CPU-bound`: a faster
+# GPU would not help, fewer or cheaper launches would.
+
+if tracereader:
+    token_step = read_trace.step("ProfilerStep#2")
+    middle = (token_step.start_ns + token_step.end_ns) // 2
+    window = (middle - 500_000, middle + 500_000)  # ns
+    tracereader.timeline(read_trace, window=window, width_in=9, fig=plt.figure())
 
 # %%
 # What the chapter reads in these recordings
 # ------------------------------------------
 #
 # :doc:`/chapters/part4` sets each variant's time per token against the time the
-# H200 needs to read the weights once (its memory bandwidth), and follows the trace
-# of the dynamic cache's token from ``generate()`` down to its kernels: the GPU sits
-# idle between small kernels while the CPU launches them. It then reads what a static
-# cache changes, and what compiling it changes: ``generate()`` replays each token's
-# forward as one CUDA graph, and the GPU still idles while ``generate()`` does its
-# bookkeeping between tokens. The next story of this set, a decode loop of our own,
-# starts from there.
-# On the site, the table of every recording of these variants follows, on both GPUs,
-# with each variant's tokens per second.
+# H200 needs to read the weights once, and follows the dynamic cache's token from
+# ``generate()`` down to its kernels. It then reads what a static cache changes, and
+# what compiling it changes: ``generate()`` replays each token's forward as one
+# :term:`CUDA graph` (one launch for all its kernels), and the GPU still idles while
+# ``generate()`` does its bookkeeping between tokens. The next page of this set, a
+# decode loop of our own, starts from there.
+#
+# At the end of the page, a list of every recording of these variants, on both GPUs:
+# a link to each repeat's trace, and each variant's tokens per second, the static and
+# compiled ones included. To profile your own model's ``generate()`` a token at a
+# time, pass it a stopping criterion such as ``MarkToken`` that calls ``prof.step``.

@@ -3,14 +3,14 @@ Kernels of our own
 ==================
 
 The third experiment of Part 4. The fused decode loop of the previous story still
-runs GEMV kernels that Inductor tunes afresh in every process that compiles from an
-empty cache (as the recorder's do), so on the H200 the same projection ran at
-different speeds from one recording to the next; and its attention is a kernel
-that costs about as much per layer as a small GEMV. Here every GEMV of a decoded token
-runs one Triton kernel of our own with fixed settings, then the attention too, and
-finally Inductor's remaining tuning is turned off. The model is Llama-3-8B's shape,
-random bf16 weights; greedy decoding, batch 1. :doc:`/chapters/part4-kernels` reads
-the recordings.
+runs :term:`GEMV` :term:`kernels <kernel>` that :term:`Inductor <TorchInductor>` tunes
+afresh in every process that compiles from an empty cache (as the recorder's do), so on
+the H200 the same projection ran at different speeds from one recording to the next; and
+its attention is a kernel that costs about as much per layer as a small GEMV. Here every
+GEMV of a decoded token runs one :term:`Triton` kernel of our own with fixed settings,
+then the attention too, and finally Inductor's remaining tuning is turned off. The model
+is Llama-3-8B's shape, random bf16 weights; greedy decoding, batch 1.
+:doc:`/chapters/part4-kernels` reads the recordings.
 
 Each variant first times decoding without the profiler (``timings.json``), then
 profiles a few tokens, one profiler step per token. On the CPU it runs the ``tiny``
@@ -44,14 +44,15 @@ from _05_common import SHORT_CACHE, profile_loop_kernels, story_run
 # ------------------------
 #
 # ``gemv_kernel`` is one Triton kernel for every GEMV of a decoded token: one program
+# (one instance of the kernel, run by one :term:`thread block <launch configuration>`)
 # per output row reads that row of the weight ``BLOCK_K`` columns at a time. With
 # ``SILU_MUL`` it reads the gate and the up row together and writes
 # ``silu(gate) * up``, so the MLP's activation costs no kernel of its own. Its settings
-# are fixed (one row per program, 8 warps, 1,024 columns per step, 2,048 for gate/up)
-# and checked by the sweep of the next story: near the fastest on every GEMV, though
-# not the fastest on each. ``torch.library.triton_op`` registers it, so
-# that ``torch.compile`` puts the kernel itself into the CUDA graph. With ``NORM`` it
-# also applies the RMSNorm to its input on the way in, and with ``RESIDUAL`` it adds
+# are fixed (one row per program, 8 :term:`warps <warp>`, 1,024 columns per step, 2,048
+# for gate/up) and checked by the sweep of the next story: near the fastest on every
+# GEMV, though not the fastest on each. ``torch.library.triton_op`` registers it, so
+# that ``torch.compile`` puts the kernel itself into the :term:`CUDA graph`. With ``NORM``
+# it also applies the RMSNorm to its input on the way in, and with ``RESIDUAL`` it adds
 # the residual stream on the way out.
 #
 # .. literalinclude:: ../../../examples/05_llm_decode/_05_common.py
@@ -62,36 +63,36 @@ from _05_common import SHORT_CACHE, profile_loop_kernels, story_run
 # ------------------------------
 #
 # ``attention_kernel`` computes one query token's attention: one program per query
-# head reads its key/value head's cache ``BLOCK_N`` keys at a time and keeps a running
-# softmax (the largest score so far, the sum of exponentials and the weighted sum of
-# values, each rescaled when a larger score arrives), so the scores never leave the
-# chip. Keys the mask hides count as minus infinity, and their rows are not read.
+# head reads its :term:`key/value head's <GQA>` :term:`cache <KV cache>` ``BLOCK_N`` keys
+# at a time and keeps a running softmax (the largest score so far, the sum of
+# exponentials and the weighted sum of values, each rescaled when a larger score
+# arrives), so the scores never leave the chip. Keys the mask hides count as minus
+# infinity, and their rows are not read.
 #
 # The harness
 # -----------
 #
 # ``profile_loop_kernels`` runs the fused loop of the previous story with every GEMV
-# in ``gemv_kernel``; ``attention`` picks one token's attention: ``"sdpa"`` (SDPA on
-# the key/value heads; PyTorch picks its backend, cuDNN's kernel in the H200
-# recordings), ``"reductions"`` (written as
-# reductions for Inductor) or ``"kernel"`` (``attention_kernel``), and ``fold_norms``
-# moves the RMSNorms and the residual adds into the GEMV kernels. It also writes how
-# far the kernels' logits are from the model's own (``kernel_logits_max_abs_diff``
-# in ``timings.json``).
+# in ``gemv_kernel``; ``attention`` picks one token's attention: ``"sdpa"``
+# (:term:`SDPA` on the key/value heads; PyTorch picks its backend, :term:`cuDNN's <cuDNN>`
+# kernel in the H200 recordings), ``"reductions"`` (written as reductions for Inductor)
+# or ``"kernel"`` (``attention_kernel``), and ``fold_norms`` moves the RMSNorms and the
+# residual adds into the GEMV kernels. It also writes how far the kernels' logits are
+# from the model's own (``kernel_logits_max_abs_diff`` in ``timings.json``).
 
 # %%
 # Inductor's tuning off
 # ---------------------
 #
 # With every GEMV and one token's attention in kernels of our own, what Inductor still
-# generates is small: the norms, the rotary embedding, the cache writes. Coordinate-descent
-# tuning (``tune_gemv``) times candidate launches for those too, in every process, on each
-# kernel alone, and can pick a launch that runs far slower inside the loop. The
-# ``loop_untuned_8b`` variant turns it off (``tune_gemv=False``), and
+# generates is small: the norms, the :term:`rotary embedding`, the cache writes.
+# Coordinate-descent tuning (``tune_gemv``) times candidate launches for those too, in
+# every process, on each kernel alone, and can pick a launch that runs far slower inside
+# the loop. The ``loop_untuned_8b`` variant turns it off (``tune_gemv=False``), and
 # ``profile_loop_untuned`` also turns off Inductor's timing of several launches for each
-# pointwise kernel (``autotune_pointwise``), so that those kernels launch with the
-# settings Inductor's heuristics pick from the shapes. (A reduction whose shape leaves
-# the choice open still gets several launches, timed on its first run.)
+# pointwise (elementwise) kernel (``autotune_pointwise``), so that those kernels launch
+# with the settings Inductor's heuristics pick from the shapes. (A reduction whose shape
+# leaves the choice open still gets several launches, timed on its first run.)
 
 
 def profile_loop_untuned(out_dir, **loop):
@@ -144,10 +145,11 @@ run = sys.modules["tracesite"].replayer(run) if "tracesite" in sys.modules else 
 # Guess first: with every GEMV and the attention in our kernels, which rows lead the
 # GPU's time now? Find ``gemv_kernel`` and ``attention_kernel`` by name. The table
 # keeps the 15 ops with the most GPU time over the profiled run, and that run starts
-# with the prefill, uncompiled: the cuBLAS ``nvjet`` GEMMs and ATen's
-# ``elementwise_kernel`` rows are the prefill's, not the decoded tokens'. What
-# Inductor still generates around our kernels (its ``triton_`` kernels) is below
-# those rows, in the trace (open it in Perfetto, https://ui.perfetto.dev).
+# with the :term:`prefill`, uncompiled: the :term:`cuBLAS` ``nvjet`` :term:`GEMMs <GEMM>`
+# and :term:`ATen's <aten>` ``elementwise_kernel`` rows are the prefill's, not the
+# decoded tokens'. What Inductor still generates around our kernels (its ``triton_``
+# kernels) is below those rows, in the trace (open it in Perfetto,
+# https://ui.perfetto.dev).
 
 final = run("loop_untuned_8b")
 print(final.table)

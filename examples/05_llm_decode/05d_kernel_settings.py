@@ -2,17 +2,19 @@
 Where the kernels' fixed settings come from
 ===========================================
 
-The fourth experiment of Part 4. The kernels of our own in the previous story launch
-with fixed settings: ``gemv_kernel`` with 1,024 columns per step (2,048 for gate/up)
-and 8 warps, ``attention_kernel`` with 256 keys per step and 8 warps. This story
-times each kernel at every setting of a sweep, as a decode step of Llama-3-8B's shape
-runs it, next to peers: cuBLAS for the GEMVs; PyTorch's SDPA (cuDNN's kernel in the
-H200 recordings) and the attention as reductions compiled by Inductor. It profiles
-one pass of our kernel at its fixed settings and one of cuBLAS or SDPA.
+The fourth experiment of Part 4. The :term:`kernels <kernel>` of our own in the previous
+story :term:`launch <launch call>` with fixed settings: ``gemv_kernel`` with 1,024
+columns per step (2,048 for gate/up, the MLP's two input projections in one matrix) and
+8 :term:`warps <warp>`, ``attention_kernel`` with 256 keys per step and 8 warps. This
+story times each kernel at every setting of a sweep, as a decode step of Llama-3-8B's
+shape runs it, next to peers: :term:`cuBLAS` for the :term:`GEMVs <GEMV>`; PyTorch's
+:term:`SDPA` (:term:`cuDNN's <cuDNN>` kernel in the H200 recordings) and the attention
+as reductions compiled by :term:`Inductor <TorchInductor>`. It profiles one pass of our
+kernel at its fixed settings and one of cuBLAS or SDPA.
 :doc:`/chapters/part4-kernels` reads the recordings.
 
-On the CPU there is no Triton kernel to time: the sweep times and profiles the peers
-alone, on the tiny shape. This file needs torch (and Triton, which torch's CUDA
+On the CPU there is no :term:`Triton` kernel to time: the sweep times and profiles the
+peers alone, on the tiny shape. This file needs torch (and Triton, which torch's CUDA
 builds ship, on a GPU); the kernels and the code the stories of this set share come
 from ``_05_common.py`` beside it, and the site's download of this story has it pasted
 in. Run it yourself::
@@ -68,13 +70,15 @@ from _05_common import (
 # them, so they test the choice rather than make it): each times its kernel at every
 # setting as a decode step runs it, next to the peers a decode step would otherwise run,
 # and writes every timing to ``timings.json``. A decode step reads every weight once,
-# so no weight may still sit in the GPU's L2 cache when its kernel starts: each setting
-# runs its launches back to back on different weight matrices or caches (one per layer
-# for the layers' GEMVs, 4 copies of the LM head, 128 attention caches), and Triton's
-# own timer (``triton.testing.do_bench_cudagraph``) replays those launches as one CUDA
-# graph. The profiled trace holds one pass at the example's settings and one of cuBLAS
-# or SDPA (the reductions are timed, not traced). On the CPU there is no Triton kernel to time: the sweep times and
-# profiles the peers alone, on the tiny shape.
+# so no weight may still sit in the GPU's :term:`L2 cache` when its kernel starts: each
+# setting runs its launches back to back on different weight matrices or
+# :term:`caches <KV cache>` (one per layer for the layers' GEMVs, 4 copies of the
+# :term:`LM head`, 128 attention caches), and Triton's own timer
+# (``triton.testing.do_bench_cudagraph``) replays those launches as one
+# :term:`CUDA graph`. The profiled trace holds one pass at the example's settings and
+# one of cuBLAS or SDPA (the reductions are timed, not traced). On the CPU there is no
+# Triton kernel to time: the sweep times and profiles the peers alone, on the tiny
+# shape.
 #
 # Why time on different weights each launch? A GEMV of a decoded token reads its weight
 # matrix once, from the GPU's memory. Timed in a loop on one matrix, the kernel would

@@ -3,15 +3,15 @@ Checking the final loop: its logits, and what a host read costs
 ===============================================================
 
 The last experiment of Part 4. The final loop of the kernels story computes in bf16
-through kernels of our own, with settings and fusions no library tested. Before its
-speed counts for anything, its output must be right: this story keeps the logits of
-every decoded position and compares them with an fp32 copy of the same random weights
-fed the same tokens. It also measures what most decode loops do without thinking:
-read each new token on the host (``token.item()``), which makes the CPU wait for the
-GPU once per token. The model is Llama-3-8B's shape with random bf16 weights.
-:doc:`/chapters/part4-kernels` reads the recording.
+through :term:`kernels <kernel>` of our own, with settings and fusions no library
+tested. Before its speed counts for anything, its output must be right: this story keeps
+the logits of every decoded position and compares them with an fp32 copy of the same
+random weights fed the same tokens. It also measures what most decode loops do without
+thinking: :term:`read each new token on the host <host sync>` (``token.item()``), which
+makes the CPU wait for the GPU once per token. The model is Llama-3-8B's shape with
+random bf16 weights. :doc:`/chapters/part4-kernels` reads the recording.
 
-On the CPU it runs the ``tiny`` shape, uncompiled, without Triton kernels. This file
+On the CPU it runs the ``tiny`` shape, uncompiled, without :term:`Triton` kernels. This file
 needs torch and ``transformers``; the kernels, the loop and the code the stories of
 this set share come from ``_05_common.py`` beside it, and the site's download of this
 story has it pasted in. Run it yourself::
@@ -72,11 +72,11 @@ from _05_common import (
 # position, and compares them with an fp32 copy of the same random weights fed the same
 # tokens (teacher-forced: one forward over the prompt and the loop's tokens). For scale,
 # it measures how far transformers' own bf16 forward over those tokens is from the same
-# fp32 reference. It also times the loop with
-# and without reading each new token on the host (``token.item()``), the two interleaved,
-# and profiles a few tokens of the loop that reads them.
+# fp32 reference. It also times the loop with and without reading each new token on the
+# host (``token.item()``), the two interleaved, and profiles a few tokens of the loop that
+# reads them.
 
-
+# %%
 # The harness, step by step
 # -------------------------
 #
@@ -203,17 +203,19 @@ def check_loop_logits(
 # * ``max_abs_diff``, ``rel_err``: how far the loop's logits are from the fp32
 #   reference's (the largest difference, and the difference's norm over the
 #   reference's). The ``bf16_`` fields are no fair yardstick beside them: the bf16
-#   forward they read casts the whole fp32 model back to bf16, the rotary
-#   frequencies too (which the loop keeps in fp32), and ``bf16_argmax_agrees`` and
-#   ``bf16_ref_gap`` compare fp32's token with the loop's, as the fields below do;
+#   forward they read casts the whole fp32 model back to bf16, the
+#   :term:`rotary <rotary embedding>` frequencies too (which the loop keeps in fp32),
+#   and ``bf16_argmax_agrees`` and ``bf16_ref_gap`` compare fp32's token with the
+#   loop's, as the fields below do;
 # * ``argmax_agrees``: whether the loop's token is the reference's choice, and
 #   ``ref_gap``: where it is not, by how much the reference preferred its own;
-# * ``prefill_agrees``: the first new token (the prefill picks it) is the reference's
-#   choice too; ``weights_match``: the reference's LM head equals the loop's;
+# * ``prefill_agrees``: the first new token (the :term:`prefill` picks it) is the
+#   reference's choice too; ``weights_match``: the reference's :term:`LM head` equals
+#   the loop's;
 # * ``ms_per_token`` and ``ms_per_token_item``: the median time per token without and
 #   with the host read, and ``item_us_per_token``, their difference in µs;
 # * ``graphs_compiled_while_timed``: graphs compiled during the timing (0 expected),
-#   and ``l2_cache_bytes``, the GPU's L2 cache size, for the record.
+#   and ``l2_cache_bytes``, the GPU's :term:`L2 cache` size, for the record.
 
 VARIANTS = {"logits_check_8b": (check_loop_logits, {"shape": "8b"})}
 
@@ -236,7 +238,8 @@ run = sys.modules["tracesite"].replayer(run) if "tracesite" in sys.modules else 
 # Guess first: with ``token.item()`` after every step, where does the CPU wait? The
 # table keeps the 15 ops with the most GPU time over the profiled run (the prefill,
 # then a few tokens), so the waits themselves hardly show in it: find each token's
-# device-to-host copy and the CPU's wait beside it in the trace, one per decoded step.
+# :term:`device-to-host copy <Memcpy DtoD>` and the CPU's wait beside it in the trace,
+# one per decoded step.
 # Without ``read``, the loop never asks the host for a value while decoding.
 
 logits_run = run("logits_check_8b")
@@ -244,9 +247,10 @@ print(logits_run.table)
 
 # %%
 # The trace has them. With ``tracereader`` (this site's library for reading traces)
-# installed, each kept step's device-to-host copy (``Memcpy DtoH``) and the time the
-# CPU waited in ``cudaStreamSynchronize`` for it; otherwise open the trace in Perfetto
-# (https://ui.perfetto.dev) and find both under each step.
+# installed, each :term:`kept step's <ProfilerStep>` device-to-host copy
+# (``Memcpy DtoH``) and the time the CPU waited in ``cudaStreamSynchronize`` for it;
+# otherwise open the trace in Perfetto (https://ui.perfetto.dev) and find both under
+# each step.
 
 try:
     import tracereader
@@ -271,7 +275,7 @@ if tracereader:
 # fp32 reference at each position, and whether each token is the reference's choice)
 # and sets the loop's time per token with the host read against its time without.
 # The trace shows where that cost comes from: once the CPU waits for each token,
-# the GPU in turn waits, after each wait, for the CPU to launch the next token's
-# graph (``cudaGraphLaunch``, hundreds of µs of CPU time), which without the host
-# read runs while the GPU works. On the site, the table of this variant's recordings
-# follows, on both GPUs, with its tokens per second.
+# the GPU in turn waits, after each wait, for the CPU to :term:`launch <launch call>` the
+# next token's :term:`graph <CUDA graph>` (``cudaGraphLaunch``, hundreds of µs of CPU
+# time), which without the host read runs while the GPU works. On the site, the table of
+# this variant's recordings follows, on both GPUs, with its tokens per second.

@@ -4,28 +4,25 @@ A training step: from eager PyTorch to compiled causal attention
 
 One training step of a Llama-architecture model from Hugging Face ``transformers``,
 built from a config with random weights (nothing is downloaded): hidden 2048, 16
-layers, 32 query and 8 key/value heads, a vocabulary of 128,256 tied to the
-embedding, about 1.24 B parameters, the shape of Llama-3.2-1B. Each step reads a
-batch of token sequences of length 2,048 and runs four phases, each a
-``record_function`` region in the trace: ``forward`` (the decoder), ``loss`` (the
-projection onto the vocabulary and the cross-entropy), ``backward`` and
-``optimizer`` (AdamW), after a ``data`` region that fetches the batch. The
-variants change one thing at a time, each a setup you could adopt; the list with
-what to look for in each trace is at "The variants" below.
+layers, 32 query and 8 key/value heads, a vocabulary of 128,256 whose output
+projection is tied to the embedding (one matrix serves both), about 1.24 B
+parameters, the shape of Llama-3.2-1B. Each step reads a batch of token sequences of
+length 2,048 and runs four phases, each a :term:`record_function range` (a named span
+in the trace): ``forward`` (the decoder's layers), ``loss`` (the projection onto the
+vocabulary and the cross-entropy), ``backward`` and ``optimizer`` (AdamW, which
+updates the weights), after a ``data`` region that fetches the batch. Most variants
+change one setting of the baseline or of the variant they build on, each a setup you
+could adopt; the list of what each changes, and what to look for in its trace, is at
+"The variants" below.
 
-Each variant times steps without the profiler first, then profiles three steps
-(the trace keeps one), then writes ``results.json``: tokens per second, ms per step,
-MFU and peak memory.
-On the CPU it runs a tiny model of the same architecture, and a compiled variant
-compiles with the ``aot_eager`` backend (no generated kernels: their subject is the
-GPU). The model, the loss, the data and the step itself come from
-``_06_common.py`` beside this file; the downloads on the site have it pasted in,
-so one file runs with torch and ``transformers`` alone. Run it yourself::
+Each variant times steps without the profiler, profiles three (the trace keeps one)
+and writes ``results.json``: tokens per second, ms per step, :term:`MFU` (model FLOPs
+utilization: the model's arithmetic per second over the GPU's peak) and peak memory.
+The model, the loss, the data and the step come from ``_06_common.py`` beside this
+file (the site's downloads have it pasted in). Run it yourself::
 
     python 06_train_step.py                    # the baseline and the causal variant
     python 06_train_step.py --variant causal   # one named variant, its table printed
-
-Each run writes its trace to ``traces/06_train_step/<name>.json``.
 """
 
 # sphinx_gallery_start_ignore
@@ -43,16 +40,13 @@ from pathlib import Path
 import torch
 from torch.profiler import ProfilerActivity, profile, record_function, schedule
 
-# From the code this set's stories share (``_06_common.py``): ``build_model`` (the
-# Llama from its config, random weights), ``OPTIMIZERS`` (AdamW's three
-# implementations), ``make_step`` (one step: forward, loss, backward and optimizer,
-# each a ``record_function`` region, compiled when asked), ``batches`` (the input:
-# random tokens on the GPU, or a ``DataLoader``), ``time_steps`` (steps timed without
-# the profiler), ``flops_per_token`` (the model's FLOPs for the MFU, against the
-# H200's peak ``H200_BF16_FLOPS``), ``write_memory_snapshot`` (the allocator's
-# history, slimmed), ``SEQ`` (2,048 tokens), ``_sync`` (wait for the GPU) and
-# ``story_run`` (the story's ``run``, which redoes the MFU against your GPU's peak, and
-# its ``--variant NAME`` and ``--peak-tflops X`` flags).
+# From the code this set's pages share (``_06_common.py``): ``build_model`` (the
+# Llama, random weights), ``OPTIMIZERS`` (AdamW's three implementations), ``make_step``
+# (one step, its phases ``record_function`` regions, compiled when asked), ``batches``
+# (the input), ``time_steps`` (steps timed without the profiler), ``flops_per_token``
+# (for the MFU, against ``H200_BF16_FLOPS``), ``write_memory_snapshot`` (the
+# allocator's history, slimmed), ``SEQ`` (2,048 tokens), ``_sync`` (wait for the GPU)
+# and ``story_run`` (the page's ``run`` and its ``--variant`` flag).
 from _06_common import (
     H200_BF16_FLOPS,
     OPTIMIZERS,
@@ -74,39 +68,44 @@ from _06_common import (
 # ``profile_train_step`` builds the model, its AdamW and its input, runs
 # ``warmup_steps`` steps (the first one compiles, when asked), then times
 # ``timed_steps`` steps without the profiler. Like many training loops, each step
-# reads its loss (``loss.item()``), which waits for the GPU to finish the step,
-# unless ``read_loss=False``. It then profiles three steps, of which the trace keeps
-# the third (``wait=1, warmup=1, active=1``), and waits for the GPU before that step
-# ends so that every kernel the step launched is in it. Last it writes
-# ``timings.json`` (each timed step's ms) and ``results.json`` (the median step,
-# tokens per second, MFU, peak memory), and returns the profiler's table.
+# reads its loss (``loss.item()``), which waits for the GPU to finish the step, unless
+# ``read_loss=False``. It then profiles three steps (``profile_steps``, below) and
+# writes ``timings.json`` (each timed step's ms) and ``results.json``: ``step_ms`` (the
+# median step, its fastest and slowest), ``tokens_per_s``, ``peak_gib`` (peak memory),
+# ``first_step_s`` (the first step, in seconds) and ``mfu_spec``: tokens per second
+# times a token's FLOPs, 6 × (P − E) + 12 × L × H × S (P parameters, E of them the
+# embedding table, L layers, H hidden, S tokens a sequence: ``flops_per_token``), over
+# the H200's dense bf16 peak, 989 TFLOP/s. :doc:`/chapters/part5` also counts the tied
+# table (the output projection is real matrix work), so its MFU is higher.
 #
 # Its settings, one lever each:
 #
 # * ``batch``, ``seq``: sequences per step, and tokens per sequence.
-# * ``weights``: ``"fp32"`` (the forward under bf16 autocast) or ``"bf16"``.
-# * ``optimizer``: ``"fused"``, ``"foreach"`` or ``"forloop"`` AdamW.
+# * ``weights``: ``"fp32"`` (fp32 weights, the forward and loss under bf16 autocast,
+#   which runs each op in bf16 where that is safe) or ``"bf16"`` (no fp32 copy).
+# * ``optimizer``: AdamW ``"fused"`` (a kernel does the whole update of many
+#   parameters), ``"foreach"`` (a kernel per operation of the update, over many
+#   parameters) or ``"forloop"`` (each operation on one parameter at a time).
 # * ``compile``: ``None`` (eager) or a ``torch.compile`` mode, such as ``"default"``.
-# * ``attention``: ``"sdpa"`` (transformers' own SDPA call), ``"causal"`` (SDPA told
-#   the mask is causal) or ``"flex"`` (flex attention), as ``build_model`` takes it.
+# * ``attention``: ``"sdpa"`` (transformers' own :term:`SDPA` call), ``"causal"`` (SDPA
+#   told the mask is causal: each token attends to earlier ones only) or ``"flex"``
+#   (PyTorch's ``flex_attention``, compiled from a mask function).
 # * ``loss``: ``"full"`` or ``"chunked"`` cross-entropy (a slice of tokens at a time).
-# * ``checkpointing``: activation checkpointing of every decoder layer.
+# * ``checkpointing``: activation checkpointing of every decoder layer (the backward
+#   recomputes a layer's forward instead of keeping its activations).
 # * ``loader``, ``workers``, ``pin``, ``non_blocking``, ``cpu_ms``: the input, random
 #   tokens already on the GPU or a ``DataLoader`` doing ``cpu_ms`` of CPU work per
-#   sample, as ``batches`` builds it.
+#   sample (:term:`pinned memory` with ``pin``), as ``batches`` builds it.
 # * ``read_loss``: read the loss every step, or keep it on the GPU until the end.
-# * ``record_shapes``, ``memory``: record input shapes; record the memory snapshot
-#   of one step (``write_memory_snapshot``) and profile with ``profile_memory=True``.
-# * ``timed_steps``, ``warmup_steps``: steps timed without the profiler, and steps
-#   run before them.
+# * ``record_shapes``, ``memory``: record input shapes; record the memory snapshot of
+#   one step (the caching allocator's history of allocations and frees) and profile
+#   with ``profile_memory=True`` (the trace then marks each allocation and free).
+# * ``timed_steps``, ``warmup_steps``: steps timed without the profiler; steps before.
 #
-# On the CPU it runs the tiny model, a small batch and a few steps, with SDPA for
-# flex attention, which has no backward on the CPU: the run then finishes in
-# seconds, and its trace holds the CPU's side of the step only. A compiled variant
-# compiles with the ``aot_eager`` backend (no generated kernels), and there is no
-# memory snapshot, peak memory or MFU. Its numbers say nothing about a GPU; the
-# regions and the trace and results files are the same, so a CPU run is a quick check
-# that the example works before a GPU run.
+# On the CPU it runs the tiny model, a small batch and a few steps (SDPA for flex
+# attention, which has no backward there; a compiled variant uses the ``aot_eager``
+# backend, no generated kernels) in seconds, with no memory snapshot, peak memory or
+# MFU: its trace holds the CPU's side only, a quick check before a GPU run.
 
 
 def profile_train_step(
@@ -147,7 +146,8 @@ def profile_train_step(
         losses.append(value.item() if read_loss else value.detach())
 
     # The first step compiles (when asked), and AdamW allocates its two moments per
-    # parameter in it; the next ones let cuBLAS and the caching allocator settle.
+    # parameter in it (running averages of the gradient and of its square); the next
+    # ones let cuBLAS and the caching allocator settle.
     start = time.perf_counter()
     train()
     _sync(device)
@@ -209,14 +209,12 @@ def profile_train_step(
 # The profiled step
 # -----------------
 #
-# The profiler's schedule skips one step (``wait``), runs one with the profiler on
-# but discarding what it records (``warmup``: its own start-up costs fall there),
-# and records the third (``active``), one profiler step per training step. One
-# step keeps the trace small, and the table then counts calls per step. Before
-# that step ends we wait for the GPU, so every kernel it launched finishes inside
-# the trace: when the CPU runs ahead of the GPU (``loader_async``), the wait shows
-# as a ``cudaDeviceSynchronize`` at the step's end. ``profile_steps`` writes
-# ``trace.json`` and returns the profiler's table.
+# The schedule skips one step (``wait``), records one and discards it (``warmup``: the
+# profiler's own start-up costs fall there), and keeps the third (``active``): one
+# step keeps the trace small, and the table counts calls per step. Before it ends we
+# wait for the GPU, so every kernel it launched is inside the trace: when the CPU runs
+# ahead (``loader_async``), the wait shows as a ``cudaDeviceSynchronize`` at the
+# step's end. ``profile_steps`` writes ``trace.json`` and returns the profiler's table.
 
 
 def profile_steps(out_dir, train, device, **options):
@@ -244,41 +242,37 @@ def profile_steps(out_dir, train, device, **options):
 # What each one is for, and where to look in its trace:
 #
 # * ``eager``, the baseline (fp32 weights under bf16 autocast, fused AdamW, batch 4):
-#   one step lane by lane. The CPU's main thread launches the forward and the loss,
-#   waits in ``backward`` while the autograd engine's thread launches the backward,
-#   then launches the optimizer; the GPU runs behind it. Input shapes are recorded
-#   (``record_shapes``), so each matrix multiplication's FLOPs can be counted.
+#   one step lane by lane (drawn below its table). The CPU's main thread launches the
+#   forward and the loss, waits in ``backward`` while the autograd engine's thread
+#   launches the backward, then launches the optimizer; the GPU runs behind it. Input
+#   shapes are recorded, so each matrix multiplication's FLOPs can be counted.
 # * ``eager_foreach``, ``eager_forloop``: AdamW's two other implementations. The
-#   ``optimizer`` region alone changes: how many kernels it launches per step, and
-#   how long the CPU takes to launch them against how long the GPU takes to run them.
+#   ``optimizer`` region alone changes: how many kernels it launches, and how long the
+#   CPU takes to launch them against how long the GPU takes to run them.
 # * ``eager_bf16``: the weights themselves in bf16. The casts leave the forward, and
-#   the weights, gradients and AdamW's two moments take half the memory (AdamW then
-#   keeps its moments in bf16 too, a precision trade this example does not measure).
-# * ``eager_checkpoint``: the backward runs each layer's forward again before
-#   differentiating it; peak memory against time per step.
+#   the weights, gradients and AdamW's moments take half the memory (a precision trade
+#   this example does not measure).
+# * ``eager_checkpoint``: activation checkpointing; peak memory against time per step.
 # * ``memory``: when in the step the peak is reached, in the snapshot's timeline and
-#   in the profiler's memory events (an instant event per allocation and free, with
-#   the total allocated after it).
+#   in the profiler's memory events (each with the total allocated after it).
 # * ``loader_inline``, ``loader_workers``, ``loader_async``: the batch comes from a
 #   ``DataLoader`` doing CPU work per sample, in the training process, then in worker
 #   processes, then pinned and copied without waiting, the loss read only at the end.
 #   Look at the ``data`` region, the gaps it leaves in the GPU lane, and the waits.
 # * ``compile``: the baseline with the decoder and the loss compiled. The step runs
-#   fewer, fused kernels; the first step's time (``first_step_s``) includes compiling.
+#   fewer, fused kernels (Part 5 counts them); ``first_step_s`` includes compiling.
 # * ``compile_b8_bf16`` (batch 8, bf16 weights), ``causal`` (attention told it is
 #   causal), then one lever each on top of ``causal``: ``causal_b16`` (batch 16),
 #   ``causal_chunked`` (the chunked loss), ``causal_flex`` (flex attention),
 #   ``causal_s4096`` (sequences of 4,096, batch 4) and ``final`` (sequences of 8,192,
-#   batch 2, the same 16,384 tokens per step: the highest MFU by a count that credits
-#   attention in full, yet slower in tokens per second than ``causal``). ``causal`` is
-#   the result at batch 8 (batch 16 trains a little more per second, in every repeat,
-#   at much more peak memory: Part 5 gives both); it and ``final`` record shapes too, for
-#   the account of where their time goes. From ``compile_b8_bf16`` on, the weights and
-#   AdamW's moments are bf16 with no fp32 copy: near the initial weights, neighbouring
-#   bf16 values lie further apart than the learning rate, so small updates round away.
+#   batch 2, the same 16,384 tokens per step: the highest ``mfu_spec``, which counts
+#   attention's masked half as work too, yet slower in tokens per second than
+#   ``causal``). ``causal`` is the result at batch 8 (batch 16 trains a little more per
+#   second, in every repeat, at much more peak memory: Part 5 gives both). From
+#   ``compile_b8_bf16`` on, the weights are bf16 with no fp32 copy: see the result.
 #
 # A further lever, for a variant of your own: ``compile="max-autotune-no-cudagraphs"``
-# (Inductor times candidate kernels for each matrix multiplication: many minutes).
+# (:term:`max-autotune` without CUDA graphs: it compiles for many minutes).
 
 CAUSAL = {"compile": "default", "batch": 8, "weights": "bf16", "attention": "causal"}
 VARIANTS = {
@@ -301,19 +295,12 @@ VARIANTS = {
     "causal_s4096": (profile_train_step, {**CAUSAL, "batch": 4, "seq": 4096}),
     "final": (profile_train_step, {**CAUSAL, "batch": 2, "seq": 8192, "record_shapes": True}),
 }  # fmt: skip
-# How the site records these variants (which share a process, which compile cache,
-# what of each trace it keeps) is its own business: ``docs/recordings/plan.json``.
 
 # %%
-# ``run(name)`` is the plumbing: it profiles one variant with its harness, moves what
-# the run wrote (the trace, ``timings.json``, ``results.json``, the memory snapshot)
-# to ``traces/06_train_step/NAME.*``, says where it ran, and on a GPU redoes the MFU
-# against that GPU's peak (``--peak-tflops``, its datasheet row, or else a large GEMM
-# measured on it), saying which one.
-# ``python 06_train_step.py --variant NAME`` profiles one variant and prints its table;
-# add ``--peak-tflops X`` to divide the MFU by a peak you give (TFLOP/s) instead of your
-# GPU's datasheet row, or, for a GPU without one, a large GEMM's measured rate.
-# Without flags the script runs the page below, the baseline and then the causal variant.
+# ``run(name)`` profiles one variant, moves what it wrote to ``traces/06_train_step/``
+# and says where it ran; on a GPU it redoes the MFU against that GPU's peak
+# (``--peak-tflops X``, else its datasheet row, else a measured large matrix multiply).
+# ``python 06_train_step.py --variant NAME`` profiles one variant and prints its table.
 
 run = story_run(VARIANTS, __name__)
 
@@ -326,16 +313,55 @@ run = sys.modules["tracesite"].replayer(run) if "tracesite" in sys.modules else 
 # The baseline: the table
 # -----------------------
 #
-# Guess first: in an eager training step at batch 4, which kernels take the GPU's
-# time, and how much of it goes to the optimizer? The table sums the profiled step
-# by operator and keeps the 15 rows with the most GPU time. A region row (``forward``,
-# ``loss``, ``optimizer``) counts the GPU time of the kernels launched inside it on
-# the main thread. The backward's kernels are launched by the autograd engine's own
-# thread, not inside the main thread's ``backward`` range: look for them under rows
-# such as ``autograd::engine::evaluate_function: ...``.
+# Guess first: in an eager training step at batch 4, which kernels take the GPU's time,
+# and how much of it goes to the optimizer? The table sums the profiled step by name and
+# keeps the 15 rows with the most GPU time. ``Self CUDA`` is the time of the kernels a
+# row launched itself, ``CUDA total`` adds what the ops inside it launched
+# (:term:`self time`); ``Self CUDA %`` is a share of ``Self CUDA time total``, all the
+# kernels together. Of the two ``forward`` rows, the one with CPU time counts the
+# kernels launched inside it; the one with only ``Self CUDA`` is its GPU-side span,
+# idle time included (:term:`gpu_user_annotation`). The backward's kernels come from
+# the autograd engine's own thread, not the main thread's ``backward``: see the
+# ``autograd::engine::evaluate_function: ...`` rows, one per backward op. The line
+# above the table is the first repeat's ``results.json``; Part 5 quotes the medians.
 
 baseline = run("eager")
 print(baseline.table)
+
+# %%
+# Two rows mislead. :term:`Command Buffer Full` is no GPU work but a record of
+# :term:`CUPTI`, the profiler's GPU library (category ``overhead`` in the trace, on a
+# lane of its own): a launch call waited because the GPU's queue of launched work was
+# full, the CPU that far ahead. This table counts its length as CPU time, yet gives it
+# a ``Self CUDA`` longer than all the kernels together (over 100 %) and adds that to
+# the ``CUDA total`` of each row it sits in: ``cudaLaunchKernel``,
+# ``aten::_fused_adamw_``, ``Optimizer.step#AdamW.step``, ``optimizer``,
+# ``ProfilerStep*``. The optimizer's own kernels are the ``Self CUDA`` of
+# ``aten::_fused_adamw_``. Not every repeat's table has the row. ``aten::linear``
+# counts each linear layer twice (``MmBackward0`` once): autocast runs it again inside,
+# on bf16 inputs.
+#
+# ``tracereader`` (this site's library for reading traces) reads each region's GPU time
+# from the trace: every GPU op launched while it was open, from any thread, so
+# ``backward`` gets the autograd thread's kernels (``gpu_busy_us``: the time they kept
+# the GPU busy). In every repeat on both GPUs the backward takes over half the GPU's
+# time, the optimizer under a tenth. The picture draws the step lane by lane: the main
+# thread, the autograd thread, the GPU. After the optimizer, the main thread waits in
+# ``cudaStreamSynchronize`` (red) to read the loss while the GPU finishes the step.
+
+try:
+    import tracereader
+except ImportError:  # only torch here: open the trace at https://ui.perfetto.dev instead
+    tracereader = None
+
+if tracereader:
+    import matplotlib.pyplot as plt  # a pyplot figure, so that notebooks and the site show it
+
+    base_trace = tracereader.load(baseline.trace_path)
+    phases = ["data", "forward", "loss", "backward", "optimizer"]
+    print(tracereader.region_table(base_trace, phases))
+    last = base_trace.steps[-1].name
+    tracereader.timeline(base_trace, step=last, arrows=False, gaps=False, fig=plt.figure())
 
 # %%
 # The result, ``causal``: the table
@@ -343,24 +369,32 @@ print(baseline.table)
 #
 # Compiled, bf16 weights, attention told it is causal, 8 sequences of 2,048 tokens:
 # the step that trains the most tokens per second here at batch 8 (batch 16 trains a
-# little more, at much more peak memory).
-# Compare the kernels at the top with the baseline's, and find the attention kernels
-# by name.
+# little more, at much more peak memory). At a cost: AdamW's moments are bf16 too and
+# there is no fp32 copy of the weights, so small updates round away (near the initial
+# weights, neighbouring bf16 values lie further apart than the learning rate). No fp32
+# ``causal`` was recorded; with fp32 weights, ``compile`` is the fastest, in every
+# repeat on both GPUs. Compiled code has rows of its own (:term:`CompiledFxGraph`,
+# :term:`Torch-Compiled Region`); ``CompiledFunction`` and ``CompiledFunctionBackward``
+# are the compiled forward and backward as autograd runs them. ``ProfilerStep*``'s
+# ``CUDA total`` counts the main thread's kernels (forward, loss, optimizer), not the
+# backward's. The attention kernels fall below the 15 rows; ``tracereader`` lists the
+# ten kernels with the most time: attention's are :term:`cuDNN`'s
+# (``..._sdpa_..._fprop_...`` forward, ``..._bprop_...`` backward).
 
 result = run("causal")
 print(result.table)
+if tracereader:
+    print(tracereader.kernel_table(tracereader.load(result.trace_path), top=10))
 
 # %%
 # Every variant
 # -------------
 #
-# Their settings, as ``profile_train_step`` takes them; on the site, the table of
-# their recordings on both GPUs (three repeats each; each repeat a fresh process that
-# runs the variants one after another) follows, with each variant's tokens per
-# second. Each run also left ``traces/06_train_step/NAME.results.json`` beside its
-# trace: tokens per second, ms per step, MFU and peak memory, measured without the
-# profiler. Compare those across variants to see what each lever bought, and open
-# the traces to see why: :doc:`/chapters/part5` does both over every recording.
+# Their settings, as ``profile_train_step`` takes them. At the end of the page, a list
+# of their recordings: on both GPUs, a link to each repeat's trace (each repeat a fresh
+# process running the variants one after another) and each variant's tokens per
+# second, median and range. Compare those to see what each lever bought, and open the
+# traces to see why: :doc:`/chapters/part5` does both over every recording.
 
 for name, (harness, params) in VARIANTS.items():
     print(f"{name:>16}  {harness.__name__}({', '.join(f'{k}={v!r}' for k, v in params.items())})")
