@@ -136,8 +136,10 @@ small  # on the site: when and where it was recorded, and a link to every repeat
 # ``nvjet_...`` is the matrix multiply's kernel, from NVIDIA's :term:`cuBLAS` library
 # (:term:`nvjet`), and ``vectorized_elementwise_kernel`` the add's.
 # ``cuLaunchKernelEx`` and ``cudaLaunchKernel`` are the CPU calls that queued them
-# (:term:`launch calls <launch call>`): cuBLAS launches through CUDA's driver API,
-# PyTorch's add through the runtime API (:term:`runtime API, driver API`).
+# (:term:`launch calls <launch call>`): here cuBLAS launched its GEMM through CUDA's
+# driver API and PyTorch its add through the runtime API
+# (:term:`runtime API, driver API`). cuBLAS launches some other GEMMs through the
+# runtime (:doc:`story 01e </auto_examples/01_matmul_add/01e_dtypes>`).
 #
 # ``matmul_add`` appears twice. The row with CPU time is our label on the CPU. The
 # first row, with no CPU time, is the same label's GPU-side span
@@ -171,8 +173,8 @@ print(small.table)
 # takes to do it, so a faster GPU would not help. ``tracereader.step_times`` measures
 # it, printed below the picture for each kept step: the GPU's busy time, and its idle
 # share of the step (from the step's start on the CPU, or the end of the previous
-# step's GPU work if that is later, to the end of the last GPU op it launched). Over
-# half idle is CPU-bound.
+# step's GPU work if that is later, to the step's end on the CPU or the end of the
+# last GPU op it launched, whichever is later). Over half idle is CPU-bound.
 
 tracereader = optional_tracereader()  # None where it is not installed
 
@@ -200,14 +202,20 @@ if tracereader:
 # 4096x4096: the table
 # --------------------
 #
-# The same two calls on 4096x4096 matrices: 262,144 times the arithmetic. The GEMM
-# kernel now takes most of the GPU time. In this table ``Self CUDA time total`` is
-# larger than the steps' own CPU time (the ``ProfilerStep*`` row's ``CPU total``),
-# and most of ``Self CPU time total`` is the closing ``cudaDeviceSynchronize``: the
-# CPU waiting for the kernels it queued. The steps' CPU time changed by less than
-# half from 64x64, in every repeat on both GPUs.
-# Two rows are new: ``cudaMemsetAsync`` and ``Memset (Device)``, a tiny :term:`memset`
-# that ``aten::mm`` issues before each GEMM at this size.
+# The same two calls on 4096x4096 matrices: 262,144 times the GEMM's arithmetic (and
+# 4,096 times the add's elements). The GEMM kernel now takes most of the GPU time. In
+# this table ``Self CUDA time total`` is larger than the steps' own CPU time (the
+# ``ProfilerStep*`` row's ``CPU total``); on one H100 repeat the two were about equal.
+# The steps' CPU time changed by less than half from 64x64, in every repeat on both
+# GPUs. The largest ``Self CPU`` row here is the closing ``cudaDeviceSynchronize``: the
+# CPU waiting until the GPU has run the kernels it queued. So its length is how far the
+# CPU was ahead of the GPU when the window closed, which changes from run to run: over
+# half of ``Self CPU time total`` here, under a fifth on the H100 repeat where the CPU
+# kept just level with the GPU (next section).
+# Two rows are new: ``cudaMemsetAsync`` and ``Memset (Device)``, a :term:`memset` of a
+# few bytes, issued inside ``aten::mm`` before each GEMM. It goes with the GEMM kernel
+# cuBLAS picked, not with the size: at this size, the plain float32 GEMM (TF32 off) of
+# :doc:`story 01e </auto_examples/01_matmul_add/01e_dtypes>` has none.
 
 big = run("4096_bf16")
 # sphinx_gallery_start_ignore
@@ -237,8 +245,11 @@ print(big.table)
 #
 # This step is :term:`GPU-bound`: the GPU was busy for nearly all of it, the kernels
 # are the work, and only faster or fewer kernels would speed it up. The first kept
-# step is only *balanced* (between the two): in every repeat, on both GPUs, the GPU
-# sat idle at its start until the step's first kernel.
+# step is only *balanced* (between the two). In every repeat, on both GPUs, the GPU
+# had finished all earlier work before that step began (the profiler's switch from
+# warm-up to recording comes just before it) and sat idle until the step's first
+# kernel, and the step's CPU time was the longest of the three: read it with the same
+# suspicion as the first step at 64x64.
 
 if tracereader:
     big_trace, last = show_last_step(big)
@@ -270,8 +281,10 @@ if tracereader:
 # :term:`views <view>`, which launch no GPU work. The add's kernel changed: ``b``
 # (64x64) is now broadcast over the batch of 8, so the add runs PyTorch's general
 # ``elementwise_kernel``, which works out each element's position, instead of the
-# vectorized kernel, which needs every input laid out like the output. In this table
-# the add took longer than the GEMM.
+# vectorized kernel, which needs every input laid out like the output. It also adds 8
+# times as many elements as at 64x64, so this run cannot tell what the kernel change
+# itself costs. In this table the add took longer than the GEMM (on one H100 repeat
+# slightly shorter).
 
 batched = run("64_bf16_batch8")
 # sphinx_gallery_start_ignore
@@ -287,11 +300,17 @@ print(batched.table)
 # --------------------------
 #
 # On the H200, the GPU sat idle for most of every 64x64 step (CPU-bound) and was busy
-# for nearly all of each 4096x4096 step after the first (GPU-bound), while the steps'
-# CPU time changed by less than half between the two sizes (the measured shares,
-# medians over the recordings, are in :doc:`/chapters/part1`). The rule of thumb:
-# read the GPU's idle time inside a step (``tracereader.step_times``, or by eye on the
-# GPU lane in Perfetto). Mostly idle: launch fewer, larger kernels, by batching the
-# work, fusing ops (``torch.compile``) or replaying them as one :term:`CUDA graph`; the
-# next experiments of this set try the last two. Never idle: study the kernels
-# themselves, as other experiments of this set do. In between, both matter.
+# for nearly all of each 4096x4096 step after the first (GPU-bound; on one H100 repeat
+# the second kept step was only balanced), while the steps' CPU time changed by less
+# than half between the two sizes (the measured shares, medians over the recordings,
+# are in :doc:`/chapters/part1`). The rule of thumb: read the GPU's idle time inside a
+# step (``tracereader.step_times``, or by eye on the GPU lane in Perfetto). Mostly
+# idle: launch fewer, larger kernels, by batching the work, fusing ops
+# (``torch.compile``) or replaying them as one :term:`CUDA graph`. Which pays depends
+# on the step. The batch of 8 above ran 8 times the GEMM's rows with the same two
+# launches per step. For this two-op step, compiling left two GPU operations per step
+# (:doc:`story 01f </auto_examples/01_matmul_add/01f_compile>`), and compiled calls,
+# with or without a CUDA graph, took at least twice eager's CPU time (:doc:`story 01g
+# </auto_examples/01_matmul_add/01g_cpu_time>`): fusion and graphs pay where there are
+# many small kernels. Never idle: study the kernels themselves, as other experiments
+# of this set do. In between, both matter.

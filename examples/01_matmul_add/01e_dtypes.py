@@ -19,7 +19,8 @@ Run it yourself::
 To try another size or dtype, call ``run`` with the settings to change, e.g.
 ``run("4096_fp32", size=2048)`` or ``run("4096_fp32", dtype="float16")``: the
 trace's name then spells them out (``4096_fp32_size2048.json``), so no run
-overwrites another's. Smaller GEMMs run further from the peak; float16 takes the same
+overwrites another's. For another size, set ``N``, the size the rates below assume,
+to match. Smaller GEMMs run further from the peak; float16 takes the same
 :term:`Tensor Cores` path as bfloat16, with more mantissa bits (the bits that hold a
 number's significant digits) and less range.
 
@@ -115,6 +116,7 @@ run = story_run(VARIANTS, __name__, run)
 # it).
 
 tracereader = optional_tracereader()  # None where it is not installed
+N = 4096  # the matrices' size, n: change it to match a run with another ``size``
 
 
 def gemm_rate(result, n):
@@ -154,7 +156,7 @@ warm_bf16
 
 # %%
 
-bf16_gemms = tracereader and gemm_rate(warm_bf16, 4096)
+bf16_gemms = tracereader and gemm_rate(warm_bf16, N)
 if bf16_gemms:
     print(tracereader.kernel_table(tracereader.load(warm_bf16.trace_path)))
 
@@ -170,10 +172,10 @@ if bf16_gemms:
 # TF32, which the Tensor Cores take: the name says ``tf32``. The last cell of this
 # section prints, for each dtype, how its GEMM's median time compares with bf16's and
 # what share of its units' datasheet peak it reached (989 TFLOP/s for bf16 on the
-# Tensor Cores, 67 for plain fp32 on the FMA units, 494.7 for TF32; the H200's
-# datasheet). In every repeat on both GPUs, plain fp32 took over 15 times as long as
-# bf16 and TF32 about twice as long, yet no kernel is slow: each reached over three
-# quarters of its own peak.
+# Tensor Cores, 67 for plain fp32 on the FMA units, 494.7 for TF32: NVIDIA's dense
+# figures, the same for the H200 and for the H100 SXM recorded here). In every repeat
+# on both GPUs, plain fp32 took over 15 times as long as bf16 and TF32 about twice as
+# long, yet no kernel is slow: each reached over three quarters of its own peak.
 
 fp32_off = run("4096_fp32")
 # sphinx_gallery_start_ignore
@@ -190,7 +192,7 @@ fp32_on
 # %%
 
 if tracereader:
-    off_gemms, on_gemms = gemm_rate(fp32_off, 4096), gemm_rate(fp32_on, 4096)
+    off_gemms, on_gemms = gemm_rate(fp32_off, N), gemm_rate(fp32_on, N)
     if bf16_gemms and off_gemms and on_gemms:
         bf16_us = bf16_gemms[0]["median_us"]
         for label, gemms, peak in [
@@ -199,18 +201,20 @@ if tracereader:
             ("fp32, TF32 on", on_gemms, 494.7),
         ]:
             us = gemms[0]["median_us"]
-            share = 2 * 4096**3 / (us * 1e-6) / 1e12 / peak
+            share = 2 * N**3 / (us * 1e-6) / 1e12 / peak
             print(f"{label:>14}: {us / bf16_us:4.1f} x bf16's time, {share:.0%} of {peak} TFLOP/s")
 
 # %%
 # Read the kernel names from left to right: ``sm80`` or ``sm90`` is the GPU
-# architecture the kernel was built for (an fp32 FMA kernel from the Ampere
-# generation still serves Hopper), ``xmma_gemm`` a cuBLAS GEMM, then the types of the
-# inputs, of the arithmetic and of the output (``f32f32_tf32f32``: float32 data, TF32
-# arithmetic), then the :term:`tile` sizes: the block of the output that each group of
-# GPU threads computes. The rest (``nn_n``, ``warpgroupsize``, ``segment_k_off``) is
-# cuBLAS's own configuration, which nothing here depends on. The bf16 GEMM is an
-# :term:`nvjet` kernel, cuBLAS's newer GEMM for Hopper.
+# generation the kernel was designed for (``sm80`` the A100's Ampere, ``sm90`` Hopper:
+# cuBLAS still serves Hopper an fp32 FMA kernel of Ampere's design), ``xmma_gemm`` a
+# cuBLAS GEMM, then the types of the inputs, of the arithmetic and of the output
+# (``f32f32_tf32f32``: float32 data, TF32 arithmetic), then the :term:`tile` sizes:
+# the rows and columns of the block of the output that one thread block (a group of
+# GPU threads) computes at a time, then how many of the K terms it takes per step. The
+# rest (``nn_n``, ``warpgroupsize``, ``segment_k_off``) is cuBLAS's own configuration,
+# which nothing here depends on. The bf16 GEMM is an :term:`nvjet` kernel, cuBLAS's
+# newer GEMM for Hopper.
 #
 # The fp32 run also shows a queue, in the table below: the add kernel
 # (``void at::native::vectorized_elementwise_kerne...``) has 4 calls but
@@ -246,6 +250,7 @@ if tracereader:
 # :term:`multiprocessors <streaming multiprocessor>` (132 on the H200) leaves some of
 # them idle. For float32 models on Hopper, enabling TF32 is the cheap step: the inputs
 # lose mantissa bits (10 instead of 23) but keep float32's range, and the GEMM ran
-# about 8 times as fast here, in every repeat on both GPUs. bf16 halved its time again
-# (about twice as fast as TF32), but only for a model that runs in bf16, with 7
-# mantissa bits.
+# about 8 times as fast here, in every repeat on both GPUs. (The A100's datasheet
+# promises a similar gain; GeForce cards, whose dense TF32 rate is close to their
+# plain fp32 rate, should expect little.) bf16 halved its time again (about twice as
+# fast as TF32), but only for a model that runs in bf16, with 7 mantissa bits.

@@ -240,9 +240,10 @@ print(interleaved.table)
 #
 # The profiler is not free: the same eager call takes longer under it, because it
 # records every op and launch call as they happen. The unprofiled timings are the
-# fairer measure. Each is the CPU time of one call, from Python's side: the call
-# returns once its work is queued on the GPU, and the harness does not synchronize
-# between calls, so the GPU's own time is not in these numbers. Medians, not means: a
+# fairer measure. Each is the wall-clock time of one call on the calling thread, from
+# the call to its return (what this page calls a call's CPU time): the call returns
+# once its work is queued on the GPU, and the harness does not synchronize between
+# calls, so the GPU's own time is not in these numbers. Medians, not means: a
 # call interrupted by the operating system or by Python's garbage collector is rare
 # and long, and a median ignores it. The lines below are this recording's (the H200's
 # first repeat); the :doc:`lab notes of Part 1 </chapters/part1-notes>` give the
@@ -293,10 +294,17 @@ if tracereader:
 # repeat on both GPUs. A CUDA graph saves launch calls when it holds many GPU
 # operations; here it holds two (the copy of ``b`` and the GEMM), so it turns two
 # launch calls into one ``cudaGraphLaunch``, and the input copy before it adds one
-# back.
+# back: the launch calls break even. What reduce-overhead adds on the CPU shows in the
+# table above: its ``## Call CompiledFxGraph`` row (the one with ``Self CUDA`` time)
+# has more than twice the ``Self CPU`` of plain compile's, over the same number of
+# calls, in every repeat on both GPUs. A row's :term:`self time` is its time outside
+# every op and call the profiler recorded inside it: work the trace does not break
+# down. By PyTorch's source, reduce-overhead does its CUDA graph's
+# bookkeeping there, in Python, on every replay (checking that the recorded graph
+# still fits the inputs, rebuilding its outputs).
 #
 # ``torch.addmm`` is no claimed saving either. Its line above (this recording's)
-# reads below 1, but in other recorded processes the ratio came within 5 % of 1, and
-# on the H100 once above it; under the profiler it was above 1 here. Compare CPU
-# time only between versions interleaved in one process, and only trust a difference
-# that every repeat shows.
+# reads below 1, but most other recorded processes put the ratio within 5 % of 1, and
+# one of them, on the H100, above 1; under the profiler it was above 1 here. Compare
+# CPU time only between versions interleaved in one process, and only trust a
+# difference that every repeat shows.

@@ -160,14 +160,18 @@ print(eager.table)
 # :term:`cuBLAS`, NVIDIA's library of GEMM kernels, the gelu and the multiply, in
 # Python's order (gate GEMM, gelu, up GEMM, multiply, down GEMM). ``aten::mm`` also
 # issued two :term:`memsets <memset>` of a few bytes per forward. The table cuts the two
-# elementwise kernels' names; ``tracereader``'s list of the kernels prints them whole,
-# with their calls and times in µs:
+# elementwise kernels' names; ``tracereader``'s list of the kernels shortens them to what
+# tells them apart, with their calls and times in µs. The trace, and Perfetto, hold the
+# full names; the cell prints the multiply's, up to its parameter list:
 
 tracereader = optional_tracereader()  # None where it is not installed
 
 if tracereader:
     tr = tracereader.load(eager.trace_path)
     print(tracereader.kernel_table(tr))
+    for k in tracereader.kernel_table(tr).to_records():
+        if "MulFunctor" in k["name"]:
+            print("the multiply in full:", k["name"].split("(")[0])
 
 # %%
 # The ops that only reshape a tensor (``aten::t``, ``aten::transpose``,
@@ -176,13 +180,13 @@ if tracereader:
 # time, and ``aten::reshape`` and ``aten::view``, with none either, fell below its
 # 15 rows.
 #
-# Look at the gelu's and the multiply's rows. Both are :term:`memory-bound`: each
-# does a few operations per element and moves whole tensors. The gelu reads gate's
-# output and writes its own (48 MiB each at this shape: 8192 x 3072 bf16 values),
-# and the multiply reads that back with up's output and writes the product: that
-# round trip through memory is what a fused kernel, one kernel doing both, removes
-# (page 03c). The data is bf16, yet the multiply's name says ``MulFunctor<float>``:
-# it computes each product in float and rounds back.
+# Look at the gelu's and the multiply's rows. Each works element by element and moves
+# whole tensors. The gelu reads gate's output and writes its own (48 MiB each
+# at this shape: 8192 x 3072 bf16 values), and the multiply reads that back with up's
+# output and writes the product: that round trip through memory is what a fused kernel,
+# one kernel doing both, removes (page 03c). The multiply's full name shows bf16 in and
+# out (``BinaryFunctor<c10::BFloat16, c10::BFloat16, c10::BFloat16, ...>``) and
+# ``MulFunctor<float>``: it computes each product in float and rounds back.
 #
 # Is each kernel slow, or does it just have a lot to do? The cell below divides each
 # one's work by its median time, an :term:`achieved rate`, and sets it against the
@@ -210,6 +214,12 @@ if tracereader and tr.device_properties:  # a GPU trace
     print(f"gelu + multiply: {100 * pair / sum(k['total_us'] for k in kernels):.0f} % of GPU time")
 
 # %%
+# The multiply is :term:`memory-bound` (its time is set by the bytes it moves) on both
+# GPUs: on the H100, whose memory bandwidth is lower (3.35 TB/s against the H200's 4.8,
+# per the datasheets), it took longer by about the ratio of the two, in every repeat.
+# The gelu's time grew much less there, so on the H200 something besides memory holds it
+# back, perhaps its arithmetic (a tanh in float for each element); the trace cannot tell.
+#
 # And look at the GEMMs: the three do the same number of FLOPs, but gate and up
 # ran one kernel and down another. cuBLAS picks a kernel per problem shape, and
 # down's output (8192 x 768) is narrower than gate's (8192 x 3072).
@@ -232,19 +242,27 @@ if tracereader and tr.device_properties:  # a GPU trace
 # profiler's own: it waits for the GPU as its window closes
 # (:term:`cudaDeviceSynchronize at window end`); the model does not synchronize.
 #
-# The line below the picture measures the step: its CPU time, and the GPU's busy
-# and idle time from the step's start to the end of its last kernel. Busy for at
-# least 95 % of that, a step is :term:`GPU-bound`: the GPU sets the pace, and only
-# faster or fewer kernels would speed it up. At this shape the verdict varies: on
-# both GPUs the recorded steps range from CPU-bound to GPU-bound.
+# The lines below the picture measure each profiled step (the picture is the last): its
+# CPU time, and the GPU's busy and idle time over the step's *span*. The span starts at
+# the step's start or, if the GPU is still running the previous step's kernels then, as
+# in this picture, where they end; it ends with the step's last kernel (or its CPU time,
+# if that ends later). Busy for at least 95 % of its span, a step is :term:`GPU-bound`:
+# the GPU sets the pace, and only faster or fewer kernels would speed it up.
 
 if tracereader:
     import matplotlib.pyplot as plt  # a pyplot figure, so that notebooks and the site show it
 
     tracereader.timeline(tr, step=tr.steps[-1].name, width_in=12, fig=plt.figure())
-    st = tracereader.step_times(tr)[-1]
-    print(f"{st.name}: CPU {st.cpu_us:.0f} us; GPU busy {st.span_busy_us:.0f} us, idle "
-          f"{st.gpu_idle_us:.1f} us, of {st.span_us:.0f} us: {st.verdict}")  # fmt: skip
+    for st in tracereader.step_times(tr):
+        print(f"{st.name}: CPU {st.cpu_us:.0f} us; GPU busy {st.span_busy_us:.0f} us, idle "
+              f"{st.gpu_idle_us:.1f} us, of {st.span_us:.0f} us: {st.verdict}")  # fmt: skip
+
+# %%
+# At this shape the verdict varies: on both GPUs the recorded steps range from CPU-bound
+# to GPU-bound. The GPU's busy time was about the same in every step of every repeat;
+# the CPU's time is what changed, longest in the first recorded step of every repeat,
+# and it includes the profiler's own cost of recording each op. So here the verdict
+# follows the CPU side of a profiled run more than the MLP.
 
 # %%
 # The larger shape: one name, another job
@@ -265,7 +283,10 @@ print(eager_big.table)
 # them, but their launch calls came before it: they belong to no op of the table. In
 # every repeat on both GPUs these were that forward's multiply and down GEMM, in
 # some also its up GEMM, with their memsets; at the small shape there were none. The
-# last cell of this section lists them.
+# last cell of this section lists them. A kernel that had already started when the
+# window opened is not in the trace at all: the profiler keeps only GPU work that starts
+# inside its window. So where the up GEMM is missing, it was still running then, and the
+# GPU looks idle at the start of the first step although it was busy.
 #
 # Now the names. Here gate and up ran a ``192x192`` kernel, and down ran the
 # ``256x128`` one that gate and up ran at the small shape. The cell below lists each
@@ -295,9 +316,13 @@ if tracereader:
                   f"block {runs[0][1]}, {mean:.1f} us")  # fmt: skip
 
 # %%
-# So read a kernel's name as *which code ran*, and the op's shapes, the kernel's
-# grid, block and duration as *how much work it did*. In Perfetto, click an op to
-# read its ``Input Dims``, and a kernel to read its ``grid`` and ``block``;
+# So read a kernel's name as *which code ran*, the op's input shapes as *how much work
+# it was given*, and the kernel's duration as *how long that took*. The grid and block
+# say how it was launched: for these persistent kernels they follow the GPU, not the
+# work (a GEMM kernel that is not persistent starts a block per output tile, so its
+# grid grows with the work). In Perfetto, click an op to read its ``Input Dims``, and a
+# kernel to read its ``grid`` and ``block``, three numbers each: their product is what
+# the cell above prints (these GEMMs' grid is 2 x 66 x 1, 132 blocks).
 # ``prof.key_averages(group_by_input_shape=True)`` gives a table with shapes. Equal
 # names at different times can mean different inputs, not a slower GPU. With
 # ``tracereader``, every kernel that ran while the profiler recorded, and its times

@@ -7,8 +7,10 @@ code generator, keeps what it compiles in a cache on disk (``TORCHINDUCTOR_CACHE
 with the :term:`Triton` kernels it wrote and :term:`max-autotune`'s timing results), so
 that a later run can read it back, and a *warm* profile (of the forwards after the first
 call) never shows the first call. This page points the cache at an empty folder, as on
-a fresh machine, times the first call of the compiled GeGLU MLP (three Linears without
-bias, bf16), then profiles warm forwards as usual:
+a fresh machine, times the first call of the compiled GeGLU MLP of page 03a (three
+Linears without bias, bf16; compiled, its gelu and multiply become one fused Triton
+kernel, and its :term:`GEMMs <GEMM>`, the matrix multiplies, go to :term:`cuBLAS` or
+to whichever candidate wins), then profiles warm forwards as usual:
 
 =================  ==============================  ===============================
 variant            batch x seq, dim -> hidden      compile mode
@@ -19,22 +21,23 @@ variant            batch x seq, dim -> hidden      compile mode
 
 ``"max-autotune-no-cudagraphs"`` is max-autotune without replaying the forward as a
 :term:`CUDA graph`. The first call includes :term:`TorchDynamo`'s capture of the
-Python code, Inductor's code generation, Triton's compiler and, under max-autotune,
-timing every candidate kernel for each :term:`GEMM` (matrix multiply).
+Python code, Inductor's code generation, Triton's compiler, timing the fused kernel's
+candidate :term:`launch configurations <launch configuration>` and, under max-autotune,
+timing every candidate kernel for each GEMM and searching further configurations. It
+also holds one-time costs of a fresh process that are not compiling, such as its first
+GEMM (:doc:`page 03b </auto_examples/03_mlp/03b_cold_first_forward>`).
 :doc:`Part 2 </chapters/part2>` and its lab notes read these recordings; the warm
-compiles of the same MLP are page :doc:`03c </auto_examples/03_mlp/03c_compile_modes>`.
+compiles are page :doc:`03c </auto_examples/03_mlp/03c_compile_modes>`.
 
 This file needs only torch, and ``_03_common.py`` beside it (pasted into the site's
 download). With a CUDA GPU it profiles live; on the CPU it compiles and profiles a
-shrunken MLP, without a :term:`GPU lane`. Time one variant per process, as this
-site's recordings were (with no argument the page compiles both in one process, so
-the second compiles in a process the first has warmed up)::
+shrunken MLP, without a :term:`GPU lane`. Each run writes ``trace.json`` and
+``timings.json`` (the first call's time) to ``traces/03_mlp/<variant>/``. Time one
+variant per process, as this site's recordings were (run whole, the page compiles both
+in one process, the second in a process the first has warmed up)::
 
     python 03d_compile_from_empty_cache.py compile_cold    # one variant, its table
     python 03d_compile_from_empty_cache.py autotune_cold
-
-Each run writes ``trace.json`` and ``timings.json`` (the first call's time) to
-``traces/03_mlp/<variant>/``.
 """
 
 # sphinx_gallery_start_ignore
@@ -58,15 +61,6 @@ from torch.profiler import record_function
 # 03a shows it): the MLP, ``_profile_steps`` (profiles ``active`` steps after ``skip``
 # unkept ones, with input shapes, into ``trace.json``), the shape, the plumbing.
 from _03_common import SMALL, GeGLUMLP, _profile_steps, optional_tracereader, story_run
-
-# %%
-# The MLP
-# -------
-#
-# ``GeGLUMLP`` (page 03a shows it): ``gate_proj`` and ``up_proj`` widen each token,
-# ``gelu(gate) * up`` gates one with the other, ``down_proj`` maps back. Compiled,
-# Inductor fuses the gelu and the multiply into one Triton kernel and leaves the
-# GEMMs to :term:`cuBLAS` (NVIDIA's GEMM library) or to whichever candidate wins.
 
 # %%
 # Reading max-autotune's report
@@ -226,10 +220,8 @@ def _time_first_call(call, device):
 # The variants
 # ------------
 #
-# The table at the top of the page. The site's recorder (the script that ran every
-# variant on our GPUs) ran each three times (repeats r0, r1, r2) on an H200 and an
-# H100, each repeat in a fresh process; this site shows the H200's r0. Run whole,
-# this page compiles both in one process: the second may profit from the first.
+# The table at the top of the page, each variant recorded three times (repeats r0, r1,
+# r2) on an H200 and an H100, each in a fresh process; the site shows the H200's r0.
 
 VARIANTS = {
     "compile_cold": (profile_compile_cold, {**SMALL, "mode": "default"}),
@@ -237,9 +229,7 @@ VARIANTS = {
 }
 
 # %%
-# ``run(name)`` profiles one variant into ``traces/03_mlp/<name>/`` and says
-# where it ran. On the CPU, every size above ``CPU_MAX_DIM`` (256) shrinks to it.
-# ``python 03d_compile_from_empty_cache.py VARIANT`` profiles that variant and stops.
+# ``run(name)`` profiles one variant into ``traces/03_mlp/<name>/`` (shrunken on a CPU).
 
 run = story_run(VARIANTS, __name__)
 
@@ -261,7 +251,7 @@ print(compile_cold.table)
 # %%
 # A table sorted by time cannot show where the fused kernel runs; the last step's
 # timeline can: in every repeat on both GPUs, after the gate and up GEMMs, before
-# down. Below it, the fused kernel's :term:`launch configuration` (in Perfetto, click
+# down. Below it, the fused kernel's launch configuration (in Perfetto, click
 # the kernel): its grid (how many thread blocks it starts), its block (threads per
 # block), and the elements each thread handles, 8192 x 3072 over grid x block.
 
@@ -287,8 +277,8 @@ if tracereader:
 # faster, beyond the spread (Part 2 has both times). The recordings do not show why
 # a compile kept the slower one (the warm repeats shared one cache: maybe one stored
 # choice, read back). On the H100 both kept 256-thread blocks and ran alike. By
-# Inductor's source, ``torch._inductor.config.triton.autotune_pointwise = False``
-# leaves only the 128-thread configuration.
+# Inductor's source, ``torch._inductor.config.triton.autotune_pointwise = False`` leaves
+# only the 128-thread configuration in the default mode (max-autotune ignores it).
 #
 # max-autotune, from nothing
 # --------------------------
@@ -306,11 +296,10 @@ if tracereader:
 #     SingleProcess AUTOTUNE benchmarking takes 0.5275 seconds and 2.8899
 #       seconds precompiling for 20 choices
 #
-# Each percentage is the fastest candidate's time over this one's. The
-# ``BLOCK_*`` settings are the output tile one Triton program (a thread block)
-# computes and the slice of the inner dimension it loads per step; ``num_stages``
-# is how many loads are in flight, ``num_warps`` the threads per program over 32.
-# The fastest candidate of each race is what the compiled forward then runs.
+# Each percentage is the fastest candidate's time over this one's. The ``BLOCK_*``
+# settings are the output tile one Triton program (a thread block) computes and the
+# slice of the inner dimension it loads per step; ``num_stages`` is how many loads are
+# in flight, ``num_warps`` the threads per program over 32.
 autotune_cold = run("autotune_cold")
 print(autotune_cold.table)
 
@@ -318,8 +307,9 @@ print(autotune_cold.table)
 # In this table one GEMM ran a ``triton_tem`` kernel, a template that won its race.
 # Its CPU row's input shapes (below; ``Input Dims`` in Perfetto) are the product
 # gelu(gate) * up, down's weight and a buffer shaped like the output: the down GEMM.
-# Its name also lists ``gelu`` and ``mul``, yet the fused kernel still ran before
-# it; the trace records names, not what a kernel computes, and cannot tell why.
+# Its name also lists ``gelu`` and ``mul``, yet it reads the product the fused kernel
+# wrote before it: Inductor names a kernel after the graph ops it came from, and the GEMM
+# took in those of its input, gelu(gate) * up, not yet computed when Inductor built it.
 
 if tracereader:
     tr = tracereader.load(autotune_cold.trace_path)
@@ -330,10 +320,11 @@ if tracereader:
 # What the first calls cost
 # -------------------------
 #
-# The harness wrote the first and the second call's wall time next to each trace,
-# and for each race its sizes, its three fastest candidates, cuBLAS's time where it
-# is not among them, and the candidates that failed to compile. On the CPU the
-# compile builds C++ code instead of Triton kernels, and max-autotune may race nothing.
+# The harness wrote the first and the second call's wall time next to each trace, and
+# for each race its sizes, its three fastest candidates, cuBLAS's time where it is not
+# among them, the candidates that failed to compile, and its benchmarking and
+# precompiling times. On the CPU the compile builds C++ code instead of Triton kernels,
+# and max-autotune may race nothing.
 for result in (compile_cold, autotune_cold):
     timings = json.loads((result.trace_path.parent / "timings.json").read_text())
     print(f"{result.name}: {timings['first_call_s']} s, then {timings['second_call_s']} s")
@@ -341,19 +332,21 @@ for result in (compile_cold, autotune_cold):
         best = ", ".join(f"{c['name']} {c['ms']} ms" for c in race["choices"][:3])
         slower = [c for c in race["choices"][3:] if c["name"] == "mm"]  # cuBLAS, not in the 3
         best += "".join(f"; cuBLAS {c['ms']} ms" for c in slower)
-        print(f"  {race['op']}({race['sizes']}): {best}")
+        took = f"benchmarking {race.get('bench_s')} s, precompiling {race.get('precompile_s')} s"
+        print(f"  {race['op']}({race['sizes']}): {best}\n    {took}")
         for failure in race["failed"]:
             print(f"    failed: {failure}")
 
 # %%
-# On both GPUs, in every repeat, max-autotune's first call took more than twice as
-# long as the default mode's, which races nothing; the second call of either ran the
-# compiled code alone. In every compile on both GPUs, a Triton candidate that asked
-# for more :term:`shared memory` than a block may use failed in two races (the
-# printed sizes, in bytes, are 256 KiB and 227 KiB, what one block may take of each
-# SM's 228 KiB). In every repeat the forwards then ran the races' winners (the
-# :doc:`lab notes of Part 2 </chapters/part2-notes>` list every race): in your own
-# trace, ``triton_tem`` among the GEMMs where a template won, ``nvjet`` where cuBLAS did.
+# On both GPUs, in every repeat, max-autotune's first call took at least three times as
+# long as the default mode's, which races nothing; the races' own times account for only
+# part of the difference. In every max-autotune compile on both GPUs, a Triton candidate
+# that asked for more :term:`shared memory` than a block may use failed in the first and
+# last races (the printed sizes, in bytes, are 256 KiB and 227 KiB, what a block may
+# take of an SM's 228 KiB); the second, of the first's shape, printed none (the report
+# does not say why). In every repeat the forwards then ran the races' winners (the
+# :doc:`lab notes of Part 2 </chapters/part2-notes>` list every race): ``triton_tem``
+# among the GEMMs where a template won, ``nvjet`` where cuBLAS did.
 #
 # After the first call
 # --------------------
@@ -369,27 +362,34 @@ if tracereader:
         print(f"{result.name}: per step, GPU busy {busy:.0f} us, CPU {cpu:.0f} us ({verdicts})")
 
 # %%
-# In both modes, in every repeat on both GPUs, the CPU spent longer per step than
-# the GPU was busy: in the picture above the GPU idles while the wrappers run, and a
-# faster kernel would not shorten these steps. In the two tables, max-autotune's
-# fused kernel took longer than the default mode's: it ran another launch
-# configuration (each ``autotune_cold`` repeat drew its own, on both GPUs; the lab
-# notes list them). And on the H200 the template that won the down GEMM's race, in
-# every repeat, ran longer in the forwards than cuBLAS's kernel for that GEMM in the
-# default mode's, beyond the spread: a race is a benchmark run during the compile,
-# and its times are not the forward's.
+# In both modes, in every repeat on both GPUs, the CPU spent longer per step than the
+# GPU was busy, in some steps only just; in the picture above the GPU lane stays empty
+# while the wrappers run (its hatching marks only gaps between GPU ops). Faster kernels
+# would shorten only steps whose GPU work outlasted their CPU time, as in those printed
+# ``balanced``.
+#
+# Under max-autotune, Inductor also times further launch configurations of the fused
+# kernel (coordinate descent, which this mode turns on). Each ``autotune_cold`` repeat
+# ended with its own, on both GPUs (the lab notes list them): in the two tables the
+# fused kernel ran slower than the default mode's, in most other repeats faster. Each
+# template that won a race, on either GPU, then ran longer in the forwards than cuBLAS's
+# kernel for the same GEMM in any default-mode repeat: the race had timed cuBLAS slower
+# than the forwards ran it, the template about as fast. A race's times are not the
+# forward's.
 #
 # What to take away
 # -----------------
 #
-# A first compile is slow, and max-autotune's slower still. A warm profile shows
-# none of it, nor would a later run that reads the cache (these recordings time
-# only first calls from an empty cache). Time the first call yourself, one variant
-# per fresh process with an empty cache, when a cold start is what you care about.
-# Then compare the warm steps' GPU and CPU time with eager's (page
-# :doc:`03a </auto_examples/03_mlp/03a_eager_mlp>`) before you keep a mode. What a
-# compile decides by timing (a launch configuration, a GEMM's winner) can differ
-# from one process and cache to the next: read it in the trace, not in the code.
+# A first compile is slow, and max-autotune's slower still. A warm profile shows none of
+# it, nor would a later run that reads the cache (these recordings time only first calls
+# from an empty cache). Time the first call yourself, one variant per fresh process with
+# an empty cache, when a cold start is what you care about. Before you keep a mode,
+# compare it with eager (page :doc:`03a </auto_examples/03_mlp/03a_eager_mlp>`) by the
+# GPU time per step and by the step time measured :doc:`without the profiler </timing>`:
+# a profile's CPU times include the profiler's own cost, and these were still falling
+# (the first recorded step was the longest in every repeat). What a compile decides by
+# timing (a launch configuration, a GEMM's winner) can differ from one process and cache
+# to the next: read it in the trace, not in the code.
 #
 # Every variant
 # -------------

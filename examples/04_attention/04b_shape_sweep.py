@@ -2,33 +2,31 @@
 Every attention version over ten shapes
 =======================================
 
-One shape says little about a ranking. This story (one of this site's example
-pages: a script that profiles, and text that reads what it recorded) times causal
-self-attention, in which each token looks only at itself and the tokens before it.
-It times it written out by hand and through each backend of PyTorch's
-``scaled_dot_product_attention`` (:term:`SDPA`), at ten shapes: sequences from 512
-to 8192 tokens, each with head dimension 64 and 128. Like the FlashAttention-2
-paper's benchmarks, every call holds the same number of tokens, batch × sequence =
-16,384, and the same model width, heads × head dimension = 2048. The inputs are
-bf16 (bfloat16, a 16-bit floating-point format).
+One shape says little about a ranking. This story (one of this site's example pages: a
+script that profiles, and text that reads what it recorded) times causal self-attention,
+in which each token looks only at itself and the tokens before it. It times it written
+out by hand and through each backend of PyTorch's ``scaled_dot_product_attention``
+(:term:`SDPA`), at ten shapes: sequences from 512 to 8192 tokens, each with head
+dimension 64 and 128. Like the FlashAttention-2 paper's benchmarks, every call holds the
+same number of tokens, batch × sequence = 16,384, and the same model width, heads × head
+dimension = 2048. The inputs are bf16 (bfloat16, a 16-bit floating-point format).
 
-The timing is done without the profiler, with :term:`CUDA events <CUDA event>`
-(markers the GPU stamps with its own clock when it reaches them) around groups of
-calls: the profiler's own cost would blur differences of a few percent. The
-profiler records only one forward of each version at the last shape, to show which
-:term:`kernels <kernel>` ran.
+The timing is done without the profiler, with :term:`CUDA events <CUDA event>` (markers
+the GPU stamps with its own clock when it reaches them) around groups of calls: the
+profiler's own cost would blur differences of a few percent. The profiler records only
+one forward of each version at the last shape, to show which :term:`kernels <kernel>` ran.
 
-This file needs only torch, and ``_04_common.py`` beside it: the versions and
-plumbing that this set's stories share, which the site's download has pasted in.
-On a machine with a CUDA GPU it runs the full sweep of every version at every
-shape; on the CPU it runs a tiny sweep of the written-out version and the math
-backend, timed with ``time.perf_counter``. Run it::
+This file needs only torch, and ``_04_common.py`` beside it: the versions and plumbing
+that this set's stories share, which the site's download has pasted in. On a machine
+with a CUDA GPU it runs the full sweep of every version at every shape; on the CPU it
+runs a tiny sweep of the written-out version and the math backend, timed with
+``time.perf_counter``. Run it::
 
     python 04b_shape_sweep.py           # this page
     python 04b_shape_sweep.py sweep     # the one variant by name: its table only
 
-It writes the trace to ``traces/04_attention/sweep.json`` and every measured
-time to ``traces/04_attention/sweep.timings.json``.
+It writes the trace to ``traces/04_attention/sweep.json`` and every measured time to
+``traces/04_attention/sweep.timings.json``.
 """
 
 # sphinx_gallery_start_ignore
@@ -69,12 +67,11 @@ from _04_common import _pin, naive_attention, sdpa_attention, story_run
 # the backend; to *pin* one is to allow only it, with the context manager
 # ``torch.nn.attention.sdpa_kernel``.
 
-
 # %%
 # The sweep
 # ---------
 #
-# Six versions, in ``SWEEP_IMPLS``:
+# Six versions, in ``SWEEP_IMPLS``, which each shape runs in this order:
 #
 # =============  ==========================================================
 # ``naive``      the five steps above
@@ -85,9 +82,8 @@ from _04_common import _pin, naive_attention, sdpa_attention, story_run
 # ``default``    SDPA with nothing pinned: PyTorch chooses
 # =============  ==========================================================
 #
-# ``_sweep_call`` calls one; ``_pin`` gives a version's pin, entered once around
-# all its calls so that entering it is never timed (for a version with no backend
-# to pin, ``naive`` or ``default``, a context that does nothing).
+# ``_sweep_call`` calls one; ``_pin`` gives its pin, entered once around all its calls
+# so that entering it is never timed (``naive`` and ``default`` pin nothing).
 
 SWEEP_IMPLS = ("naive", "math", "efficient", "flash", "cudnn", "default")
 
@@ -97,25 +93,24 @@ def _sweep_call(impl, q, k, v):
 
 
 # %%
-# ``profile_sweep`` loops over head dimensions and sequence lengths. At each
-# shape it sets batch = 16,384 ÷ seq and heads = 2048 ÷ head_dim, builds random
-# bf16 inputs, and counts the *useful* work: causal attention needs half of the
-# ``4 · batch · heads · seq² · head_dim`` FLOPs of the two full products, since
-# the mask makes the other half unnecessary. Every rate on this page divides
-# that useful work by the time. The naive and math versions multiply the full
-# matrices anyway, so their rates count only half of the products they run.
+# ``profile_sweep`` loops over head dimensions and sequence lengths. At each shape it
+# sets batch = 16,384 ÷ seq and heads = 2048 ÷ head_dim, builds random bf16 inputs, and
+# counts the *useful* work: causal attention needs half of the
+# ``4 · batch · heads · seq² · head_dim`` FLOPs of the two full products, since the mask
+# makes the other half unnecessary. Every rate on this page divides that useful work by
+# the time. The naive and math versions multiply the full matrices anyway, so their
+# rates count only half of the products they run.
 #
-# Then, for each version, with its backend pinned: three :term:`warm-up` calls
-# (on the first, cuDNN builds and caches its execution plan for the new shape,
-# and PyTorch's caching allocator, which keeps freed GPU memory for reuse, gets
-# its first blocks), then groups of calls (``groups`` = 5 groups of ``calls`` =
-# 10 calls) issued back to back, so the GPU never waits for the CPU between
-# them, with one pair of CUDA events around each group. Its time at that shape
-# is one value per group, per call; the table takes the median group. One more
-# call measures its peak extra memory with
-# ``torch.cuda.max_memory_allocated``. A version that refuses a shape (a backend
-# that does not support it, or memory running out) is recorded with the first
-# line of its error, and the sweep goes on.
+# Then, for each version, with its backend pinned: three :term:`warm-up` calls (on the
+# first, cuDNN builds and caches its execution plan for the new shape, and PyTorch's
+# caching allocator, which keeps freed GPU memory for reuse, gets its first blocks),
+# then groups of calls (``groups`` = 5 groups of ``calls`` = 10 calls) issued back to
+# back, so the GPU never waits for the CPU between them, with one pair of CUDA events
+# around each group. Its time at that shape is one value per group, per call; the table
+# takes the median group. One more call measures its peak extra memory with
+# ``torch.cuda.max_memory_allocated``. A version that refuses a shape (a backend that
+# does not support it, or memory running out) is recorded with the first line of its
+# error, and the sweep goes on.
 
 
 def profile_sweep(
@@ -249,25 +244,20 @@ def profile_sweep(
 # The variant
 # -----------
 #
-# One variant, ``sweep``, with the defaults above: five sequence lengths
-# (512 to 8192) × two head dimensions (64, 128), 16,384 tokens per call, model
-# width 2048, five groups of ten calls per version and shape.
-
-VARIANTS = {"sweep": (profile_sweep, {})}
-
-
-# %%
-# ``run(name)`` runs the variant and says where: the trace lands in
+# One variant, ``sweep``, with the defaults above: 10 shapes, 5 groups of 10 calls each.
+# ``run(name)`` runs it and says where: the trace lands in
 # ``traces/04_attention/sweep.json``, every time and memory figure in
 # ``sweep.timings.json`` (on the CPU, ``profile_sweep`` picks its own tiny sweep).
 #
-# ``sweep.timings.json`` holds one row per version and shape: ``impl``,
-# ``seq``, ``head_dim``, ``batch``, ``heads``, ``useful_flop``, and either
-# ``ms`` (milliseconds per call, one value per group) with
-# ``peak_extra_bytes``, or ``error`` (why the version refused the shape). A
-# rate is ``useful_flop / (ms / 1000)``. To say "a beats b" at a shape, ask
-# more than the medians: a's *slowest* group should beat b's *fastest*, in
-# every run you make, before you call the difference real.
+# ``sweep.timings.json`` holds one row per version and shape: ``impl``, ``seq``,
+# ``head_dim``, ``batch``, ``heads``, ``useful_flop``, and either ``ms`` (milliseconds
+# per call, one value per group) with ``peak_extra_bytes``, or ``error`` (why the
+# version refused the shape). A rate is ``useful_flop / (ms / 1000)``. To say "a beats
+# b" at a shape, ask more than the medians: a's *slowest* group should beat b's
+# *fastest*, in every run you make and with their order swapped too (this sweep never
+# swaps it), before you call the difference real.
+
+VARIANTS = {"sweep": (profile_sweep, {})}
 
 # Run as ``python 04b_shape_sweep.py VARIANT``, this line runs that one variant and stops.
 run = story_run(VARIANTS, __name__)
@@ -276,9 +266,9 @@ run = story_run(VARIANTS, __name__)
 # The sweep's table
 # -----------------
 #
-# One row per version and shape: the median group's milliseconds per call and
-# the useful TFLOP/s. Before reading it, guess: does the ranking at sequence
-# 1024 hold at 8192? Which rates grow with the sequence, and which fall?
+# One row per version and shape: the median group's milliseconds per call and the useful
+# TFLOP/s. Before reading it, guess: does the ranking at sequence 1024 hold at 8192?
+# Which rates grow with the sequence, and which fall?
 
 sweep = run("sweep")
 print(sweep.table)
@@ -286,13 +276,16 @@ print(sweep.table)
 # %%
 # In this table the order is the same at every shape: cuDNN, flash, efficient, the five
 # steps, math. The fused backends' rates mostly grow with the sequence and with head
-# dimension 128; the naive version's rate falls from sequence 1024 on, as its score
-# matrix, written and read at every step, grows with the square of the sequence. A
-# median hides the spread, so the cell below reads ``sweep.timings.json`` and prints,
-# per shape: whether each version in that order had its slowest group faster than the
-# next one's fastest (``ranking held``); ``default``'s median time over pinned cuDNN's,
-# and whether every ``default`` group was slower than every cuDNN group; the peak extra
-# memory of one call of the naive, math and cuDNN versions, in MiB.
+# dimension 128; the naive version's rate falls from sequence 1024 on, though with the
+# tokens per call fixed its score matrix grows only as fast as its work (both in
+# proportion to the sequence): so its kernels spend longer on each score (the trace,
+# below, points at its softmax). A median hides the spread, so the cell below reads
+# ``sweep.timings.json`` and prints, per shape: whether each version in that order had
+# its slowest group faster than the next one's fastest (``ranking held``); ``default``'s
+# median time over pinned cuDNN's, and whether every ``default`` group was slower than
+# every cuDNN group; the peak extra memory of one call of the naive, math and cuDNN
+# versions, in MiB; then cuDNN's and ``default``'s groups at the last shape, in the
+# order they ran.
 
 # Locally the timings lie beside the trace, as ``sweep.timings.json``; in the site's
 # recordings, as ``timings.json`` in the trace's folder.
@@ -315,6 +308,11 @@ for dim, length in sorted({(d, s) for _, d, s in timed}):
            for i in ("naive", "math", "cudnn")]  # fmt: skip
     print(f"{dim:>8} {length:>5} {held:>13} {ratio:>14} {slower:>15} {'':>5}"
           + "".join(f"{m:>8}" for m in mib))  # fmt: skip
+for impl in ("cudnn", "default") if timed else ():  # at the last shape, in the order they ran
+    key = (impl, *max((d, s) for _, d, s in timed))
+    if key in timed:
+        print(f"{impl} at head_dim {key[1]}, seq {key[2]}, ms per call by group:",
+              " ".join(f"{ms:.3f}" for ms in timed[key]["ms"]))  # fmt: skip
 
 # %%
 # On the H200 and on the H100 (PyTorch 2.11), in every repeat, the ranking held at every
@@ -347,32 +345,39 @@ if tracereader:
 # On both GPUs, in every repeat, the best rate was cuDNN's at sequence 8192 and head
 # dimension 128, at about 60 % of that peak.
 #
-# ``default`` ran cuDNN's op at the profiled shape (PyTorch prefers cuDNN on Hopper),
-# and its median time was about pinned cuDNN's up to sequence 2048 on both GPUs. On the
-# H200, in every repeat, every ``default`` group was slower than every cuDNN group at
-# three shapes: head dimension 64 at sequence 8192, and head dimension 128 at 4096 and
-# 8192 (not at head dimension 64 and sequence 4096). On the H100 that happened at some
-# of those shapes, not in every repeat. The trace cannot say why: in its one profiled
-# call of each, at sequence 8192 and head dimension 128, both ran the same cuDNN kernel,
-# for about the same time (that call passes one tensor as ``q``, ``k`` and ``v``; the
-# timed calls pass three). The peak memory is plainer: cuDNN's extra memory is the same
-# at every shape, the output and little more, while the naive and math versions' grows
-# with the sequence.
+# ``default`` ran cuDNN's op at the profiled shape (PyTorch 2.11 puts cuDNN first on
+# Hopper and data-centre Blackwell GPUs when its cuDNN is 9.15.1 or newer, here 9.19;
+# flash otherwise), and its median time was about pinned cuDNN's up to sequence 2048 on
+# both GPUs. On the H200, in every repeat, every ``default`` group was slower than every
+# cuDNN group at three shapes: head dimension 64 at sequence 8192, and 128 at 4096 and
+# 8192 (not 64 at 4096); on the H100, at some of those shapes, not in every repeat. But
+# ``default`` always ran right after cuDNN, and in the groups printed above cuDNN's own
+# climbed from first to last, and ``default``'s went on climbing: the sweep cannot tell
+# "default" from "later". Nor can the trace: its one profiled call of each ran the same
+# cuDNN op with the same arguments, and the same kernel for about the same time (with
+# one tensor as ``q``, ``k`` and ``v``; the timed calls pass three). The peak memory is
+# plainer: cuDNN's extra memory is the same at every shape, the output and little more,
+# while the naive and math versions' grows with the sequence.
 #
-# The trace holds one forward of each version at the last shape (sequence 8192, head_dim
-# 128), each inside a :term:`range <record_function range>` named after the version.
-# Open it in Perfetto (a trace viewer that runs in the browser, at ui.perfetto.dev), or
-# read the GPU operations launched in three of those ranges, as
-# ``tracereader.kernel_table`` lists them below. Under ``default``, find the
-# ``aten::_scaled_dot_product_…`` op that names the backend PyTorch chose. Under each
-# fused backend, find its one attention kernel (cuDNN's, and so ``default``'s, comes
-# after a :term:`memset`). Under ``naive``, find the five steps' twelve GPU operations:
-# for ``q @ kᵀ``, a memset and a :term:`GEMM`; for the scale, two elementwise kernels
-# (``MulFunctor``); for the mask, a fill and a ``triu`` kernel that build it, a copy of
-# the scores (:term:`Memcpy DtoD`) and two elementwise kernels that write ``-inf``
-# (``masked_fill_kernel``); for the softmax, one kernel; for ``@ v``, a memset and a
-# GEMM. The trace's times are one profiled call each: read them for what ran, and the
-# table for how long.
+# The trace holds one forward of each version at the last shape, each inside a
+# :term:`range <record_function range>` named after the version. Open it in Perfetto (a
+# trace viewer in the browser, ui.perfetto.dev), or read the GPU operations launched in
+# three of those ranges, as ``tracereader.kernel_table`` lists them below. Under
+# ``default``, find the ``aten::_scaled_dot_product_…`` op that names the backend
+# PyTorch chose. Under each fused backend, find its one attention kernel (cuDNN's, and
+# so ``default``'s, comes after a :term:`memset`). Under ``naive``, find the five steps'
+# twelve GPU operations: for ``q @ kᵀ``, a memset and a :term:`GEMM`; for the scale, two
+# elementwise kernels (``MulFunctor``); for the mask, a fill and a ``triu`` kernel that
+# build it, a copy of the scores (:term:`Memcpy DtoD`) and two elementwise kernels that
+# write ``-inf`` (``masked_fill_kernel``); for the softmax, one kernel; for ``@ v``, a
+# memset and a GEMM. The scale and the ``-inf`` writes are one op each, in two kernels:
+# the scores' 2³¹ elements are one too many for the 32-bit indexing of PyTorch's
+# elementwise kernels (story 04a's trace, at sequence 1024, has one of each). The
+# softmax, naive's longest kernel (over a third of its GPU time), is
+# ``cunn_SoftMaxForwardReg`` at rows this long, one block of threads per row: per score
+# it takes over twice as long as the ``softmax_warp_forward`` (one :term:`warp` per row)
+# of story 04a's trace, at rows of 1024. The trace's times are one profiled call each:
+# read them for what ran, and the table for how long.
 
 if tracereader:
     for version in ("naive", "cudnn", "default"):  # on the CPU, only naive's range
@@ -381,15 +386,15 @@ if tracereader:
             print(f"{version}:", tracereader.kernel_table(traced, window=window), "", sep="\n")
 
 # %%
-# These are GPU times at workloads large enough to keep the GPU busy. At small
-# ones the CPU cost of each call can decide instead: the stories on interleaved
-# backends and on same-backend bursts measure that. :doc:`/chapters/part3` and
-# its lab notes read this sweep: rates, ratios and memory per shape.
+# These are GPU times at workloads large enough to keep the GPU busy. At small ones the
+# CPU cost of each call can decide instead: the stories on interleaved backends and on
+# same-backend bursts measure that. :doc:`/chapters/part3` and its lab notes read this
+# sweep: rates, ratios and memory per shape.
 #
-# On your own GPU, run the sweep and read it the same way; a backend that
-# refuses a shape says why in its row. If your ranking differs, look at the
-# kernel names: the number after ``sm`` is the architecture a kernel was built
-# for, and ``torch.cuda.get_device_capability()`` gives your GPU's (``(9, 0)``
-# on Hopper). Here the one attention kernel built for Hopper won at every shape.
-# Before you choose a backend for a model, sweep at *its* shapes: tokens per
-# call and head dimension are the two settings to change.
+# On your own GPU, run the sweep and read it the same way; a backend that refuses a
+# shape says why in its row. If your ranking differs, look at the kernel names: the
+# number after ``sm`` is the architecture a kernel was built for.
+# ``torch.cuda.get_device_capability()`` gives your GPU's (``(9, 0)`` on Hopper) and
+# ``torch.backends.cudnn.version()`` your cuDNN's (here 91900): together they decide
+# whether ``default`` picks cuDNN. Before you choose a backend for a model, sweep at
+# *its* shapes: tokens per call and head dimension are the two settings to change.

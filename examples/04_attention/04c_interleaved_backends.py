@@ -279,20 +279,26 @@ for version in versions:
 # flash's; flash's was about a third of its total. That self time is C++ work in PyTorch
 # and in cuDNN's *frontend* (the C++ layer that builds and runs cuDNN's plans) that the
 # profiler records as no op of its own: looking up the plan built on the first call,
-# filling in the tensors' addresses, the workspace, and running the plan. A profiler of
-# C++ functions, such as Linux's ``perf``, can split it. Without the profiler, too, a
-# cuDNN call's median cost the CPU more than a flash call's.
+# filling in the tensors' addresses, getting the workspace, and the frontend's work
+# around running the plan. The launches that running the plan makes are not in it: each
+# call's :term:`memset` (``cudaMemsetAsync``, which flash's op does not make) and kernel
+# launch (:term:`cuLaunchKernelEx`) are recorded as calls of their own
+# (:term:`CUDA runtime <runtime API, driver API>` and driver calls), which self time
+# leaves out. A profiler of C++ functions, such as Linux's ``perf``, can split the rest.
+# Without the profiler, too, a cuDNN call cost the CPU more than a flash call after the
+# same predecessor: compare their medians after efficient and after math.
 #
-# The surprise was in the order. In every repeat on both GPUs, flash's median moved the
-# most with its predecessor: it was slowest after cuDNN and fastest after efficient,
-# over 1.5 times as long after the one as after the other. ``default``'s calls, which
-# run cuDNN's backend, were fastest right after cuDNN's. A call's cost depends on its
-# predecessor. A likely reason, which the timings cannot confirm: a backend just
-# switched to finds its code and data cold in the CPU's caches. So one call after
-# another version is not a fair measure of a backend's cost in a model, where the same
-# backend runs call after call. The next story, on same-backend bursts, times exactly
-# that: bursts of calls of one backend, the bursts of all backends interleaved in one
-# process. The medians also moved from one repeat (one process) to the next, on both
-# GPUs: compare backends only within one process. The
+# The surprise was in the order. In every repeat on both GPUs, flash, efficient and math
+# were each slowest right after cuDNN, while ``default``, which runs cuDNN's code, was
+# fastest there. Flash's median moved the most with its predecessor: over 1.5 times as
+# long after cuDNN as after efficient. A call's cost depends on its predecessor. A
+# likely reason, which the timings cannot confirm: cuDNN's call, the costliest on the
+# CPU of the fused backends, fills the CPU's caches with its own code and data, so the
+# next backend finds its own cold, while ``default`` finds cuDNN's still there. So one
+# call after another version is not a fair measure of a backend's cost in a model, where
+# the same backend runs call after call. The next story, on same-backend bursts, times
+# exactly that: bursts of calls of one backend, the bursts of all backends interleaved
+# in one process. The medians also moved from one repeat (one process) to the next, on
+# both GPUs: compare backends only within one process. The
 # :doc:`lab notes of Part 3 </chapters/part3-notes>` and the :doc:`/cheatsheet` read
 # this recording.

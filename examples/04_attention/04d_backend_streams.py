@@ -295,54 +295,61 @@ clocks(series)
 # runs the same kernel, came next, the first call of its bursts costing the CPU more
 # than cuDNN's (:doc:`/chapters/part3` sets the times side by side).
 #
-# Open ``streams_backends.json`` in Perfetto (a trace viewer that runs in the
-# browser, at ui.perfetto.dev) to see the profiled bursts. After each version's
-# first call, efficient's and math's kernels follow one another on the GPU lane
-# with gaps of a few µs at most, in every repeat on both GPUs, and so do flash's
-# in all but one H200 repeat. cuDNN's do not: each of its profiled calls cost the
-# CPU more than its unprofiled median, enough to leave the GPU idle between its
-# kernels. Its first profiled call is the longest, in every recording: it is the
-# first call the profiler records, and during it the trace shows the profiler's
-# own :term:`Activity Buffer Request` and a memset launch (``cudaMemsetAsync``)
-# that took hundreds of µs. Read it as the profiler starting up, not as cuDNN's
-# cost: without the profiler, a cuDNN burst's first call took well under a
-# millisecond. So the profiled trace cannot show whether the GPU was kept busy
-# without the profiler; the unprofiled clocks can, and at this shape they say it
-# was.
+# Open ``streams_backends.json`` in Perfetto (a trace viewer that runs in the browser,
+# at ui.perfetto.dev) to see the profiled bursts. After each version's first call,
+# efficient's and math's kernels follow one another on the GPU lane with gaps of a few
+# µs at most, in every repeat on both GPUs, and so do flash's in all but one H200
+# repeat. cuDNN's and ``default``'s do not at first: in every recording their first
+# kernel ended before the CPU had launched the second, and the GPU waited, tens of µs or
+# more for cuDNN, less for ``default``. The profiler made their calls costlier: cuDNN's
+# second to fourth profiled calls, and ``default``'s second, each cost the CPU more than
+# the unprofiled median (compare the profiled calls' CPU µs with the ``CPU`` column).
+# From the third kernel on, ``default``'s kept up in every recording, cuDNN's in some,
+# not all. cuDNN's first profiled call is the longest, in every recording: it is the
+# first call the profiler records, and during it the trace shows the profiler's own
+# :term:`Activity Buffer Request` and a :term:`memset` launch (``cudaMemsetAsync``) that
+# took hundreds of µs. Read it as the profiler starting up, not as cuDNN's cost: without
+# the profiler, a cuDNN burst's first call took well under a millisecond. So the
+# profiled trace cannot show whether the GPU was kept busy without the profiler; the
+# unprofiled clocks can, and at this shape they say it was.
 #
 # A small workload
 # ----------------
 #
-# Now the kernels are tiny: one batch element, 8 heads, 128 tokens, about
-# 17 MFLOP of useful work per call (the FLOPs that causal attention needs, the
-# masked half of the products left out). The CPU's cost per call should barely
-# change, since the same checks, choices and launch happen whatever the size.
-# Guess before you read: does the ranking hold?
+# Now the kernels are tiny: one batch element, 8 heads, 128 tokens, about 17 MFLOP of
+# useful work per call (the FLOPs that causal attention needs, the masked half of the
+# products left out). The CPU's work per call is the same whatever the size (the same
+# checks, choices and launch), so its time per call should barely change. Guess before
+# you read: does the ranking hold?
 
 small = run("streams_small")
 print(small.table)
 clocks(small)
 
 # %%
-# In this table the rows ``cudnn``, ``default``, ``flash``, ``efficient`` and the
-# first ``math`` are the versions' ranges on the GPU: each spans its first GPU
-# operation to its last, idle time included. *Self CUDA %* divides by the GPU
-# operations' summed time (*Self CUDA time total*), so a span that is mostly idle
-# reads over 100 %. ``aten::_cudnn_attention_forward`` counts cudnn's 4 calls and
-# ``default``'s 4 (PyTorch chose cuDNN); ``aten::to``, ``aten::_to_copy`` and
-# ``aten::copy_`` are the math backend converting ``q``, ``k`` and ``v`` to fp32
-# and its result back to bf16.
+# In this table the rows ``cudnn``, ``default``, ``flash``, ``efficient`` and the first
+# ``math`` are the versions' ranges on the GPU: each spans its first GPU operation to
+# its last, idle time included. *Self CUDA %* divides by the summed time of all the
+# profile's GPU operations (*Self CUDA time total*), not the range's own, so a range
+# longer than that sum reads over 100 % (here cuDNN's and math's); flash's, mostly idle
+# too but shorter, reads less. ``aten::_cudnn_attention_forward`` counts cudnn's 4 calls
+# and ``default``'s 4 (PyTorch chose cuDNN); ``aten::to``, ``aten::_to_copy`` and
+# ``aten::copy_`` are the math backend converting ``q``, ``k`` and ``v`` to fp32 and two
+# results back to bf16: the output, and the attention weights (the softmaxed scores),
+# which the math backend returns too and SDPA drops.
 #
-# At the small shape the wall time per call followed the CPU: it was nearer the
-# CPU time per call than the kernels' time, for every version, in every repeat on
-# both GPUs. The GPU sat idle between calls, waiting for the next launch. There
-# the order reversed. Of the fused kernels, cuDNN's was still the shortest and
-# efficient's the longest, yet efficient's *call* was the fastest, in every
-# process (:doc:`/chapters/part3` gives the ratio). "cuDNN is fastest" holds for
-# kernel time, and for wall time only while the GPU is busy. The picture shows
-# cuDNN's profiled burst from its second call on: each memset and short kernel,
-# then an idle gap while the CPU prepares the next call. Every kernel of the
-# burst ends before its range does.
+# The CPU time per call barely changed from the series' shape in five of the six
+# processes (each ran both workloads); in the third H100 repeat every version's calls
+# had cost the CPU more at the series' shape, cuDNN's over 1.5 times as much: CPU time
+# moves even within one process. At the small shape the wall time per call followed the
+# CPU: it was nearer the CPU time per call than the kernels' time, for every version, in
+# every repeat on both GPUs. The GPU sat idle between calls, waiting for the next
+# launch. There the order reversed. Of the fused kernels, cuDNN's was still the shortest
+# and efficient's the longest, yet efficient's *call* was the fastest, in every process
+# (:doc:`/chapters/part3` gives the ratio). "cuDNN is fastest" holds for kernel time,
+# and for wall time only while the GPU is busy. The picture shows cuDNN's profiled burst
+# from its second call on: each memset and short kernel, then an idle gap while the CPU
+# prepares the next call. Every kernel of the burst ends before its range does.
 
 if tracereader:
     import matplotlib.pyplot as plt  # a pyplot figure, so that notebooks and the site show it
@@ -367,9 +374,9 @@ if tracereader:
 # machine): then set it beside the CPU time per call before you trust it. Run the
 # whole file again, in a new process, and see what moved.
 #
-# What to take away: rank attention backends by kernel time only when the GPU is
-# busy. At small batches and short sequences, look for idle gaps between short
-# kernels in the trace: then the call's CPU cost decides, so time whole calls
-# without the profiler, and reach for fewer, larger calls or
-# :term:`CUDA graphs <CUDA graph>` (one launch replays many kernels) rather than a
-# faster kernel. :doc:`/chapters/part3` reads both recordings.
+# What to take away: rank attention backends by kernel time only when the GPU is busy.
+# At small batches and short sequences, look for idle gaps between short kernels in the
+# trace: then the call's CPU cost decides, so time whole calls without the profiler and
+# pick the backend by that time (here efficient's); fewer, larger calls, or
+# :term:`CUDA graphs <CUDA graph>` (one launch replays many kernels; not measured here),
+# cut the CPU's cost itself. :doc:`/chapters/part3` reads both recordings.
