@@ -170,11 +170,16 @@ run = sys.modules["tracesite"].replayer(run) if "tracesite" in sys.modules else 
 #   bottom: all the kernels' time together.
 # * ``generate`` and ``ProfilerStep*`` appear twice. The row with CPU time is the range
 #   on the CPU; the row with only ``Self CUDA`` is its GPU-side span
-#   (:term:`gpu_user_annotation`), from its first kernel to its last, idle time
-#   included: a label, not GPU work, so its ``Self CUDA %`` can pass 100 %.
+#   (:term:`gpu_user_annotation`): a label, not GPU work, so its ``Self CUDA %`` can
+#   pass 100 %. In this trace the GPU-side spans do not overlap: each runs from the
+#   first to the last GPU op launched while its range was the innermost one open, idle
+#   time included.
 # * ``ProfilerStep*`` stands for every :term:`ProfilerStep`. The CPU has five: one per
-#   new token, then one from the last token to the profiler's end, which launched
-#   nothing on the GPU, so the GPU-side row counts four.
+#   new token, then one from the last token to the profiler's end, in which
+#   ``generate()`` still launched a little GPU work as it finished. The GPU-side row
+#   counts four, ``#1`` to ``#4``: in ``#0`` the innermost range was ``generate``
+#   (opened inside it), so the GPU-side ``generate`` covers only the prefill's step,
+#   ``#0``, and each decode step's kernels fall under their own ``ProfilerStep#N``.
 # * ``aten::`` rows are PyTorch's operators (:term:`aten`); the others are kernels.
 #   ``nvjet_sm90_...`` are :term:`cuBLAS`'s matrix multiplies (:term:`nvjet`). In a
 #   decode step each multiplies one row of activations by a weight matrix (the trace's
@@ -194,17 +199,18 @@ print(dynamic.table)
 # ``bytes_per_token``, what one decode step must read (every weight, and the KV cache
 # halfway through the decode); ``achieved_tbs``, those bytes over the time per token;
 # ``hbm_fraction_spec``, that rate over the H200's datasheet bandwidth for its main
-# memory (HBM; a live run says which figure it divides by); ``copy_tbs``, the rate a
-# large device-to-device copy reached on the GPU, and ``hbm_fraction_copy``, the
-# achieved rate over that. Both fractions are under a tenth, in every repeat on both
-# GPUs: ``generate()`` decodes far slower than reading the weights allows. Where does
-# the time go?
+# memory (HBM), in the H100's recordings too (a live run divides by its own GPU's figure
+# and says which); ``copy_tbs``, the rate a large device-to-device copy reached on the
+# GPU, and ``hbm_fraction_copy``, the achieved rate over that. Both fractions are under
+# a tenth, in every repeat on both GPUs (the H100's also against its own datasheet's
+# figure): ``generate()`` decodes far slower than reading the weights allows. Where
+# does the time go?
 #
 # With ``tracereader`` (this site's library for reading traces) installed, each kept
 # step's launch calls and kernels, and the time the GPU was busy in it (the site keeps
 # two steps of the trace: the prefill's, ``#0``, and a decode step, ``#2``). The
 # decode step lasts at least twice ``ms_per_token``, in every repeat on both GPUs:
-# profiling, with Python stacks here, slows the CPU. Yet even against
+# profiling (here with Python stacks) slows the CPU. Yet even against
 # ``ms_per_token``, the decode step's kernels keep the GPU busy under a quarter of the
 # time, in every repeat on both GPUs. Otherwise open the trace in Perfetto
 # (https://ui.perfetto.dev).
@@ -232,8 +238,11 @@ if tracereader:
 # down to the launch calls (orange); the :term:`GPU stream` below runs each kernel
 # (green), an arrow joining it to its launch. Between kernels the GPU waits for the
 # next launch: the hatched spans are :term:`idle gaps <idle gap>`, most of this
-# millisecond in every repeat on both GPUs. So the step is :term:`CPU-bound`: a faster
-# GPU would not help, fewer or cheaper launches would.
+# millisecond in every repeat on both GPUs. So on both GPUs the step is
+# :term:`CPU-bound`: a faster GPU would not help, less CPU work per token would. The
+# H100's recordings show it: its memory is slower and this step's kernels keep it busy
+# longer, in every repeat, yet it decodes about as fast as the H200 (the tokens per
+# second listed at the end of the page).
 
 if tracereader:
     token_step = read_trace.step("ProfilerStep#2")
@@ -249,11 +258,16 @@ if tracereader:
 # H200 needs to read the weights once, and follows the dynamic cache's token from
 # ``generate()`` down to its kernels. It then reads what a static cache changes, and
 # what compiling it changes: ``generate()`` replays each token's forward as one
-# :term:`CUDA graph` (one launch for all its kernels), and the GPU still idles while
-# ``generate()`` does its bookkeeping between tokens. The next page of this set, a
-# decode loop of our own, starts from there.
+# :term:`CUDA graph` (one launch for all the forward's kernels), yet each token still
+# makes dozens of other launch calls, and the GPU still idles while ``generate()`` does
+# its bookkeeping between tokens (on the H100, the 8B recordings' ``ProfilerStep#1``
+# also records a graph, ``CUDAGraphNode.record`` in the trace: a far slower step). The
+# next page of this set, a decode loop of our own, starts from there.
 #
 # At the end of the page, a list of every recording of these variants, on both GPUs:
 # a link to each repeat's trace, and each variant's tokens per second, the static and
 # compiled ones included. To profile your own model's ``generate()`` a token at a
-# time, pass it a stopping criterion such as ``MarkToken`` that calls ``prof.step``.
+# time, pass it a stopping criterion such as ``MarkToken`` that calls ``prof.step``. A
+# range of your own around the call (``generate`` here) then takes step ``#0``'s GPU
+# work from ``ProfilerStep#0``'s GPU-side row, and what ``generate()`` launches after a
+# stopping check falls in the next step.

@@ -3,21 +3,20 @@ A training step: from eager PyTorch to compiled causal attention
 ================================================================
 
 One training step of a Llama-architecture model from Hugging Face ``transformers``,
-built from a config with random weights (nothing is downloaded): hidden 2048, 16
-layers, 32 query and 8 key/value heads, a vocabulary of 128,256 whose output
-projection is tied to the embedding (one matrix serves both), about 1.24 B
-parameters, the shape of Llama-3.2-1B. Each step reads a batch of token sequences of
-length 2,048 and runs four phases, each a :term:`record_function range` (a named span
-in the trace): ``forward`` (the decoder's layers), ``loss`` (the projection onto the
-vocabulary and the cross-entropy), ``backward`` and ``optimizer`` (AdamW, which
-updates the weights), after a ``data`` region that fetches the batch. Most variants
-change one setting of the baseline or of the variant they build on, each a setup you
-could adopt; the list of what each changes, and what to look for in its trace, is at
-"The variants" below.
+built from a config with random weights (nothing is downloaded): hidden 2048, 16 layers,
+32 query and 8 key/value heads, a vocabulary of 128,256 whose output projection is tied
+to the embedding (one matrix serves both), about 1.24 B parameters, the shape of
+Llama-3.2-1B. Each step reads a batch of token sequences of length 2,048 and runs four
+phases, each a :term:`record_function range` (a named span in the trace): ``forward``
+(the decoder's layers), ``loss`` (the projection onto the vocabulary and the
+cross-entropy), ``backward`` and ``optimizer`` (AdamW, which updates the weights), after
+a ``data`` region that fetches the batch. Most variants change one setting of the
+baseline or of the variant they build on, each a setup you could adopt; the list of what
+each changes, and what to look for in its trace, is at "The variants" below.
 
-Each variant times steps without the profiler, profiles three (the trace keeps one)
-and writes ``results.json``: tokens per second, ms per step, :term:`MFU` (model FLOPs
-utilization: the model's arithmetic per second over the GPU's peak) and peak memory.
+Each variant times steps without the profiler, runs three under it (the trace keeps the
+third) and writes ``results.json``: tokens per second, ms per step, :term:`MFU` (model
+FLOPs utilization: the model's arithmetic per second over the GPU's peak), peak memory.
 The model, the loss, the data and the step come from ``_06_common.py`` beside this
 file (the site's downloads have it pasted in). Run it yourself::
 
@@ -67,11 +66,11 @@ from _06_common import (
 #
 # ``profile_train_step`` builds the model, its AdamW and its input, runs
 # ``warmup_steps`` steps (the first one compiles, when asked), then times
-# ``timed_steps`` steps without the profiler. Like many training loops, each step
-# reads its loss (``loss.item()``), which waits for the GPU to finish the step, unless
-# ``read_loss=False``. It then profiles three steps (``profile_steps``, below) and
-# writes ``timings.json`` (each timed step's ms) and ``results.json``: ``step_ms`` (the
-# median step, its fastest and slowest), ``tokens_per_s``, ``peak_gib`` (peak memory),
+# ``timed_steps`` steps without the profiler. Like many training loops, each step reads
+# its loss (``loss.item()``), which waits for the GPU to finish the step, unless
+# ``read_loss=False``. It then profiles with ``profile_steps`` (below) and writes
+# ``timings.json`` (each timed step's ms) and ``results.json``: ``step_ms`` (the median
+# step, its fastest and slowest), ``tokens_per_s``, ``peak_gib`` (peak memory),
 # ``first_step_s`` (the first step, in seconds) and ``mfu_spec``: tokens per second
 # times a token's FLOPs, 6 × (P − E) + 12 × L × H × S (P parameters, E of them the
 # embedding table, L layers, H hidden, S tokens a sequence: ``flops_per_token``), over
@@ -212,9 +211,10 @@ def profile_train_step(
 # The schedule skips one step (``wait``), records one and discards it (``warmup``: the
 # profiler's own start-up costs fall there), and keeps the third (``active``): one
 # step keeps the trace small, and the table counts calls per step. Before it ends we
-# wait for the GPU, so every kernel it launched is inside the trace: when the CPU runs
-# ahead (``loader_async``), the wait shows as a ``cudaDeviceSynchronize`` at the
-# step's end. ``profile_steps`` writes ``trace.json`` and returns the profiler's table.
+# wait for the GPU, so every kernel it launched is inside the trace. A CPU that runs
+# ahead waits sooner: ``loader_async``'s main thread waits tens of milliseconds early
+# in ``forward``, in an ``aten::item`` of the model's code, in every repeat on both
+# GPUs. ``profile_steps`` writes ``trace.json`` and returns the profiler's table.
 
 
 def profile_steps(out_dir, train, device, **options):
@@ -267,9 +267,9 @@ def profile_steps(out_dir, train, device, **options):
 #   ``causal_s4096`` (sequences of 4,096, batch 4) and ``final`` (sequences of 8,192,
 #   batch 2, the same 16,384 tokens per step: the highest ``mfu_spec``, which counts
 #   attention's masked half as work too, yet slower in tokens per second than
-#   ``causal``). ``causal`` is the result at batch 8 (batch 16 trains a little more per
-#   second, in every repeat, at much more peak memory: Part 5 gives both). From
-#   ``compile_b8_bf16`` on, the weights are bf16 with no fp32 copy: see the result.
+#   ``causal``). ``causal`` is the result at batch 8: batch 16's tokens per second
+#   barely change (higher in every repeat on both GPUs, beyond the spread), at far more
+#   peak memory. From ``compile_b8_bf16`` on, the weights are bf16, no fp32 copy.
 #
 # A further lever, for a variant of your own: ``compile="max-autotune-no-cudagraphs"``
 # (:term:`max-autotune` without CUDA graphs: it compiles for many minutes).
@@ -332,14 +332,15 @@ print(baseline.table)
 # Two rows mislead. :term:`Command Buffer Full` is no GPU work but a record of
 # :term:`CUPTI`, the profiler's GPU library (category ``overhead`` in the trace, on a
 # lane of its own): a launch call waited because the GPU's queue of launched work was
-# full, the CPU that far ahead. This table counts its length as CPU time, yet gives it
-# a ``Self CUDA`` longer than all the kernels together (over 100 %) and adds that to
-# the ``CUDA total`` of each row it sits in: ``cudaLaunchKernel``,
-# ``aten::_fused_adamw_``, ``Optimizer.step#AdamW.step``, ``optimizer``,
-# ``ProfilerStep*``. The optimizer's own kernels are the ``Self CUDA`` of
-# ``aten::_fused_adamw_``. Not every repeat's table has the row. ``aten::linear``
-# counts each linear layer twice (``MmBackward0`` once): autocast runs it again inside,
-# on bf16 inputs.
+# full, the CPU that far ahead. This table counts the records' length as CPU time, but
+# their ``Self CUDA`` (over 100 %) is no length: one copy of ``aten::_fused_adamw_``'s
+# ``Self CUDA`` per record inside that operator, added again to the ``CUDA total`` of
+# the rows they sit in, the five above. Most records, in every repeat that has any,
+# fell in the backward, on the autograd engine's thread, and add no CUDA time: two of
+# the six repeats have none in the optimizer, and no such row. Read the kernels' own
+# ``Self CUDA`` instead: the optimizer's is that of ``aten::_fused_adamw_``.
+# ``aten::linear`` counts each linear layer twice (``MmBackward0`` once): autocast runs
+# it again inside, on bf16 inputs.
 #
 # ``tracereader`` (this site's library for reading traces) reads each region's GPU time
 # from the trace: every GPU op launched while it was open, from any thread, so
@@ -367,19 +368,19 @@ if tracereader:
 # The result, ``causal``: the table
 # ---------------------------------
 #
-# Compiled, bf16 weights, attention told it is causal, 8 sequences of 2,048 tokens:
-# the step that trains the most tokens per second here at batch 8 (batch 16 trains a
-# little more, at much more peak memory). At a cost: AdamW's moments are bf16 too and
-# there is no fp32 copy of the weights, so small updates round away (near the initial
-# weights, neighbouring bf16 values lie further apart than the learning rate). No fp32
-# ``causal`` was recorded; with fp32 weights, ``compile`` is the fastest, in every
-# repeat on both GPUs. Compiled code has rows of its own (:term:`CompiledFxGraph`,
-# :term:`Torch-Compiled Region`); ``CompiledFunction`` and ``CompiledFunctionBackward``
-# are the compiled forward and backward as autograd runs them. ``ProfilerStep*``'s
-# ``CUDA total`` counts the main thread's kernels (forward, loss, optimizer), not the
-# backward's. The attention kernels fall below the 15 rows; ``tracereader`` lists the
-# ten kernels with the most time: attention's are :term:`cuDNN`'s
-# (``..._sdpa_..._fprop_...`` forward, ``..._bprop_...`` backward).
+# Compiled, bf16 weights, attention told it is causal, 8 sequences of 2,048 tokens: the
+# step that trains the most tokens per second here at batch 8. At a cost this example
+# does not measure: AdamW's moments are bf16 too and there is no fp32 copy of the
+# weights, so an update under half the gap between neighbouring bf16 values rounds away
+# (every update of the norm weights, which start at 1.0, where that gap is far wider
+# than the learning rate). No fp32 ``causal`` was recorded; with fp32 weights,
+# ``compile`` is the fastest, in every repeat on both GPUs. Compiled code has rows of
+# its own (:term:`CompiledFxGraph`, :term:`Torch-Compiled Region`); ``CompiledFunction``
+# and ``CompiledFunctionBackward`` are the compiled forward and backward as autograd
+# runs them. ``ProfilerStep*``'s ``CUDA total`` counts the main thread's kernels
+# (forward, loss, optimizer), not the backward's. The attention kernels fall below the
+# 15 rows; ``tracereader`` lists the ten kernels with the most time: attention's are
+# :term:`cuDNN`'s (``..._sdpa_..._fprop_...`` forward, ``..._bprop_...`` backward).
 
 result = run("causal")
 print(result.table)
@@ -391,10 +392,9 @@ if tracereader:
 # -------------
 #
 # Their settings, as ``profile_train_step`` takes them. At the end of the page, a list
-# of their recordings: on both GPUs, a link to each repeat's trace (each repeat a fresh
-# process running the variants one after another) and each variant's tokens per
-# second, median and range. Compare those to see what each lever bought, and open the
-# traces to see why: :doc:`/chapters/part5` does both over every recording.
+# of their recordings on both GPUs: a link to each repeat's trace (each repeat a fresh
+# process running the variants in turn) and each variant's tokens per second, median
+# and range. :doc:`/chapters/part5` compares them and opens the traces to see why.
 
 for name, (harness, params) in VARIANTS.items():
     print(f"{name:>16}  {harness.__name__}({', '.join(f'{k}={v!r}' for k, v in params.items())})")
