@@ -363,10 +363,10 @@ if tracereader:
 
 # %%
 # In both modes, in every repeat on both GPUs, the CPU spent longer per step than the
-# GPU was busy, in some steps only just; in the picture above the GPU lane stays empty
-# while the wrappers run (its hatching marks only gaps between GPU ops). Faster kernels
-# would shorten only steps whose GPU work outlasted their CPU time, as in those printed
-# ``balanced``.
+# GPU was busy (the picture's GPU lane is empty while the wrappers run; its hatching
+# marks only gaps between GPU ops). A verdict is the GPU's busy share of the step: under
+# half ``CPU-bound``, from half to 95 % ``balanced``. Every ``balanced`` step's GPU work
+# ran on past its CPU time: faster kernels would shorten those steps, not the others.
 #
 # Under max-autotune, Inductor also times further launch configurations of the fused
 # kernel (coordinate descent, which this mode turns on). Each ``autotune_cold`` repeat

@@ -301,9 +301,10 @@ clocks(series)
 # µs at most, in every repeat on both GPUs, and so do flash's in all but one H200
 # repeat. cuDNN's and ``default``'s do not at first: in every recording their first
 # kernel ended before the CPU had launched the second, and the GPU waited, tens of µs or
-# more for cuDNN, less for ``default``. The profiler made their calls costlier: cuDNN's
-# second to fourth profiled calls, and ``default``'s second, each cost the CPU more than
-# the unprofiled median (compare the profiled calls' CPU µs with the ``CPU`` column).
+# more for cuDNN, less for ``default``. The profiler makes calls costlier: in this
+# recording every profiled call of every version cost the CPU more than the unprofiled
+# median (compare the profiled calls' CPU µs with the ``CPU`` column), and the GPU
+# waited between the shortest kernels, cuDNN's and ``default``'s.
 # From the third kernel on, ``default``'s kept up in every recording, cuDNN's in some,
 # not all. cuDNN's first profiled call is the longest, in every recording: it is the
 # first call the profiler records, and during it the trace shows the profiler's own
@@ -348,8 +349,9 @@ clocks(small)
 # and efficient's the longest, yet efficient's *call* was the fastest, in every process
 # (:doc:`/chapters/part3` gives the ratio). "cuDNN is fastest" holds for kernel time,
 # and for wall time only while the GPU is busy. The picture shows cuDNN's profiled burst
-# from its second call on: each memset and short kernel, then an idle gap while the CPU
-# prepares the next call. Every kernel of the burst ends before its range does.
+# from its second call on: each memset, a short wait for the kernel's launch, the short
+# kernel, then a longer idle gap while the CPU prepares the next call. Every kernel of
+# the burst ends before its range does.
 
 if tracereader:
     import matplotlib.pyplot as plt  # a pyplot figure, so that notebooks and the site show it

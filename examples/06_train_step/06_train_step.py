@@ -249,9 +249,8 @@ def profile_steps(out_dir, train, device, **options):
 # * ``eager_foreach``, ``eager_forloop``: AdamW's two other implementations. The
 #   ``optimizer`` region alone changes: how many kernels it launches, and how long the
 #   CPU takes to launch them against how long the GPU takes to run them.
-# * ``eager_bf16``: the weights themselves in bf16. The casts leave the forward, and
-#   the weights, gradients and AdamW's moments take half the memory (a precision trade
-#   this example does not measure).
+# * ``eager_bf16``: the weights themselves in bf16. The casts leave the forward; weights,
+#   gradients and AdamW's moments take half the memory (a precision trade, unmeasured).
 # * ``eager_checkpoint``: activation checkpointing; peak memory against time per step.
 # * ``memory``: when in the step the peak is reached, in the snapshot's timeline and
 #   in the profiler's memory events (each with the total allocated after it).
@@ -267,8 +266,8 @@ def profile_steps(out_dir, train, device, **options):
 #   ``causal_s4096`` (sequences of 4,096, batch 4) and ``final`` (sequences of 8,192,
 #   batch 2, the same 16,384 tokens per step: the highest ``mfu_spec``, which counts
 #   attention's masked half as work too, yet slower in tokens per second than
-#   ``causal``). ``causal`` is the result at batch 8: batch 16's tokens per second
-#   barely change (higher in every repeat on both GPUs, beyond the spread), at far more
+#   ``causal``). ``causal`` is the result at batch 8: batch 16 trains slightly more
+#   tokens per second (more in every repeat on both GPUs, by under a tenth), at far more
 #   peak memory. From ``compile_b8_bf16`` on, the weights are bf16, no fp32 copy.
 #
 # A further lever, for a variant of your own: ``compile="max-autotune-no-cudagraphs"``
@@ -315,40 +314,41 @@ run = sys.modules["tracesite"].replayer(run) if "tracesite" in sys.modules else 
 #
 # Guess first: in an eager training step at batch 4, which kernels take the GPU's time,
 # and how much of it goes to the optimizer? The table sums the profiled step by name and
-# keeps the 15 rows with the most GPU time. ``Self CUDA`` is the time of the kernels a
-# row launched itself, ``CUDA total`` adds what the ops inside it launched
-# (:term:`self time`); ``Self CUDA %`` is a share of ``Self CUDA time total``, all the
-# kernels together. Of the two ``forward`` rows, the one with CPU time counts the
-# kernels launched inside it; the one with only ``Self CUDA`` is its GPU-side span,
-# idle time included (:term:`gpu_user_annotation`). The backward's kernels come from
-# the autograd engine's own thread, not the main thread's ``backward``: see the
-# ``autograd::engine::evaluate_function: ...`` rows, one per backward op. The line
-# above the table is the first repeat's ``results.json``; Part 5 quotes the medians.
+# keeps the 15 rows with the most GPU time. ``Self CUDA`` (:term:`self time`) is the
+# time of the kernels a row launched itself, ``CUDA total`` adds what the ops inside it
+# launched; ``Self CUDA %`` is a share of ``Self CUDA time total``, all the kernels
+# together. Of the two ``forward`` rows, the one with CPU time counts the kernels
+# launched inside it; the one with only ``Self CUDA`` is its GPU-side span, idle time
+# included (:term:`gpu_user_annotation`). The backward's kernels come from the autograd
+# engine's own thread, not the main thread's ``backward``: see the
+# ``autograd::engine::evaluate_function: ...`` rows, one per backward op. The line above
+# the table is the first repeat's ``results.json``; Part 5 quotes the medians.
 
 baseline = run("eager")
 print(baseline.table)
 
 # %%
-# Two rows mislead. :term:`Command Buffer Full` is no GPU work but a record of
-# :term:`CUPTI`, the profiler's GPU library (category ``overhead`` in the trace, on a
-# lane of its own): a launch call waited because the GPU's queue of launched work was
-# full, the CPU that far ahead. This table counts the records' length as CPU time, but
-# their ``Self CUDA`` (over 100 %) is no length: one copy of ``aten::_fused_adamw_``'s
-# ``Self CUDA`` per record inside that operator, added again to the ``CUDA total`` of
-# the rows they sit in, the five above. Most records, in every repeat that has any,
-# fell in the backward, on the autograd engine's thread, and add no CUDA time: two of
-# the six repeats have none in the optimizer, and no such row. Read the kernels' own
-# ``Self CUDA`` instead: the optimizer's is that of ``aten::_fused_adamw_``.
-# ``aten::linear`` counts each linear layer twice (``MmBackward0`` once): autocast runs
-# it again inside, on bf16 inputs.
+# Two rows mislead. Ignore ``Command Buffer Full`` and the ``CUDA total`` of the rows
+# above it: the optimizer's GPU time is ``aten::_fused_adamw_``'s ``Self CUDA``.
+# :term:`Command Buffer Full` is no GPU work but a record of :term:`CUPTI`, the
+# profiler's GPU library (category ``overhead`` in the trace, on a lane of its own): a
+# launch call waited because the GPU's queue of launched work was full, the CPU that far
+# ahead. This table counts the records' length as CPU time, but their ``Self CUDA``
+# (over 100 %) is no length: one copy of ``aten::_fused_adamw_``'s ``Self CUDA`` per
+# record inside that operator, added again to the ``CUDA total`` of the rows they sit
+# in, the five above. Most records, in every repeat that has any, fell in the backward,
+# on the autograd engine's thread, and add no CUDA time: two of the six repeats have
+# none in the optimizer, and no such row. ``aten::linear`` counts each linear layer
+# twice (``MmBackward0`` once): autocast runs it again inside, on bf16 inputs.
 #
 # ``tracereader`` (this site's library for reading traces) reads each region's GPU time
 # from the trace: every GPU op launched while it was open, from any thread, so
 # ``backward`` gets the autograd thread's kernels (``gpu_busy_us``: the time they kept
 # the GPU busy). In every repeat on both GPUs the backward takes over half the GPU's
 # time, the optimizer under a tenth. The picture draws the step lane by lane: the main
-# thread, the autograd thread, the GPU. After the optimizer, the main thread waits in
-# ``cudaStreamSynchronize`` (red) to read the loss while the GPU finishes the step.
+# thread, the autograd thread, the GPU. After the optimizer (too short a range to label,
+# just before ``aten::item``), the main thread waits in ``cudaStreamSynchronize`` (red)
+# to read the loss while the GPU finishes the step.
 
 try:
     import tracereader
