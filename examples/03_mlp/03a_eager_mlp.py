@@ -168,8 +168,10 @@ tracereader = optional_tracereader()  # None where it is not installed
 
 if tracereader:
     tr = tracereader.load(eager.trace_path)
-    print(tracereader.kernel_table(tr))
-    for k in tracereader.kernel_table(tr).to_records():
+    kernel_list = tracereader.kernel_table(tr)
+    print(kernel_list)
+    kernel_rows = kernel_list.to_records()
+    for k in kernel_rows:
         if "MulFunctor" in k["name"]:
             print("the multiply in full:", k["name"].split("(")[0])
 
@@ -201,8 +203,7 @@ if tracereader and tr.device_properties:  # a GPU trace
     sheet = tracereader.datasheet(tr.device_properties[0]["name"])
     tensor_bytes = SMALL["batch"] * SMALL["seq"] * SMALL["hidden"] * 2  # 48 MiB
     gemm_flops = 2 * SMALL["batch"] * SMALL["seq"] * SMALL["dim"] * SMALL["hidden"]
-    kernels = tracereader.kernel_table(tr).to_records()
-    for k in kernels if sheet else []:  # no datasheet row for this GPU: no rates
+    for k in kernel_rows if sheet else []:  # no datasheet row for this GPU: no rates
         name, us = tracereader.shorten_kernel_name(k["name"])[:50], k["median_us"]
         if "Gelu" in name or "Mul" in name:  # reads 1 or 2 tensors, writes 1
             rate = (2 if "Gelu" in name else 3) * tensor_bytes / us / 1e6
@@ -210,8 +211,9 @@ if tracereader and tr.device_properties:  # a GPU trace
         elif "gemm" in name or name.startswith("nvjet"):
             rate = gemm_flops / us / 1e6
             print(f"{name:50} {rate:6.0f} TFLOP/s  {100 * rate / sheet.bf16_tflops:3.0f} % of peak")
-    pair = sum(k["total_us"] for k in kernels if "elementwise" in k["name"])
-    print(f"gelu + multiply: {100 * pair / sum(k['total_us'] for k in kernels):.0f} % of GPU time")
+    pair = sum(k["total_us"] for k in kernel_rows if "elementwise" in k["name"])
+    whole = sum(k["total_us"] for k in kernel_rows)
+    print(f"gelu + multiply: {100 * pair / whole:.0f} % of GPU time")
 
 # %%
 # The multiply is :term:`memory-bound` (its time is set by the bytes it moves) on both
