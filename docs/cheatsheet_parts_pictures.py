@@ -24,6 +24,7 @@ from cheatsheet_pictures import (
     win,
 )
 from matplotlib.patches import Rectangle
+from tracesite.facts import claim
 
 from tracereader import Callout, Kind, link, timeline
 
@@ -228,7 +229,7 @@ def train_data_gap() -> Callable[[], SmallFigure]:
     # The timeline shades only gaps between two GPU ops, and no GPU op comes before this
     # window: hatch the idle GPU lane up to its first op here, as the timeline would.
     ops = link(t).gpu_ops
-    assert not (t.ts_ns[ops] < lo).any()
+    claim(not (t.ts_ns[ops] < lo).any(), "no GPU op comes before the window: the GPU lane is idle")
     first = int(t.ts_ns[ops].min())
     ax = fig.axes[0]
     y = next(k for k, s in zip(ax.get_yticks(), ax.get_yticklabels(), strict=True)

@@ -36,6 +36,7 @@ from _cheatsheet_common import (
 )
 from matplotlib.patches import Patch
 from PIL import Image
+from tracesite.facts import claim
 from tracesite.html import FigureHTML
 from tracesite.notebook import setup
 
@@ -64,7 +65,7 @@ class SmallFigure(FigureHTML):
 def picture(key: str, fig: Any, caption: str, extra_alt: str = "", colors: int = 32) -> SmallFigure:
     """Show a figure as a small PNG, with its generated alt text (plus ``extra_alt``)."""
     alt = " ".join((fig.tracereader_alt + " " + extra_alt).split())
-    assert alt, key
+    claim(alt, f"{key}: the picture has alt text")
     ALTS[key] = alt  # one picture per entry: check_entries counts them
     return SmallFigure(fig, alt=alt, caption=caption, dpi=DPI, colors=colors)
 
@@ -110,7 +111,7 @@ def note(
 
     bars = [v for c in ax.collections for v in getattr(c, "get_paths", list)()]
     found = sorted((v for v in bars if off(v) <= tol), key=off)
-    assert found, f"no bar drawn for {trace.name(event)} in panel {panel}"
+    claim(found, f"the callout's arrow points at the bar of {trace.name(event)} in panel {panel}")
     y = float(found[0].vertices[:, 1].mean())
     xp = (x0 + x1) / 2 if at == "mid" else x0 + 0.03 * (x1 - x0)
     ax.annotate(text, xy=(xp, y), xytext=(dx, dy), textcoords="offset points",
@@ -554,5 +555,8 @@ def lazy() -> Callable[[], SmallFigure]:
 def check_entries(page: str = "cheatsheet.md") -> None:
     """Every entry (a level-3 heading) of ``page`` has exactly one picture, with alt text."""
     entries = re.findall(r"(?m)^### ", (HERE / page).read_text(encoding="utf-8"))
-    assert len(entries) == len(ALTS), (len(entries), len(ALTS))
-    assert all(len(a) > 40 for a in ALTS.values())
+    claim(
+        len(entries) == len(ALTS),
+        f"every entry has exactly one picture ({len(entries)}, {len(ALTS)})",
+    )
+    claim(all(len(a) > 40 for a in ALTS.values()), "every picture has alt text")

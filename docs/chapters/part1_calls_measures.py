@@ -8,6 +8,8 @@ from __future__ import annotations
 import statistics
 from collections.abc import Iterable, Sequence
 
+from tracesite.facts import claim
+
 from tracereader import Kind, Trace
 
 Facts = dict[str, float | str]
@@ -37,10 +39,16 @@ def interleaved_facts(tr: Trace, bare: Sequence[tuple[str, float]]) -> Facts:
     """Four versions interleaved in one process, timed under the profiler and without it."""
     calls = calls_of(tr)
     rounds = sum(1 for name, _ in calls if name == "eager")
-    assert rounds >= 20 and all(sum(1 for n, _ in calls if n == v) == rounds for v in VERSIONS)
+    claim(
+        rounds >= 20 and all(sum(1 for n, _ in calls if n == v) == rounds for v in VERSIONS),
+        "a balanced rotation: the same number of rounds of each version under the profiler, "
+        "at least 20",
+    )
     n_unprof = sum(1 for name, _ in bare if name == "eager")
-    assert n_unprof >= rounds and all(
-        sum(1 for n, _ in bare if n == v) == n_unprof for v in VERSIONS
+    claim(
+        n_unprof >= rounds and all(sum(1 for n, _ in bare if n == v) == n_unprof for v in VERSIONS),
+        "the same number of calls of each version timed without the profiler, at least as "
+        "many as under it",
     )
     med, umed = medians(calls), medians(bare)
     out: Facts = {"rounds": rounds, "n_unprof": n_unprof, "prof_cost": med["eager"] / umed["eager"]}
@@ -52,13 +60,24 @@ def interleaved_facts(tr: Trace, bare: Sequence[tuple[str, float]]) -> Facts:
     ):
         out |= {f"{key}_us": med[version], f"u{key}_us": umed[version]}
     for prefix, m in (("", med), ("u_", umed)):
-        assert m["compiled"] > 1.5 * m["eager"]  # compile's frames cost CPU
-        assert m["reduce-overhead"] > 1.5 * m["eager"]  # graphs did not make this step cheaper
+        claim(
+            m["compiled"] > 1.5 * m["eager"],
+            "compile's frames cost CPU time: a compiled call took over 1.5 times an eager one's, "
+            "with or without the profiler",
+        )
+        claim(
+            m["reduce-overhead"] > 1.5 * m["eager"],
+            'mode="reduce-overhead" did not help either: over 1.5 times eager, with or without the '
+            "profiler",
+        )
         out |= {
             f"{prefix}c_over_e": m["compiled"] / m["eager"],
             f"{prefix}a_over_e": m["addmm"] / m["eager"],
             f"{prefix}r_over_c": m["reduce-overhead"] / m["compiled"],
             f"{prefix}r_over_e": m["reduce-overhead"] / m["eager"],
         }
-    assert med["eager"] > umed["eager"]  # the profiler's own cost
+    claim(
+        med["eager"] > umed["eager"],
+        "the profiler is not free: the same eager call took longer under it",
+    )
     return out

@@ -1,10 +1,10 @@
 """The computations behind Part 1 (``part1.md`` and its lab notes ``part1-notes.md``).
 
 Each ``*_facts`` function takes the traces of one recorded repeat (and, where it needs
-them, the profiler's own table totals or timings), asserts every claim the pages make
-about them, and returns the numbers (floats) and Markdown snippets (str) the pages glue,
+them, the profiler's own table totals or timings), claims what the pages say about
+them, and returns the numbers (floats) and Markdown snippets (str) the pages glue,
 keyed by the names the prose uses. The pages' facts modules (``docs/facts/``) call them once
-per repeat (``f.repeats``), so every assertion holds on every repeat;
+per repeat (``f.repeats``), so every claim holds on every repeat;
 ``tests/site/test_facts.py`` runs those modules on the committed recordings. What only one
 page's facts use lives in that facts module.
 
@@ -65,9 +65,9 @@ A100 = {
 
 
 def first(tr: Trace, **filters: Any) -> int:
-    """The first row that matches ``filters`` (``Trace.where``); asserts there is one."""
+    """The first row that matches ``filters`` (``Trace.where``); claims there is one."""
     rows = tr.where(**filters)
-    assert len(rows), filters
+    claim(len(rows), f"the trace has an event that matches {filters}")
     return int(rows[0])
 
 
@@ -96,8 +96,13 @@ def chain_md(names: Iterable[str]) -> str:
 
 def export_facts(ready: Trace, after: Trace) -> Facts:
     """One schedule cycle: exporting after the ``with`` block kept what on_trace_ready did."""
-    assert [s.name for s in ready.steps] == [s.name for s in after.steps]
-    assert len(ready) == len(after)
+    claim(
+        [s.name for s in ready.steps] == [s.name for s in after.steps],
+        "the late export made no difference: the same steps as the on_trace_ready one",
+    )
+    claim(
+        len(ready) == len(after), "the late export held the same events as the on_trace_ready one"
+    )
     return {"n_ready": len(ready), "n_after": len(after)}
 
 
@@ -109,13 +114,22 @@ def table_facts(
     steps64 = sum(s.dur_us for s in t64.steps)
     steps4k = sum(s.dur_us for s in t4k.steps)
     sync4k = float(t4k.dur_ns[t4k.where(name="cudaDeviceSynchronize")].sum()) / 1e3
-    assert gpu64 / steps64 < 0.05  # overhead-bound: the GPU works a few % of the CPU's time
-    assert gpu4k > 0.7 * steps4k  # the GPU now has as much to do as the CPU, or more
+    claim(
+        gpu64 / steps64 < 0.05,
+        "The first run is CPU-bound: the GPU worked a few % of the CPU's time on the steps",
+    )
+    claim(
+        gpu4k > 0.7 * steps4k,
+        "The second is GPU-bound: at 4096x4096 the GPU time is over 70 % of the steps' CPU time",
+    )
     claim(
         0.5 < steps4k / steps64 < 1.5,
         "from 64x64 to 4096x4096 the steps' CPU time changed by less than half",
     )
-    assert gpu4k / gpu64 > 20 * (steps4k / steps64)
+    claim(
+        gpu4k / gpu64 > 20 * (steps4k / steps64),
+        "At 4096x4096 the GPU time of the three steps grew over 20 times more than their CPU time",
+    )
     # GPU time can pass the steps' CPU time: work launched in a step runs after it ends
     # (on every repeat some GPU op of a step ends after its step; the total passes the
     # steps' CPU time on most repeats: on one H100 repeat a slow host CPU made them even)
@@ -129,11 +143,23 @@ def table_facts(
         for g in lk.gpu_ops
         if lk.step[g] >= 0 and t4k.end_ns[g] > t4k.steps[int(lk.step[g])].end_ns
     ]
-    assert len(late) >= len(t4k.steps) - 1
+    claim(
+        len(late) >= len(t4k.steps) - 1,
+        "The share can pass 100 %: work launched in one step can run after the step ends",
+    )
     ops = {row["name"]: row for row in op_table(t64).to_records()}
-    assert ops["aten::matmul"]["self_cpu_us"] < 0.2 * ops["aten::matmul"]["total_cpu_us"]
-    assert ops["aten::mm"]["calls"] == ops["aten::add"]["calls"] == len(t64.steps)
-    assert all(s.verdict == "CPU-bound" for s in step_times(t64))
+    claim(
+        ops["aten::matmul"]["self_cpu_us"] < 0.2 * ops["aten::matmul"]["total_cpu_us"],
+        "aten::matmul has little self time against its total: it only hands over to aten::mm",
+    )
+    claim(
+        ops["aten::mm"]["calls"] == ops["aten::add"]["calls"] == len(t64.steps),
+        "aten::mm and aten::add each run once per step",
+    )
+    claim(
+        all(s.verdict == "CPU-bound" for s in step_times(t64)),
+        "The first run is CPU-bound: every 64x64 step",
+    )
     claim(
         step_times(t4k)[-1].verdict == "GPU-bound",
         "The second (4096x4096) is GPU-bound: its last step, on every repeat",
@@ -170,21 +196,35 @@ def speed_facts(peaks: Trace, small: Trace, big: Trace, t4k: Trace) -> Facts:
     g64 = median_us(small, kind=Kind.KERNEL, prefix="nvjet")
     g4k = median_us(big, kind=Kind.KERNEL, prefix="nvjet")
     r64, r4k = gemm_tflops(small, 64), gemm_tflops(big, 4096)
-    assert g4k / g64 < 1000  # far from 262,144x: the small GEMM wastes the GPU
-    assert blocks(small) < 20 and blocks(big) >= N_SMS  # a few of the 132 SMs, against all
-    assert r64 / SPEC_TFLOPS < 0.001  # under 0.1 % of the spec
+    claim(
+        g4k / g64 < 1000,
+        "the big GEMM took far less than 262,144 times the small one's time: under 1000 times",
+    )
+    claim(
+        blocks(small) < 20 and blocks(big) >= N_SMS,
+        "only a few SMs could work on the 64x64 GEMM; the 4096x4096 one's grid covers all 132",
+    )
+    claim(r64 / SPEC_TFLOPS < 0.001, "The small one used under a thousandth of the GPU")
     # Idle SMs explain a factor N_SMS / blocks at most; the shortfall is far larger: a
     # kernel this small is mostly the fixed cost of any kernel. The 64x64 add, with
     # almost nothing to do, takes a comparable time.
-    assert SPEC_TFLOPS / r64 > 100 * N_SMS / blocks(small)
+    claim(
+        SPEC_TFLOPS / r64 > 100 * N_SMS / blocks(small),
+        "idle SMs explain little: the fixed cost every kernel pays dominates a kernel this short",
+    )
     add64 = median_us(small, kind=Kind.KERNEL, contains="elementwise")
-    assert add64 > 0.3 * g64
-    assert r4k / SPEC_TFLOPS > 0.7  # the big one runs near the hardware's limit
-    assert 0.9 < r4k / peak < 1.1  # as fast as our largest GEMM went
+    claim(add64 > 0.3 * g64, "the 64x64 add, with almost nothing to do, took a comparable time too")
+    claim(
+        r4k / SPEC_TFLOPS > 0.7, "The big GEMM ran near the hardware's limit: over 70 % of the spec"
+    )
+    claim(0.9 < r4k / peak < 1.1, "The big GEMM ran as fast as the largest GEMM we ran")
     kt = kernel_table(big).to_records()  # sorted by total GPU time: the GEMM, then the add
-    assert kt[0]["name"].startswith("nvjet") and "add" in kt[1]["name"]
+    claim(
+        kt[0]["name"].startswith("nvjet") and "add" in kt[1]["name"],
+        "the kernel table, sorted by total GPU time, lists the GEMM first, then the add",
+    )
     grids = small.extra["grid"][small.where(kind=Kind.KERNEL, prefix="nvjet")]
-    assert len(set(grids.tolist())) == 1  # every 64x64 GEMM ran the same grid
+    claim(len(set(grids.tolist())) == 1, "every 64x64 GEMM ran the same grid")
     # The add at 4096 is memory-bound: 2 tensors read, 1 written, 32 MiB each. It moves
     # more bytes per second than the 2 GiB device-to-device copy of ``peaks``: part of its
     # traffic probably hits the L2 cache (the GEMM's output, just written, is 32 MiB).
@@ -194,9 +234,10 @@ def speed_facts(peaks: Trace, small: Trace, big: Trace, t4k: Trace) -> Facts:
         peak_tbs < add_tbs < 1.15 * peak_tbs,
         "the add moved more than the large copy, under 1.15 times it: at memory speed",
     )
-    assert (
+    claim(
         len(peaks.where(kind=Kind.MEMCPY))
-        and max(peaks.extra["bytes"][peaks.where(kind=Kind.MEMCPY)]) == 2**31
+        and max(peaks.extra["bytes"][peaks.where(kind=Kind.MEMCPY)]) == 2**31,
+        "the large device-to-device copy we timed moved 2 GiB",
     )
     return {
         "peak_tflops": peak,
@@ -230,8 +271,13 @@ def lane_facts(t64: Trace) -> Facts:
     st = step_times(t64)[-1]
     gemm = last_gemm(t64)
     launch = int(link(t64).launch[gemm])
-    assert t64.name(launch) == "cuLaunchKernelEx"
-    assert st.gpu_busy_us < 0.1 * st.cpu_us  # the GPU is busy a few per cent of the step
+    claim(
+        t64.name(launch) == "cuLaunchKernelEx", "the 64x64 GEMM's launch call is cuLaunchKernelEx"
+    )
+    claim(
+        st.gpu_busy_us < 0.1 * st.cpu_us,
+        "in the last 64x64 step the GPU was busy a few per cent of the CPU's time",
+    )
     # From the call's start, the latency is mostly the call's own CPU time: read it from the
     # call's end (P1-3).
     call_us = float(t64.dur_ns[launch]) / 1e3
@@ -255,19 +301,32 @@ def chain_facts(t64: Trace, batch: Trace) -> Facts:
     lk = link(t64)
     gemm = last_gemm(t64)
     chain = [t64.name(i) for i in lk.stack(gemm)] + [t64.name(gemm)]
-    assert chain[-1].startswith("nvjet_sm90_")  # cuBLAS's GEMM family, built for Hopper
-    assert chain[:5] == [
-        t64.steps[-1].name,
-        "matmul_add",
-        "aten::matmul",
-        "aten::mm",
-        "cuLaunchKernelEx",
-    ]
+    claim(
+        chain[-1].startswith("nvjet_sm90_"),
+        "the kernel's name says what ran: nvjet, a cuBLAS GEMM kernel, for sm90 (Hopper)",
+    )
+    claim(
+        chain[:5]
+        == [
+            t64.steps[-1].name,
+            "matmul_add",
+            "aten::matmul",
+            "aten::mm",
+            "cuLaunchKernelEx",
+        ],
+        "the GEMM's chain: the step, matmul_add, aten::matmul, aten::mm, cuLaunchKernelEx",
+    )
     add_k = first(t64, kind=Kind.KERNEL, contains="elementwise", within=in_step(t64, -1, 100_000))
     add_chain = [t64.name(i) for i in lk.stack(add_k)]
-    assert add_chain[-2:] == ["aten::add", "cudaLaunchKernel"]
+    claim(
+        add_chain[-2:] == ["aten::add", "cudaLaunchKernel"],
+        "The add takes a shorter path: aten::add, then cudaLaunchKernel, then its kernel",
+    )
     b_ops = [batch.name(int(i)) for i in batch.where(kind=Kind.CPU_OP, within=in_step(batch))]
-    assert "aten::bmm" not in b_ops and "aten::mm" in b_ops and "aten::reshape" in b_ops
+    claim(
+        "aten::bmm" not in b_ops and "aten::mm" in b_ops and "aten::reshape" in b_ops,
+        "Batched to (8, 64, 64), one step runs aten::reshape and aten::mm: no aten::bmm",
+    )
     return {
         "chain": chain_md(chain),
         "add_chain": chain_md(add_chain),
@@ -298,17 +357,38 @@ def first_step_facts(
     every repeat, but do not remove it: it stays over 2. In every repeat the warm run came
     after other profiled runs in its process (``warm_meta`` says which)."""
     for tr in (cold20, warm20, cold3):
-        assert all(cpu_calls(tr, 0) == cpu_calls(tr, k) for k in range(1, len(tr.steps)))
-        assert not any(len(tr.where(contains=c)) for c in SETUP_CALLS)
+        claim(
+            all(cpu_calls(tr, 0) == cpu_calls(tr, k) for k in range(1, len(tr.steps))),
+            "the first kept step records the same calls as every later one",
+        )
+        claim(
+            not any(len(tr.where(contains=c)) for c in SETUP_CALLS),
+            "no allocation, occupancy query or module loading appears at all",
+        )
     cold = [s.dur_us for s in cold20.steps]
     warm = [s.dur_us for s in warm20.steps]
-    assert cold[0] > 2 * statistics.median(cold[1:])
-    assert warm[0] > 2 * statistics.median(warm[1:])  # warm-up before profiling: still slow
+    claim(
+        cold[0] > 2 * statistics.median(cold[1:]),
+        "in a fresh process the first of 20 active steps took over twice the median of the rest",
+    )
+    claim(
+        warm[0] > 2 * statistics.median(warm[1:]),
+        "After five warm-up calls the first step still took over twice the median of the rest",
+    )
     cold_ratio = cold[0] / statistics.median(cold[1:])
     warm_ratio = warm[0] / statistics.median(warm[1:])
-    assert warm_meta["params"].get("warmup") and warm_meta["process"]["fresh"]
-    assert warm_ratio < cold_ratio
-    assert warm_meta["process"]["variants_in_it"][0] != warm_meta["variant"]
+    claim(
+        warm_meta["params"].get("warmup") and warm_meta["process"]["fresh"],
+        "the warm 20-step run warmed up before profiling, in a fresh process",
+    )
+    claim(
+        warm_ratio < cold_ratio,
+        "after warm-up the first step's ratio was less than the fresh process's ratio",
+    )
+    claim(
+        warm_meta["process"]["variants_in_it"][0] != warm_meta["variant"],
+        "the warm run came after other profiled runs in its process",
+    )
 
     def label_gap(step: int) -> float:
         lo_hi = in_step(cold3, step)
@@ -317,7 +397,10 @@ def first_step_facts(
         return float(cold3.ts_ns[b] - cold3.ts_ns[a]) / 1e3
 
     gaps = [label_gap(k) for k in range(len(cold3.steps))]
-    assert gaps[0] > max(gaps[1:])
+    claim(
+        gaps[0] > max(gaps[1:]),
+        "in a cold process the first kept step waited longest from matmul_add to aten::matmul",
+    )
     return {
         "cold_first": cold[0],
         "cold_rest": statistics.median(cold[1:]),
@@ -354,14 +437,18 @@ def unscheduled_facts(nw: Trace) -> Facts:
     def count(prefix: str) -> int:
         return sum(n.startswith(prefix) for n in names)
 
-    assert s0.dur_us > 100 * nw.steps[2].dur_us
-    assert (
+    claim(
+        s0.dur_us > 100 * nw.steps[2].dur_us,
+        "Without a schedule the first step took far longer than the third: ms against µs",
+    )
+    claim(
         min(
             count("cudaOccupancyMaxActiveClusters"),
             count("cudaMalloc"),
             count("cudaFuncSetAttribute"),
         )
-        > 0
+        > 0,
+        "the first aten::mm shows occupancy queries, cudaMalloc and cudaFuncSetAttribute calls",
     )
     calls = [
         i for i in inside if i != mm0 and nw.kind[i] in (Kind.RUNTIME, Kind.DRIVER, Kind.CPU_OP)
@@ -370,9 +457,15 @@ def unscheduled_facts(nw: Trace) -> Facts:
         nw.dur_ns[mm0]
         - _covered_ns([(int(nw.ts_ns[i]), int(nw.ts_ns[i] + nw.dur_ns[i])) for i in calls])
     ) / 1e6
-    assert silent_ms > 0.5 * dur_us(nw, mm0) / 1e3
+    claim(
+        silent_ms > 0.5 * dur_us(nw, mm0) / 1e3,
+        "over half of the first aten::mm has no recorded call under it",
+    )
     for st in nw.steps[1:]:  # occupancy queries only in the cold first step
-        assert not len(nw.where(contains="Occupancy", within=(st.start_ns, st.end_ns)))
+        claim(
+            not len(nw.where(contains="Occupancy", within=(st.start_ns, st.end_ns))),
+            "occupancy queries appear only in the cold first step",
+        )
     add0 = first(nw, name="aten::add", within=in_step(nw, 0))
     return {
         "s0_ms": s0.dur_us / 1e3,
@@ -391,7 +484,10 @@ def unscheduled_facts(nw: Trace) -> Facts:
 def warm_step_facts(t64: Trace, warm_traces: Sequence[Trace]) -> Facts:
     """After warm-up no one-time setup is left, yet the first active step is slower op by op."""
     for t in warm_traces:  # no occupancy query, no cudaMalloc in any warm trace
-        assert not len(t.where(contains="Occupancy")) and not len(t.where(name="cudaMalloc"))
+        claim(
+            not len(t.where(contains="Occupancy")) and not len(t.where(name="cudaMalloc")),
+            "no occupancy query and no cudaMalloc in any warm trace",
+        )
 
     def op_us(step: int, name: str) -> float:
         return dur_us(t64, first(t64, name=name, within=in_step(t64, step)))
@@ -400,10 +496,16 @@ def warm_step_facts(t64: Trace, warm_traces: Sequence[Trace]) -> Facts:
         n: op_us(0, n) / op_us(-1, n)
         for n in ("aten::mm", "aten::add", "cuLaunchKernelEx", "cudaLaunchKernel")
     }
-    assert slow["aten::mm"] > 1.5  # the GEMM's op is always slower; the others vary
+    claim(
+        slow["aten::mm"] > 1.5,  # the GEMM's op is always slower; the others vary
+        "after warm-up aten::mm took over 1.5 times as long in the first active step as the last",
+    )
     mm_growth = op_us(0, "aten::mm") - op_us(-1, "aten::mm")
     launch_growth = op_us(0, "cuLaunchKernelEx") - op_us(-1, "cuLaunchKernelEx")
-    assert launch_growth < 0.5 * mm_growth  # most of the growth is unrecorded time in aten::mm
+    claim(
+        launch_growth < 0.5 * mm_growth,  # most of the growth is unrecorded time in aten::mm
+        "aten::mm's launch call accounts for under half of its growth in the first active step",
+    )
     return {
         "slow_min": min(slow.values()),
         "slow_max": max(slow.values()),
@@ -426,7 +528,10 @@ def request_share_facts(peaks: Trace) -> Facts:
     cpu = peaks.where(kind=Kind.CPU_OP)
     off = float(peaks.ts_ns[g] - peaks.ts_ns[cpu].min()) / 1e3
     abr = peaks.where(kind=Kind.OVERHEAD, name="Activity Buffer Request")
-    assert len(abr) == 1 and peaks.ts_ns[abr[0]] + peaks.dur_ns[abr[0]] < peaks.ts_ns[launch]
+    claim(
+        len(abr) == 1 and peaks.ts_ns[abr[0]] + peaks.dur_ns[abr[0]] < peaks.ts_ns[launch],
+        "in the peaks run the buffer request appeared once and ended before the first launch call",
+    )
     share = 100 * dur_us(peaks, int(abr[0])) / off
     claim(
         share > 75,
@@ -447,23 +552,38 @@ def offset_facts(warm: Trace, cold: Trace, nw: Trace, cold20: Trace) -> Facts:
         g, launch = first_launch(tr)
         off = float(tr.ts_ns[g] - tr.steps[0].start_ns) / 1e3
         l2s = float(tr.ts_ns[g] - tr.ts_ns[launch]) / 1e3
-        assert l2s < off / 3, key  # the kernel started soon after its launch: the CPU was late
+        claim(
+            l2s < off / 3,
+            f"{key}: the kernel started soon after its launch call: the launch was late",
+        )
         out |= {f"off_{key}": off, f"l2s_{key}": l2s, f"l2s_share_{key}": 100 * l2s / off}
-    assert 50 < float(out["off_warm"]) < 1000  # tens to hundreds of microseconds when warm
+    claim(
+        50 < float(out["off_warm"]) < 1000,
+        "warm, the first GPU op started tens to hundreds of µs into the step",
+    )
     mm0 = first(nw, name="aten::mm", within=in_step(nw, 0))
-    assert float(out["off_nw"]) > 0.8 * dur_us(nw, mm0)  # unscheduled: the cold aten::mm
+    claim(
+        float(out["off_nw"]) > 0.8 * dur_us(nw, mm0),
+        "in the cold unscheduled run the lane offset spans the first aten::mm (over 80 % of it)",
+    )
     abr = nw.where(kind=Kind.OVERHEAD, name="Activity Buffer Request")
-    assert len(abr) == 1
+    claim(len(abr) == 1, "the buffer request appeared once in the cold unscheduled run")
     g, launch = first_launch(nw)  # the buffer request ended long before the first launch
-    assert nw.ts_ns[abr[0]] + nw.dur_ns[abr[0]] < nw.ts_ns[launch]
+    claim(
+        nw.ts_ns[abr[0]] + nw.dur_ns[abr[0]] < nw.ts_ns[launch],
+        "in the cold unscheduled run the buffer request ended before the first launch call",
+    )
     n_abr_20 = len(cold20.where(name="Activity Buffer Request"))
-    assert n_abr_20 == 0
+    claim(n_abr_20 == 0, "the buffer request appeared in none of the 20 scheduled steps")
     claim(
         dur_us(nw, mm0) > 50_000 and dur_us(nw, int(abr[0])) < 0.1 * float(out["off_nw"]),
         "in the cold unscheduled run the first aten::mm alone took over 50 ms, and the buffer "
         "request was under a tenth of the offset",
     )
-    assert all(len(t.where(name="Activity Buffer Request")) == 0 for t in (warm, cold))
+    claim(
+        all(len(t.where(name="Activity Buffer Request")) == 0 for t in (warm, cold)),
+        "With a schedule that skips a step there is no request: none in the warm and cold runs",
+    )
     return out | {"n_abr": len(abr), "abr_ms": dur_us(nw, int(abr[0])) / 1e3, "n_abr_20": n_abr_20}
 
 
@@ -482,15 +602,30 @@ def launch_call_facts(
 ) -> Facts:
     """No occupancy query before a warm GEMM launch on the H200; a memset at 4096."""
     c64, c4k, c32, ctf = (calls_under_mm(t) for t in (t64, t4k, t32, ttf))
-    assert c64 == ["cuLaunchKernelEx"]
-    assert c4k == ["cudaMemsetAsync", "cuLaunchKernelEx"]
-    assert c32 == ["cudaFuncGetAttributes", "cudaLaunchKernelExC"]
-    assert not any("Occupancy" in c for c in c64 + c4k + c32 + ctf)
+    claim(c64 == ["cuLaunchKernelEx"], "a warm 64x64 aten::mm contains only cuLaunchKernelEx")
+    claim(
+        c4k == ["cudaMemsetAsync", "cuLaunchKernelEx"],
+        "a warm 4096x4096 bf16 aten::mm calls cudaMemsetAsync, then cuLaunchKernelEx",
+    )
+    claim(
+        c32 == ["cudaFuncGetAttributes", "cudaLaunchKernelExC"],
+        "a warm 4096x4096 fp32 aten::mm calls cudaFuncGetAttributes, then cudaLaunchKernelExC",
+    )
+    claim(
+        not any("Occupancy" in c for c in c64 + c4k + c32 + ctf),
+        "no occupancy query before a warm GEMM launch, at any size we recorded",
+    )
     memset = first(t4k, kind=Kind.MEMSET)
-    assert 0 < t4k.extra["bytes"][memset] <= 16  # a few bytes
+    claim(
+        0 < t4k.extra["bytes"][memset] <= 16,
+        "At 4096 the extra call queues a memset of a few bytes",
+    )
     # one memset before each GEMM, each launched by a cudaMemsetAsync call
     n_gemm = len(t4k.where(kind=Kind.KERNEL, prefix="nvjet"))
-    assert len(t4k.where(kind=Kind.MEMSET)) == len(t4k.where(name="cudaMemsetAsync")) == n_gemm
+    claim(
+        len(t4k.where(kind=Kind.MEMSET)) == len(t4k.where(name="cudaMemsetAsync")) == n_gemm,
+        "a memset runs before each GEMM, each launched by a cudaMemsetAsync call",
+    )
     # The memset follows the kernel, not the size: the 4096 fp32 GEMM gets none (P1N-3).
     claim(
         not len(t32.where(kind=Kind.MEMSET)) and "cudaMemsetAsync" not in c32,
@@ -498,7 +633,10 @@ def launch_call_facts(
     )
     for other in others:  # other GEMMs, other names, the same small memset
         ms = other.where(kind=Kind.MEMSET)
-        assert len(ms) and max(other.extra["bytes"][ms]) <= 16
+        claim(
+            len(ms) and max(other.extra["bytes"][ms]) <= 16,
+            "the TF32, compiled and peaks GEMMs get the same small memset",
+        )
     return {
         "c64": chain_md(c64),
         "c4k": chain_md(c4k),
@@ -521,28 +659,57 @@ def window_facts(recordings: Sequence[tuple[Trace, dict[str, Any]]]) -> Facts:
     Request appears once in each recording profiled from its first call, cold process or
     warm, never in any other, and ends before the first CUDA call; the profiler's closing
     synchronize over an idle GPU at 64x64; the warm-up the main recordings ran."""
-    assert {meta["variant"] for _, meta in recordings} == set(VARIANTS)
+    claim(
+        {meta["variant"] for _, meta in recordings} == set(VARIANTS),
+        "the repeat's recordings are exactly the example's variants",
+    )
     metas = {meta["variant"]: meta for _, meta in recordings}
-    assert metas["64_bf16"]["params"]["warmup"] and metas["4096_bf16"]["params"]["warmup"]
-    assert "warmup" not in metas["64_bf16_cold"]["params"]  # the snippet as shown: cold
+    claim(
+        metas["64_bf16"]["params"]["warmup"] and metas["4096_bf16"]["params"]["warmup"],
+        "Our recordings add a warm-up: the main 64x64 and 4096x4096 ones",
+    )
+    claim(
+        "warmup" not in metas["64_bf16_cold"]["params"],
+        "The script as shown, without the warm-up, is our cold recording",
+    )
     positions, idle_syncs = [], []
     for tr, meta in recordings:
         abr = [int(i) for i in tr.where(name="Activity Buffer Request")]
         if not profiled_from_start(meta):
-            assert not abr, meta["variant"]
+            claim(
+                not abr, f"{meta['variant']}: no buffer request: not profiled from its first call"
+            )
         else:
-            assert len(abr) == 1, meta["variant"]
+            claim(
+                len(abr) == 1,
+                f"{meta['variant']}: profiled from its first call: one buffer request",
+            )
             calls = tr.where(kind=(Kind.RUNTIME, Kind.DRIVER))
-            assert tr.ts_ns[abr[0]] + tr.dur_ns[abr[0]] < tr.ts_ns[calls].min()
+            claim(
+                tr.ts_ns[abr[0]] + tr.dur_ns[abr[0]] < tr.ts_ns[calls].min(),
+                "the buffer request ended before the first CUDA call",
+            )
             mm0 = first(tr, name="aten::mm")  # it falls inside the first GEMM operator
-            assert tr.ts_ns[mm0] <= tr.ts_ns[abr[0]]
-            assert tr.ts_ns[abr[0]] + tr.dur_ns[abr[0]] <= tr.ts_ns[mm0] + tr.dur_ns[mm0]
+            claim(
+                tr.ts_ns[mm0] <= tr.ts_ns[abr[0]],
+                "the buffer request fell inside the first aten::mm: it started after aten::mm did",
+            )
+            claim(
+                tr.ts_ns[abr[0]] + tr.dur_ns[abr[0]] <= tr.ts_ns[mm0] + tr.dur_ns[mm0],
+                "the buffer request fell inside the first aten::mm: it ended before aten::mm did",
+            )
             positions.append(meta["process"]["variants_in_it"].index(meta["variant"]))
         if meta["params"].get("size") == 64:
             s, window = sync_window(tr)
-            assert gpu_busy_us(tr, window=window) == 0  # nothing queued
+            claim(
+                gpu_busy_us(tr, window=window) == 0,
+                "Even with nothing queued: no GPU work during the closing synchronize at 64x64",
+            )
             idle_syncs.append(dur_us(tr, s))
-    assert min(positions) == 0 < max(positions)  # first in a fresh process, and late in one
+    claim(
+        min(positions) == 0 < max(positions),
+        "the recordings profiled from their first call ran in a fresh process and in a warm one",
+    )
     return {
         "n_idle_sync": len(idle_syncs),
         "idle_sync_min": min(idle_syncs),
@@ -551,11 +718,20 @@ def window_facts(recordings: Sequence[tuple[Trace, dict[str, Any]]]) -> Facts:
 
 
 def sync_window(tr: Trace) -> tuple[int, tuple[int, int]]:
-    """The profiler's closing cudaDeviceSynchronize (asserted to be the profiler's) and its span."""
+    """The profiler's closing cudaDeviceSynchronize (claimed to be the profiler's) and its span."""
     s = first(tr, name="cudaDeviceSynchronize")
-    assert tr.external_id[s] < 0  # issued by no operator
-    assert tr.ts_ns[s] >= tr.steps[-1].end_ns  # after the last step
-    assert len(tr.where(name="cudaDeviceSynchronize")) == 1
+    claim(
+        tr.external_id[s] < 0,
+        "the closing cudaDeviceSynchronize has no External id: no operator issued it",
+    )
+    claim(
+        tr.ts_ns[s] >= tr.steps[-1].end_ns,
+        "the closing cudaDeviceSynchronize starts after the last step: the profiler's",
+    )
+    claim(
+        len(tr.where(name="cudaDeviceSynchronize")) == 1,
+        "the trace has one cudaDeviceSynchronize, the profiler's",
+    )
     return s, (int(tr.ts_ns[s]), int(tr.ts_ns[s] + tr.dur_ns[s]))
 
 
@@ -570,22 +746,40 @@ def sync_facts(t64: Trace, t4k: Trace, t32: Trace, cold: Trace) -> Facts:
             f"{key}_busy": busy,
             f"{key}_pct": 100 * busy / dur_us(tr, s),
         }
-    assert out["s64_busy"] == 0 and float(out["s64_us"]) > 5  # waits some µs over nothing
-    assert float(out["s4k_busy"]) > 0.5 * float(out["s4k_us"])  # over work: as long as it
+    claim(
+        out["s64_busy"] == 0 and float(out["s64_us"]) > 5,
+        "at 64x64 the closing synchronize waited some µs over no GPU work",
+    )
+    claim(
+        float(out["s4k_busy"]) > 0.5 * float(out["s4k_us"]),
+        "with work queued, the closing synchronize lasts as long as that work",
+    )
     # fp32: the first GPU op in the trace is the warm-up step's add: it starts inside the
     # window, but its launch call came before it (not in the trace). The warm-up step's
     # GEMM, already running when the window opened, is not in the trace at all.
     lk = link(t32)
     g = lk.gpu_ops[np.argsort(t32.ts_ns[lk.gpu_ops])[0]]
-    assert lk.launch[g] < 0 and "elementwise" in t32.name(int(g))
-    assert t32.ts_ns[g] - t32.steps[0].start_ns > 1_000_000
+    claim(
+        lk.launch[g] < 0 and "elementwise" in t32.name(int(g)),
+        "in fp32 the trace's first GPU op is the warm-up step's add, without its launch call",
+    )
+    claim(
+        t32.ts_ns[g] - t32.steps[0].start_ns > 1_000_000,
+        "in fp32 the warm-up add started over 1 ms into the first step: the warm-up GEMM still ran",
+    )
     gemms = [int(i) for i in t32.where(kind=Kind.KERNEL) if "elementwise" not in t32.name(int(i))]
-    assert len(gemms) == len(t32.steps) and all(lk.launch[i] >= 0 for i in gemms)
+    claim(
+        len(gemms) == len(t32.steps) and all(lk.launch[i] >= 0 for i in gemms),
+        "each fp32 step's GEMM is in the trace with its launch call",
+    )
     # ... so the first step's GEMM, launched early in the step, started milliseconds later:
     # a late kernel with a long launch-to-start latency is one queued behind earlier work.
     g0 = min(gemms, key=lambda i: int(t32.ts_ns[i]))
     l2s32 = float(t32.ts_ns[g0] - t32.ts_ns[lk.launch[g0]]) / 1e3
-    assert l2s32 > 1000
+    claim(
+        l2s32 > 1000,
+        "in fp32 the first step's GEMM started over a millisecond after its launch call",
+    )
     # The recorded ops cover only part of the fp32 synchronize (P1N-1): before the warm-up
     # add (no launch call in the trace) the GPU ran the warm-up GEMM, unrecorded; from that
     # add to the synchronize's end the recorded ops leave no idle time. Busy throughout.
@@ -606,10 +800,13 @@ def sync_facts(t64: Trace, t4k: Trace, t32: Trace, cold: Trace) -> Facts:
 def distribution_facts(t20: Trace) -> Facts:
     """The 4096 GEMM over 20 steps: a distribution without an outlier."""
     d = np.sort(t20.dur_ns[t20.where(kind=Kind.KERNEL, prefix="nvjet")] / 1e3)
-    assert len(d) == 20
+    claim(len(d) == 20, "the 20-step recording has 20 runs of the 4096 GEMM")
     claim(no_outlier([float(v) for v in d]), "the 20 runs of the 4096 GEMM have no outlier")
     med = float(np.median(d))
-    assert 2.5 < A100["gemm_typical"] / med < 5
+    claim(
+        2.5 < A100["gemm_typical"] / med < 5,
+        "The post's typical A100 run took 2.5 to 5 times as long as ours",
+    )
     return {
         "k20_n": len(d),
         "k20_min": float(d[0]),
@@ -628,20 +825,32 @@ def dtype_facts(t16: Trace, t32: Trace, ttf: Trace) -> Facts:
     def gemm(tr: Trace) -> tuple[str, float]:
         k = [int(i) for i in tr.where(kind=Kind.KERNEL) if "elementwise" not in tr.name(int(i))]
         names = {tr.name(i) for i in k}
-        assert len(names) == 1, names
+        claim(len(names) == 1, f"each dtype's run used one GEMM kernel ({names})")
         return names.pop(), float(np.median(tr.dur_ns[k] / 1e3))
 
     (g16, u16), (g32, u32), (gtf, utf) = gemm(t16), gemm(t32), gemm(ttf)
-    assert "ffma" in g32 and "tf32" not in g32
-    assert "tf32" in gtf
-    assert g16.startswith("nvjet")
-    assert u32 > 5 * utf > 5 * u16
+    claim(
+        "ffma" in g32 and "tf32" not in g32,
+        "the plain fp32 GEMM's name says ffma, fp32 on the fused multiply-add units, not tf32",
+    )
+    claim("tf32" in gtf, "the TF32 GEMM's name says tf32")
+    claim(g16.startswith("nvjet"), "the bf16 GEMM is an nvjet kernel")
+    claim(
+        u32 > 5 * utf > 5 * u16,
+        "plain fp32 took over 5 times as long as TF32, and TF32 longer than bf16",
+    )
 
     def tflops(us: float) -> float:
         return 2 * 4096**3 / (us * 1e-6) / 1e12
 
-    assert 0.5 < tflops(u32) / SPEC_FP32_TFLOPS < 1  # each near its own limit
-    assert 0.5 < tflops(utf) / SPEC_TF32_TFLOPS < 1
+    claim(
+        0.5 < tflops(u32) / SPEC_FP32_TFLOPS < 1,
+        "None is a slow kernel: fp32 ran at over half its 67 TFLOP/s datasheet peak",
+    )
+    claim(
+        0.5 < tflops(utf) / SPEC_TF32_TFLOPS < 1,
+        "None is a slow kernel: TF32 ran at over half its 494.7 TFLOP/s datasheet peak",
+    )
     return {
         "g16": f"`{g16}`",
         "g32": f"`{g32}`",
@@ -668,41 +877,79 @@ def compile_facts(eager: Trace, comp: Trace, addmm: Trace, ro: Trace, comp4k: Tr
     (e_ops, _, _), (c_ops, c_names, c_apis) = _per_step(eager), _per_step(comp)
     a_ops, _, a_apis = _per_step(addmm)
     r_ops, r_names, r_apis = _per_step(ro)
-    assert c_ops == e_ops == a_ops == 2  # still two GPU ops
-    assert "aten::addmm" in c_names and "aten::mm" not in c_names and "aten::add" not in c_names
-    assert c_apis == {"cudaMemcpyAsync", "cuLaunchKernelEx"} and a_apis == c_apis
+    claim(
+        c_ops == e_ops == a_ops == 2,
+        "The compiled step still runs two GPU operations, as eager and torch.addmm do",
+    )
+    claim(
+        "aten::addmm" in c_names and "aten::mm" not in c_names and "aten::add" not in c_names,
+        "TorchInductor turned the pair into one aten::addmm: no aten::mm, no aten::add",
+    )
+    claim(
+        c_apis == {"cudaMemcpyAsync", "cuLaunchKernelEx"} and a_apis == c_apis,
+        "the compiled step and torch.addmm launch with cudaMemcpyAsync and cuLaunchKernelEx",
+    )
     frames = [n for n in dict.fromkeys(c_names) if not n.startswith("aten::")]
-    assert {
-        "TorchDynamo Cache Lookup",
-        "Torch-Compiled Region: 0/0",
-        "AOTDispatcher Runtime Wrapper Prologue",
-    } <= set(frames)
-    assert any(f.startswith("## Call CompiledFxGraph") for f in frames)
+    claim(
+        {
+            "TorchDynamo Cache Lookup",
+            "Torch-Compiled Region: 0/0",
+            "AOTDispatcher Runtime Wrapper Prologue",
+        }
+        <= set(frames),
+        "new frames around the call: TorchDynamo Cache Lookup, Torch-Compiled Region and more",
+    )
+    claim(
+        any(f.startswith("## Call CompiledFxGraph") for f in frames),
+        "among the new frames, a ## Call CompiledFxGraph",
+    )
     cp = comp4k.where(kind=Kind.MEMCPY)
-    assert comp4k.extra["bytes"][cp[0]] == 4096 * 4096 * 2
+    claim(
+        comp4k.extra["bytes"][cp[0]] == 4096 * 4096 * 2,
+        "At 4096 the compiled step's Memcpy DtoD moves 32 MiB, one bf16 matrix",
+    )
     kc = {comp4k.name(int(i)) for i in comp4k.where(kind=Kind.KERNEL)}
-    assert len(kc) == 1 and "badd" in kc.pop()
+    claim(
+        len(kc) == 1 and "badd" in kc.pop(),
+        "the compiled 4096 step runs one GEMM kernel, with badd in its name",
+    )
     cp_us = float(np.median(comp4k.dur_ns[cp] / 1e3))
-    assert cp_us < A100["copy_us"]
+    claim(cp_us < A100["copy_us"], "the compiled step's copy took less than the post's 33 µs")
     # reduce-overhead: per step, one input-copy kernel outside the graph, then one graph
     # launch that releases the DtoD copy and the GEMM.
     lro = link(ro)
     graphs = ro.where(name="cudaGraphLaunch")
     per_graph = [len(lro.gpu_ops_of_call(int(c))) for c in graphs]
-    assert len(graphs) == len(ro.steps) and set(per_graph) == {2}  # one per step
-    assert r_ops == 3 and "aten::_foreach_copy_" in r_names
-    assert r_apis == {"cudaGraphLaunch", "cudaLaunchKernel"}
+    claim(
+        len(graphs) == len(ro.steps) and set(per_graph) == {2},
+        "reduce-overhead issues one cudaGraphLaunch per step, which releases two GPU operations",
+    )
+    claim(
+        r_ops == 3 and "aten::_foreach_copy_" in r_names,
+        "reduce-overhead runs three GPU operations per step, with aten::_foreach_copy_",
+    )
+    claim(
+        r_apis == {"cudaGraphLaunch", "cudaLaunchKernel"},
+        "reduce-overhead launches with cudaGraphLaunch and cudaLaunchKernel only",
+    )
     copy_k = input_copy_kernel(ro)
     copy_stack = lro.stack(copy_k)
-    assert len(copy_stack) >= 2 and ro.name(int(copy_stack[-2])) == "aten::_foreach_copy_"
+    claim(
+        len(copy_stack) >= 2 and ro.name(int(copy_stack[-2])) == "aten::_foreach_copy_",
+        "aten::_foreach_copy_ launches the input-copy kernel",
+    )
     # the grey "other runtime call" of the picture: a capture check before the replay
     step = ro.steps[-1]
     calls = ro.where(kind=Kind.RUNTIME, within=(step.start_ns, step.end_ns))
-    assert [ro.name(int(i)) for i in calls] == [
-        "cudaLaunchKernel",
-        "cudaStreamIsCapturing",
-        "cudaGraphLaunch",
-    ]
+    claim(
+        [ro.name(int(i)) for i in calls]
+        == [
+            "cudaLaunchKernel",
+            "cudaStreamIsCapturing",
+            "cudaGraphLaunch",
+        ],
+        "The grey call before the graph launch is cudaStreamIsCapturing, a check before the replay",
+    )
     return {
         "e_ops": e_ops,
         "c_ops": c_ops,
@@ -728,7 +975,10 @@ def input_copy_kernel(ro: Trace) -> int:
 def same_process(metas: Sequence[dict[str, Any]], *variants: str) -> None:
     """These variants ran in one fresh process in this repeat (the recordings' meta.json)."""
     for meta in metas:
-        assert set(variants) <= set(meta["process"]["variants_in_it"]), variants
+        claim(
+            set(variants) <= set(meta["process"]["variants_in_it"]),
+            f"these variants ran in one process ({variants})",
+        )
 
 
 def gpu_us_per_step(tr: Trace) -> float:
@@ -742,14 +992,23 @@ def cold_table_facts(cold: Trace, totals_cold: dict[str, float]) -> Facts:
     GPU share is compared with the closing synchronize left out of the CPU total on both
     sides: it is the profiler's wait, 77 % of the A100's total."""
     cpu, gpu = totals_cold["self_cpu_us"], totals_cold["self_cuda_us"]
-    assert gpu / cpu < 0.05 and A100["gpu64"] / A100["cpu64"] < 0.05
+    claim(
+        gpu / cpu < 0.05 and A100["gpu64"] / A100["cpu64"] < 0.05,
+        "64x64 cold: both overhead-bound, the GPU under 5 % of the Self CPU total on each",
+    )
     s, _ = sync_window(cold)
     work = cpu - dur_us(cold, s)
     steps = sum(st.dur_us for st in cold.steps)
-    assert abs(work - steps) < 0.05 * steps  # without the synchronize: the steps' CPU time
+    claim(
+        abs(work - steps) < 0.05 * steps,
+        "without the closing synchronize, the cold Self CPU total is the steps' CPU time",
+    )
     a100 = 100 * A100["gpu64"] / (A100["cpu64"] - A100["sync_us"])
     h200 = 100 * gpu / work
-    assert h200 < a100 and gpu < A100["gpu64"]  # a smaller share: the H200's kernels are shorter
+    claim(
+        h200 < a100 and gpu < A100["gpu64"],
+        "a smaller GPU share than the A100's: our kernels are shorter",
+    )
     return {
         "cold_pct_work": h200,
         "a100_pct_work": a100,

@@ -2,7 +2,7 @@
 
 Every function reads a :class:`tracereader.Trace` or the ``timings.json`` that a harness
 of the stories in ``examples/04_attention/`` wrote, and returns plain numbers; the pages
-glue them and assert their claims on every repeat. Nothing here draws.
+glue them and claim what they say on every repeat. Nothing here draws.
 """
 
 from __future__ import annotations
@@ -325,8 +325,8 @@ def first_call_ratio(timings: dict[str, Any]) -> dict[str, float]:
 
 
 # ------------------------------------------------------------------ the lesson's claims
-# Each *_facts function computes what a section of the lesson quotes and asserts what it
-# claims; the page's facts module runs it on every repeat (``f.repeats``) and pastes the result.
+# Each *_facts function computes what a section of the lesson quotes and claims what it
+# says; the page's facts module runs it on every repeat (``f.repeats``) and pastes the result.
 Facts = dict[str, float | str]
 
 
@@ -337,39 +337,73 @@ def naive_facts(
     b, h, s, d = shape
     score, out_mib = b * h * s * s * 2, b * h * s * d * 2 / 2**20
     ops = last_step_ops(naive)
-    assert [o.issuer for o in ops] == [
-        "aten::bmm",
-        "aten::bmm",
-        "aten::mul",
-        "aten::fill_",
-        "aten::triu",
-        "aten::copy_",
-        "aten::masked_fill_",
-        "aten::_softmax",
-        "aten::bmm",
-    ]
+    claim(
+        [o.issuer for o in ops]
+        == [
+            "aten::bmm",
+            "aten::bmm",
+            "aten::mul",
+            "aten::fill_",
+            "aten::triu",
+            "aten::copy_",
+            "aten::masked_fill_",
+            "aten::_softmax",
+            "aten::bmm",
+        ],
+        "attention written out runs nine GPU ops per step, for five lines",
+    )
     copy = [o for o in ops if o.issuer == "aten::copy_"]
-    assert len(copy) == 1 and naive.kind[copy[0].row] == Kind.MEMCPY
+    claim(
+        len(copy) == 1 and naive.kind[copy[0].row] == Kind.MEMCPY,
+        "the purple bar, one Memcpy DtoD, is the step's aten::copy_",
+    )
     # out of place: masked_fill clones the scores (clone -> copy_), then fills the clone
-    assert op_chain(naive, copy[0].row)[:3] == ["aten::copy_", "aten::clone", "aten::masked_fill"]
+    claim(
+        op_chain(naive, copy[0].row)[:3] == ["aten::copy_", "aten::clone", "aten::masked_fill"],
+        "masked_fill is out of place: masked_fill → clone → copy_ above the copy",
+    )
     kname = {o.issuer: o.name for o in ops}
     # the scaling runs the vectorized elementwise kernel, the fill the general one
-    assert kname["aten::mul"].startswith("void at::native::vectorized_elementwise_kernel")
-    assert kname["aten::masked_fill_"].startswith("void at::native::elementwise_kernel")
-    assert naive.extra["bytes"][copy[0].row] == score  # the whole score matrix
+    claim(
+        kname["aten::mul"].startswith("void at::native::vectorized_elementwise_kernel"),
+        "the scaling runs PyTorch's vectorized_elementwise_kernel",
+    )
+    claim(
+        kname["aten::masked_fill_"].startswith("void at::native::elementwise_kernel"),
+        "the fill runs the general elementwise_kernel",
+    )
+    claim(
+        naive.extra["bytes"][copy[0].row] == score,
+        "masked_fill first clones the whole score matrix",
+    )
     by = by_issuer(ops)
     total = sum(by.values())
     fill_tbs = 2 * score / (by["aten::masked_fill_"] * 1e-6) / 1e12
     mul_tbs = 2 * score / (by["aten::mul"] * 1e-6) / 1e12
-    assert fill_tbs < 0.6 * mul_tbs  # the masked fill moves the same bytes far slower
-    assert by["aten::copy_"] + by["aten::masked_fill_"] > by["aten::_softmax"] > by["aten::bmm"] / 2
-    assert by["aten::bmm"] < 0.3 * total  # the GEMMs are the small part
+    claim(
+        fill_tbs < 0.6 * mul_tbs,
+        "the fill moves the same bytes as the scaling, far slower (under 0.6 of its rate)",
+    )
+    claim(
+        by["aten::copy_"] + by["aten::masked_fill_"] > by["aten::_softmax"] > by["aten::bmm"] / 2,
+        "the mask (copy and fill) is the slowest step; the softmax takes over half the GEMMs' time",
+    )
+    claim(by["aten::bmm"] < 0.3 * total, "the two GEMMs are only a small part of it (under 30 %)")
     # the peak: two score matrices, the output and the boolean mask (s x s bytes)
-    assert abs(peak - (2 * score / 2**20 + out_mib + s * s / 2**20)) < 1
+    claim(
+        abs(peak - (2 * score / 2**20 + out_mib + s * s / 2**20)) < 1,
+        "the peak: two score matrices alive at once, the output and the boolean mask",
+    )
     ip = last_step_ops(inplace)
-    assert not any(o.name.startswith("Memcpy") for o in ip) and len(ip) == len(ops) - 1
+    claim(
+        not any(o.name.startswith("Memcpy") for o in ip) and len(ip) == len(ops) - 1,
+        "with masked_fill_ in place the copy disappears",
+    )
     ip_us = gpu_us(inplace)
-    assert ip_us < 0.95 * total and peak_inplace == peak  # time saved, memory not
+    claim(
+        ip_us < 0.95 * total and peak_inplace == peak,
+        "in place: less GPU time (over 5 % less), but it does not lower the peak",
+    )
     return {
         "naive_ops": len(ops),
         "score_mib": score / 2**20,
@@ -407,25 +441,59 @@ def backend_facts(
             "sdpa": list(sdpa),
         }
     for v in ("sdpa_efficient", "sdpa_flash", "sdpa_cudnn", "sdpa_default"):
-        assert len(rows[v]["kernels"]) == 1, (v, rows[v]["kernels"])
-    assert rows["sdpa_default"]["sdpa"] == ["aten::_scaled_dot_product_cudnn_attention"]
-    assert rows["sdpa_default"]["kernels"] == rows["sdpa_cudnn"]["kernels"]
+        claim(
+            len(rows[v]["kernels"]) == 1,
+            f"{v}: the fused backend runs one attention kernel ({rows[v]['kernels']})",
+        )
+    claim(
+        rows["sdpa_default"]["sdpa"] == ["aten::_scaled_dot_product_cudnn_attention"],
+        "PyTorch chose cuDNN: the CPU lane shows aten::_scaled_dot_product_cudnn_attention",
+    )
+    claim(
+        rows["sdpa_default"]["kernels"] == rows["sdpa_cudnn"]["kernels"],
+        "the launch arrow ends on the pinned cuDNN run's kernel",
+    )
     for v, mark in ATTENTION_KERNELS.items():  # the names the lesson tells readers to look for
-        assert mark in rows[v]["kernels"][0], (v, rows[v]["kernels"])
+        claim(
+            mark in rows[v]["kernels"][0],
+            f"{v}: the kernel's name holds cuDNN's sdpa, flash's flash_fwd or efficient's "
+            f"fmha_cutlass ({rows[v]['kernels']})",
+        )
     for v, op in (
         ("flash", "flash_attention"),
         ("efficient", "efficient_attention"),
         ("math", "attention_math"),
     ):
-        assert rows[f"sdpa_{v}"]["sdpa"] == [f"aten::_scaled_dot_product_{op}"]
+        claim(
+            rows[f"sdpa_{v}"]["sdpa"] == [f"aten::_scaled_dot_product_{op}"],
+            "the aten::_scaled_dot_product_… op on the CPU lane names the backend",
+        )
     us = {v: r["us"] for v, r in rows.items()}
-    assert us["sdpa_cudnn"] < us["sdpa_flash"] < us["sdpa_efficient"] < us["sdpa_math"]
-    assert all(abs(peaks[v] - out_mib) < 1 for v in ("sdpa_cudnn", "sdpa_flash", "sdpa_efficient"))
-    assert peaks["sdpa_math"] > peaks["naive"] and us["sdpa_math"] > us["naive"]
-    assert cudnn_version > 91500  # the version PyTorch's preference for cuDNN needs
+    claim(
+        us["sdpa_cudnn"] < us["sdpa_flash"] < us["sdpa_efficient"] < us["sdpa_math"],
+        "cuDNN's kernel was the fastest of the three, then flash, efficient and math",
+    )
+    claim(
+        all(abs(peaks[v] - out_mib) < 1 for v in ("sdpa_cudnn", "sdpa_flash", "sdpa_efficient")),
+        "the fused backends' extra memory is about the output",
+    )
+    claim(
+        peaks["sdpa_math"] > peaks["naive"] and us["sdpa_math"] > us["naive"],
+        "the math backend is slower than writing it by hand, and needs more memory",
+    )
+    claim(
+        cudnn_version > 91500,
+        "cuDNN is recent enough for PyTorch's preference for it (check_prefer_cudnn_attention)",
+    )
     flash = traces["sdpa_flash"]  # its launcher's cudaFuncSetAttribute, for exactly 48 KiB
-    assert kernel_record(flash)["shared_mem"] == 48 * 1024
-    assert "cudaFuncSetAttribute" in forward_cpu(flash)[1]
+    claim(
+        kernel_record(flash)["shared_mem"] == 48 * 1024,
+        "flash's block needs exactly 48 KiB of shared memory",
+    )
+    claim(
+        "cudaFuncSetAttribute" in forward_cpu(flash)[1],
+        "flash calls cudaFuncSetAttribute before its launch",
+    )
     out: Facts = {
         "naive_x": us["naive"] / us["sdpa_cudnn"],
         "cudnn_version": f"{cudnn_version // 10000}.{cudnn_version // 100 % 100}.{cudnn_version % 100}",
@@ -452,18 +520,36 @@ def math_facts(tm: Trace, naive: Trace) -> Facts:
     version's, and which parts make the gap between them."""
     ops = last_step_ops(tm)
     names = [o.issuer for o in ops]
-    assert names[:3] == ["aten::copy_"] * 3 and names[-1] == "aten::copy_"  # to fp32, and back
-    assert {"aten::isneginf", "aten::all", "aten::where", "aten::add_"} <= set(names)
+    claim(
+        names[:3] == ["aten::copy_"] * 3 and names[-1] == "aten::copy_",
+        "the math backend converts q, k and v to fp32, and its output back",
+    )
+    claim(
+        {"aten::isneginf", "aten::all", "aten::where", "aten::add_"} <= set(names),
+        "the safe softmax runs isneginf, all and where; the float mask is added (add_)",
+    )
     gemms = [o.name for o in ops if "gemm" in o.name]
-    assert len(gemms) == 2 and all("f32f32" in n and "ffma" in n for n in gemms)
+    claim(
+        len(gemms) == 2 and all("f32f32" in n and "ffma" in n for n in gemms),
+        "its two GEMMs are cuBLAS's fp32 kernels, f32f32 and ffma in their names",
+    )
     # five conversions: q, k, v to fp32, then two back, the longest of which (the
     # attention weights, a (seq x seq) matrix per head) outlasts the other four together
     casts = sorted((o.us for o in ops if o.issuer == "aten::copy_"), reverse=True)
-    assert len(casts) == 5 and casts[0] > sum(casts[1:])
+    claim(
+        len(casts) == 5 and casts[0] > sum(casts[1:]),
+        "the conversions are mostly one cast of the fp32 attention weights back to bf16",
+    )
     acc = math_account(tm)
     total = sum(acc.values())
-    assert acc["fp32 GEMMs"] < 0.45 * total  # the GEMMs are not most of it
-    assert acc["safe softmax"] + acc["additive mask"] + acc["dtype conversions"] > acc["fp32 GEMMs"]
+    claim(
+        acc["fp32 GEMMs"] < 0.45 * total,
+        "the fp32 GEMMs are not most of the math backend's GPU time (under 45 %)",
+    )
+    claim(
+        acc["safe softmax"] + acc["additive mask"] + acc["dtype conversions"] > acc["fp32 GEMMs"],
+        "the safe softmax, the additive mask and the conversions together outlast the fp32 GEMMs",
+    )
     by_hand = naive_account(naive)
     gap = total - sum(by_hand.values())
     diff = {part: acc[part] - by_hand[part] for part in acc}
@@ -507,18 +593,37 @@ def compile_facts(
     b, h, s, d = shape
     ops = last_step_ops(tc)
     fused = [o for o in ops if o.name.startswith("triton_")]
-    assert len(ops) == 4 and len(fused) == 1 and fused[0].name.startswith("triton_per_fused_")
-    assert sum(o.name.startswith("nvjet") for o in ops) == 2  # the GEMMs stay cuBLAS
+    claim(
+        len(ops) == 4 and len(fused) == 1 and fused[0].name.startswith("triton_per_fused_"),
+        "compiled, the elementwise steps between the GEMMs become one Triton kernel",
+    )
+    claim(sum(o.name.startswith("nvjet") for o in ops) == 2, "the GEMMs stay cuBLAS")
     # Inductor did not rewrite these five steps into SDPA: no SDPA op, no attention kernel
-    assert not len(tc.where(kind=Kind.CPU_OP, prefix="aten::_scaled_dot_product"))
-    assert not len(tc.where(kind=Kind.CPU_OP, name="aten::scaled_dot_product_attention"))
-    assert not any(mark in o.name for o in ops for mark in ATTENTION_KERNELS.values())
-    assert all(w in fused[0].name for w in ("softmax", "masked_fill", "mul", "triu"))
+    claim(
+        not len(tc.where(kind=Kind.CPU_OP, prefix="aten::_scaled_dot_product")),
+        "this version was not rewritten: the trace has no aten::_scaled_dot_product_… op",
+    )
+    claim(
+        not len(tc.where(kind=Kind.CPU_OP, name="aten::scaled_dot_product_attention")),
+        "this version was not rewritten: the trace has no aten::scaled_dot_product_attention op",
+    )
+    claim(
+        not any(mark in o.name for o in ops for mark in ATTENTION_KERNELS.values()),
+        "the compiled trace shows no fused attention kernel",
+    )
+    claim(
+        all(w in fused[0].name for w in ("softmax", "masked_fill", "mul", "triu")),
+        "one Triton kernel scales, builds the mask itself, masks and takes the softmax",
+    )
     total = sum(o.us for o in ops)
-    assert (
-        abs(peak - (b * h * s * s * 2 + b * h * s * d * 2) / 2**20) < 1
-    )  # one score matrix, the output
-    assert gpu_us(cudnn) < total < gpu_us(naive)
+    claim(
+        abs(peak - (b * h * s * s * 2 + b * h * s * d * 2) / 2**20) < 1,
+        "its extra memory fell to one score matrix and the output",
+    )
+    claim(
+        gpu_us(cudnn) < total < gpu_us(naive),
+        "compiled: less time than by hand, but still slower than cuDNN's kernel",
+    )
     return {
         "c_total_us": total,
         "c_fused_us": fused[0].us,
@@ -534,13 +639,20 @@ def stream_facts(
     """Section 6: CPU cost per call in same-backend streams, at the series' shape (``big``)
     and a small one (timings.json of each); ``kernel_us``: GPU µs per forward, series' shape."""
     bs, ss = stream_stats(big), stream_stats(small)
-    assert not small["refused"] and not big["refused"]
+    claim(
+        not small["refused"] and not big["refused"],
+        "no pinned backend refused the call, at either shape",
+    )
     profiled = {region_calls(small_trace, v) for v in STREAM_VERSIONS}
-    assert len(profiled) == 1  # every backend's profiled burst holds the same number of calls
+    claim(len(profiled) == 1, "every backend's profiled burst holds the same number of calls")
     out: Facts = {"calls_per_stream": big["calls_per_stream"], "profiled_calls": profiled.pop()}
     for v in STREAM_VERSIONS:
         # no call waits on a full launch queue: the stream's last call is not slower than its second
-        assert bs[v].drift < 1.25 and ss[v].drift < 1.25, (v, bs[v].drift, ss[v].drift)
+        claim(
+            bs[v].drift < 1.25 and ss[v].drift < 1.25,
+            f"{v}: no call waits on a full launch queue, the last call under 1.25× the second "
+            f"({bs[v].drift}, {ss[v].drift})",
+        )
         k = sum(region_kernels_us(small_trace, v)) / region_calls(small_trace, v)
         out |= {
             f"st_{v}_cpu": bs[v].cpu_us,
@@ -551,20 +663,40 @@ def stream_facts(
         }
     fused = ("cudnn", "flash", "efficient")
     for v in fused:
-        assert bs[v].cpu_us < kernel_us[v], v  # at the series' shape the GPU is the slower side
+        claim(
+            bs[v].cpu_us < kernel_us[v],
+            f"{v}: at the series' shape a call costs the CPU less than its kernel costs the GPU",
+        )
         # so a call takes just above its kernel's time (less than a fifth more)
-        assert kernel_us[v] < bs[v].wall_us < 1.2 * kernel_us[v], v
-        assert ss[v].wall_us > 2 * float(
-            out[f"sm_{v}_kernel"]
-        )  # small: the GPU idle half the call or more
+        claim(
+            kernel_us[v] < bs[v].wall_us < 1.2 * kernel_us[v],
+            f"{v}: the wall time per call is just above the kernel's time (less than a fifth more)",
+        )
+        claim(
+            ss[v].wall_us > 2 * float(out[f"sm_{v}_kernel"]),
+            "at the small shape the wall time per call is at least twice the kernel's",
+        )
         # the call's CPU time sets the pace: just above it (less than a quarter more)
-        assert ss[v].cpu_us < ss[v].wall_us < 1.25 * ss[v].cpu_us, v
-    assert bs["math"].cpu_us > 3 * max(bs[v].cpu_us for v in fused)
+        claim(
+            ss[v].cpu_us < ss[v].wall_us < 1.25 * ss[v].cpu_us,
+            f"{v}: small shape: the wall time per call is just above the CPU time "
+            "(less than a quarter more)",
+        )
+    claim(
+        bs["math"].cpu_us > 3 * max(bs[v].cpu_us for v in fused),
+        "at the series' shape a math call costs the CPU over three times any fused backend's",
+    )
     # at the small shape the kernel ranking and the per-call ranking are reversed
     small_k = [float(out[f"sm_{v}_kernel"]) for v in fused]
-    assert small_k == sorted(small_k)  # cuDNN's kernel the shortest, efficient's the longest
-    assert ss["efficient"].wall_us < 0.95 * min(ss["cudnn"].wall_us, ss["flash"].wall_us)
-    assert bs["cudnn"].wall_us < 0.95 * min(bs["flash"].wall_us, bs["efficient"].wall_us)
+    claim(small_k == sorted(small_k), "cuDNN's kernel is the shortest and efficient's the longest")
+    claim(
+        ss["efficient"].wall_us < 0.95 * min(ss["cudnn"].wall_us, ss["flash"].wall_us),
+        "at the small shape efficient's call was the fastest",
+    )
+    claim(
+        bs["cudnn"].wall_us < 0.95 * min(bs["flash"].wall_us, bs["efficient"].wall_us),
+        "at the series' shape cuDNN's call is the fastest here too",
+    )
     out["sm_cudnn_eff_x"] = ss["cudnn"].wall_us / ss["efficient"].wall_us
     out["st_eff_cudnn_x"] = bs["efficient"].wall_us / bs["cudnn"].wall_us
     return out
@@ -573,8 +705,14 @@ def stream_facts(
 def occupancy_facts(cudnn: Trace, flash: Trace) -> Facts:
     """Section 5: cuDNN's kernel reads 0 % for its shared memory, flash's a value."""
     rc, rf = kernel_record(cudnn), kernel_record(flash)
-    assert rc["occupancy_pct"] == 0 and rc["grid"] == 132  # one block per SM, and "0 %"
-    assert rc["shared_mem"] > 49152 >= rf["shared_mem"] and rf["occupancy_pct"] > 0
+    claim(
+        rc["occupancy_pct"] == 0 and rc["grid"] == 132,
+        "cuDNN's kernel reads 0 %, one block per SM",
+    )
+    claim(
+        rc["shared_mem"] > 49152 >= rf["shared_mem"] and rf["occupancy_pct"] > 0,
+        "cuDNN's blocks use more than 48 KiB; flash's block stays within 48 KiB and reads a value",
+    )
     return {"c_smem_kib": rc["shared_mem"] / 1024, "f_occ": rf["occupancy_pct"]}
 
 
@@ -582,11 +720,20 @@ def sweep_facts(t: Sweep) -> Facts:
     """Section 6: the same ranking at every shape of the sweep, each step beyond the spread."""
     shapes = sorted({(d, s) for (_, d, s) in t})
     seqs = sorted({s for _, s in shapes})
-    assert len(shapes) == 10 and seqs == [512, 1024, 2048, 4096, 8192]
+    claim(
+        len(shapes) == 10 and seqs == [512, 1024, 2048, 4096, 8192],
+        "the sweep timed every version at 10 shapes, sequences 512 to 8192",
+    )
     order = ("cudnn", "flash", "efficient", "naive", "math")
     for d, s in shapes:
-        assert all(faster(t, a, b, d, s) for a, b in zip(order, order[1:], strict=False)), (d, s)
-    assert not crossings(t, order, seqs)
+        claim(
+            all(faster(t, a, b, d, s) for a, b in zip(order, order[1:], strict=False)),
+            f"at every shape the order was cuDNN, flash, efficient, the five steps, math ({d}, {s})",
+        )
+    claim(
+        not crossings(t, order, seqs),
+        "no two versions swap places between sequence lengths, beyond the spread",
+    )
     return {
         "n_shapes": len(shapes),
         "sw_flash_lo": min(t["flash", d, s][0] / t["cudnn", d, s][0] for d, s in shapes),

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 import _sessions
 from _decode import FINAL, Facts, Rec, lo_hi, rng, tim, token_ops
 from _sessions import session_summary
+from tracesite.facts import claim
 
 from tracereader import Kind, Trace, link
 
@@ -50,7 +51,11 @@ class AttentionChapter(_sessions.Chapter):
                     if (t["BLOCK_N"], t["num_warps"]) == (ATTENTION_BLOCK_N, ATTENTION_WARPS)
                 )
                 gaps.append(mine["us"] / min(t["us"] for t in pos["settings"]) - 1)
-                assert mine["us"] < min(pos["sdpa_us"], pos["inductor_reductions_us"])
+                claim(
+                    mine["us"] < min(pos["sdpa_us"], pos["inductor_reductions_us"]),
+                    "at each position our kernel's launch took less than SDPA's call and the "
+                    "reductions'",
+                )
                 by_pos.setdefault(pos["position"], []).append(
                     (
                         mine["us"],
@@ -59,9 +64,15 @@ class AttentionChapter(_sessions.Chapter):
                         max(t["max_abs_err"] for t in pos["settings"]),
                     )
                 )
-        assert max(gaps) < 0.05
+        claim(
+            max(gaps) < 0.05,
+            "in every repeat these settings came within 5 % of the fastest at both positions",
+        )
         per_pass = min(p["bytes"] for p in sweeps[0]["positions"]) * sweeps[0]["shape"]["copies"]
-        assert sorted(by_pos) == [128, 191] and tim(self.recs(FINAL)[0])["new_tokens"] == 64
+        claim(
+            sorted(by_pos) == [128, 191] and tim(self.recs(FINAL)[0])["new_tokens"] == 64,
+            "positions 128 and 191: the first position Part 4 decodes, and one past its last",
+        )
 
         def med(i: int) -> str:
             return " and ".join(
@@ -77,11 +88,17 @@ class AttentionChapter(_sessions.Chapter):
             peer = link(tr).gpu_ops_of(_region(tr, "position 191 peer"))
             ours = link(tr).gpu_ops_of(_region(tr, "position 191 ours"))
             cud = [float(tr.dur_ns[g]) / 1e3 for g in peer if tr.name(g).startswith("cudnn")]
-            assert len(cud) == calls and len(ours) == calls
+            claim(
+                len(cud) == calls and len(ours) == calls,
+                "the profiled pass at position 191 runs one cuDNN kernel, or one of ours, per call",
+            )
             cudnn.append(statistics.median(cud))
             mine_k.append(statistics.median(float(tr.dur_ns[g]) / 1e3 for g in ours))
             extra.append((len(peer) - calls) / calls)
-        assert max(mine_k) < min(cudnn) and len(set(extra)) == 1
+        claim(
+            max(mine_k) < min(cudnn) and len(set(extra)) == 1,
+            "kernel against kernel, ours was faster than cuDNN's; the same small GPU ops per call",
+        )
         passes = [p["bytes"] * sweeps[0]["shape"]["copies"] for p in sweeps[0]["positions"]]
         ind_all = [p["inductor_reductions_us"] for sw in sweeps for p in sw["positions"]]
         f: Facts = {
@@ -107,14 +124,16 @@ class AttentionChapter(_sessions.Chapter):
         }
         l2 = self.l2_bytes()
         if l2 is not None:  # the device's own report, stamped by the logits check's recording
-            assert per_pass > l2
+            claim(per_pass > l2, "a pass at position 128 reads more than the GPU's L2 cache holds")
             f["asweep_l2_pct"] = 100 * (per_pass / l2 - 1)
             f["asweep_l2_x_hi"] = max(passes) / l2
         tk, ts = self.table("loop_kernels_8b"), self.table("loop_kernels_sdpa_8b")
         tat, tu = self.table("loop_attention_8b"), self.table(FINAL)
         for t in (tat, tu):  # attention: faster than the reductions and cuDNN, every repeat
-            assert max(x.t["attention"] for x in t.runs) < min(
-                x.t["attention"] for x in tk.runs + ts.runs
+            claim(
+                max(x.t["attention"] for x in t.runs)
+                < min(x.t["attention"] for x in tk.runs + ts.runs),
+                "our kernel's attention took less than the reductions and cuDNN, in every repeat",
             )
         f["at_att"] = tat.lohi("attention")
 
@@ -129,13 +148,20 @@ class AttentionChapter(_sessions.Chapter):
                 and "cos" in tr.name(g)
                 and "_le_" in tr.name(g)
             }
-            assert len(ks) == 64
+            claim(
+                len(ks) == 64,
+                "64 small kernels carry both the mask's comparison (le) and the rotary embedding (cos)",
+            )
             names = [tr.name(g) for g in ops]
             at = [i for i, g in enumerate(ops) if g in ks]
-            assert sum(i < names.index("gemv_kernel") for i in at) == 32  # 32 at the token's start
-            assert (
-                sum(names[i + 1] == "attention_kernel" for i in at) == 32
-            )  # one before each layer's
+            claim(
+                sum(i < names.index("gemv_kernel") for i in at) == 32,
+                "32 of them at the start of the token",
+            )
+            claim(
+                sum(names[i + 1] == "attention_kernel" for i in at) == 32,
+                "and one just before each layer's attention_kernel",
+            )
             return sum(float(tr.dur_ns[g]) for g in ks) / 1e3
 
         like = [
@@ -150,7 +176,10 @@ class AttentionChapter(_sessions.Chapter):
         ):
             xs = sorted(x.t["attention"] for x in t.runs)
             above = [x for x in xs if x > max(like)]  # longer than ours in every repeat
-            assert len(above) >= 2 and all(x > min(like) for x in xs)
+            claim(
+                len(above) >= 2 and all(x > min(like) for x in xs),
+                "like for like, our fastest repeat beat every peer repeat, our slowest at least two",
+            )
             if len(above) == len(xs):
                 parts.append(
                     f"less than {label} took in any current repeat ({t.lohi('attention')} µs)"
@@ -172,16 +201,22 @@ class AttentionChapter(_sessions.Chapter):
             for r in self.recs(v):
                 tr = r.trace()
                 names = [tr.name(g) for g in token_ops(tr)]
-                assert (
+                claim(
                     names.count("attention_kernel") == 32
-                    and names.count("gemv_kernel") == 4 * 32 + 1
+                    and names.count("gemv_kernel") == 4 * 32 + 1,
+                    "a token runs our attention kernel once per layer and every GEMV in ours",
                 )
                 # One program per query head, 8 warps each, as the page says.
                 att = [g for g in token_ops(tr) if tr.name(g) == "attention_kernel"]
-                assert {int(tr.extra["grid"][g]) for g in att} == {
-                    self.shapes["8b"]["num_attention_heads"]
-                }
-                assert {int(tr.extra["block"][g]) for g in att} == {32 * ATTENTION_WARPS}
+                claim(
+                    {int(tr.extra["grid"][g]) for g in att}
+                    == {self.shapes["8b"]["num_attention_heads"]},
+                    "one Triton program per query head",
+                )
+                claim(
+                    {int(tr.extra["block"][g]) for g in att} == {32 * ATTENTION_WARPS},
+                    "the attention kernel runs 8 warps per program",
+                )
         # The attention row's slowest repeat over all its sessions (the current one and the
         # earlier ones the recordings keep): one pointwise kernel, launched on a tiny grid.
         ATT = "loop_attention_8b"
@@ -192,23 +227,35 @@ class AttentionChapter(_sessions.Chapter):
         slow = min(range(len(tps_at)), key=lambda i: tps_at[i])
         heavy = [heaviest_pointwise(r) for r in at_reps]
         pn, pu, pg, pb, _ = heavy[slow]
-        assert "cos" in pn and "index_copy" in pn and pg == 1
+        claim(
+            "cos" in pn and "index_copy" in pn and pg == 1,
+            "one pointwise kernel (k's rotary embedding and its cache write), launched on one block",
+        )
         elsewhere = [h[4][pn][0] for i, h in enumerate(heavy) if i != slow]
-        assert len(elsewhere) == len(at_reps) - 1 and pu > 4 * max(elsewhere)
+        claim(
+            len(elsewhere) == len(at_reps) - 1 and pu > 4 * max(elsewhere),
+            "that kernel took over four times as long as in any other repeat",
+        )
         for i, r in enumerate(at_reps):  # the others launched it on more than one block
             if i != slow:
                 tr = r.trace()
-                assert int(tr.extra["grid"][heavy[i][4][pn][1]]) > 1
+                claim(
+                    int(tr.extra["grid"][heavy[i][4][pn][1]]) > 1,
+                    "the other repeats launched it on more than one block",
+                )
         others_tps = [t for i, t in enumerate(tps_at) if i != slow]
-        assert tps_at[slow] < min(others_tps)
+        claim(tps_at[slow] < min(others_tps), "that repeat ran slower than every other one")
         # Against the other repeats of its own session: the kernel's extra time (profiled
         # token) covers most or all of what its token took longer (timed without the profiler).
         slow_session = at_names[slow]
-        assert slow_session is not None  # an earlier session: say which
+        claim(slow_session is not None, "the slow repeat is kept in an earlier session")
         mates = [i for i, n in enumerate(at_names) if n == slow_session and i != slow]
         lost_us = 1e6 / tps_at[slow] - 1e6 / statistics.median(tps_at[i] for i in mates)
         extra_us = pu - statistics.median(heavy[i][4][pn][0] for i in mates)
-        assert mates and extra_us > 0.8 * lost_us > 0
+        claim(
+            mates and extra_us > 0.8 * lost_us > 0,
+            "the kernel's extra time covers most or all of what its token took longer",
+        )
         f.update(
             slow_ratio=f"{pu / max(elsewhere):.0f} to {pu / min(elsewhere):.0f}",
             at_slow_tps=tps_at[slow],
@@ -231,14 +278,22 @@ class AttentionChapter(_sessions.Chapter):
         # Tuning off: a GEMM for the rotary embedding's product, and the argmax's own launch.
         for r in self.recs(FINAL):
             names = [r.trace().name(g) for g in token_ops(r.trace())]
-            assert sum("gemm" in n for n in names) == 1 and any(
-                "bmm" in n and "cos" not in n for n in names
+            claim(
+                sum("gemm" in n for n in names) == 1
+                and any("bmm" in n and "cos" not in n for n in names),
+                "tuning off, the rotary product goes to cuBLAS plus a small kernel preparing its input",
             )
         for r in self.recs("loop_attention_8b"):
-            assert not any("gemm" in r.trace().name(g) for g in token_ops(r.trace()))
+            claim(
+                not any("gemm" in r.trace().name(g) for g in token_ops(r.trace())),
+                "with the tuning on, Inductor rewrites the rotary product as a multiply-and-sum",
+            )
         f["lu8_kernels_n"] = statistics.median(self.per[FINAL]["kernels"])
         f["lat8_kernels_n"] = statistics.median(self.per["loop_attention_8b"]["kernels"])
-        assert max(x.small for x in tu.runs) < min(x.small for x in tat.runs)
+        claim(
+            max(x.small for x in tu.runs) < min(x.small for x in tat.runs),
+            "tuning off, the norms and the pointwise work took less than in the attention row",
+        )
         f["u_small"], f["at_small"] = (
             lo_hi([x.small for x in tu.runs]),
             lo_hi([x.small for x in tat.runs]),
@@ -249,7 +304,10 @@ class AttentionChapter(_sessions.Chapter):
         )
         am_u = [argmax_us(r) for r in self.recs(FINAL)]
         am_at = [argmax_us(r) for r in self.recs("loop_attention_8b")]
-        assert min(am_u) > max(am_at)
+        claim(
+            min(am_u) > max(am_at),
+            "the heuristics' launches are not always the best: the untuned argmax took longer",
+        )
         f["u_argmax"], f["at_argmax"] = lo_hi(am_u), lo_hi(am_at)
         rows = []
         for label, name, t in (
@@ -298,6 +356,6 @@ def argmax_launch(rs: Sequence[Rec]) -> str:
         tr = r.trace()
         g = _argmax_kernel(tr)
         out.add((int(tr.extra["grid"][g]), int(tr.extra["block"][g])))
-    assert len(out) == 1
+    claim(len(out) == 1, "the final argmax's grid and block are the same in every repeat")
     g, b = out.pop()
     return f"{g} block{'s' * (g > 1)} of {b:,} threads"

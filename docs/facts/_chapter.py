@@ -49,6 +49,7 @@ from _decode import (
     tim,
     token_ops,
 )
+from tracesite.facts import claim
 
 import tracereader
 from tracereader import Kind, step_times
@@ -125,14 +126,23 @@ class Chapter:
             for r in rs:
                 dec = decode_steps(r.trace())
                 ks = [s.kernels for s in dec]
-                assert max(ks) - min(ks) <= 2, name  # every token alike
+                claim(
+                    max(ks) - min(ks) <= 2,
+                    f"{name}: every profiled token launches as many kernels, give or take 2",
+                )
                 kern.append(statistics.median(ks))
                 launches.append(statistics.median(s.launches for s in dec))
                 busy.append(
                     statistics.median(s.gpu_busy_us for s in dec) / 1e3 / res(r)["ms_per_token"]
                 )
-                assert tim(r)["graphs_compiled_while_timed"] == 0, name  # no recompile while timed
-            assert max(busy) < 1.03, (name, busy)
+                claim(
+                    tim(r)["graphs_compiled_while_timed"] == 0,
+                    f"{name}: no row's time includes a recompile",
+                )
+            claim(
+                max(busy) < 1.03,
+                f"GPU busy, capped at 100 %, is never over it by 3 % or more ({name}, {busy})",
+            )
             per[name] = {
                 "tps": [res(r)["tokens_per_s"] for r in rs],
                 "ms": [res(r)["ms_per_token"] for r in rs],
@@ -203,16 +213,34 @@ class Chapter:
         """What the lesson claims of its rows (:data:`LESSON_PATH` and the static cache
         alone), on every repeat: all a GPU needs recorded for the lesson."""
         per, beats = self.per, self.beats
-        assert beats("generate_static_compiled_1b", "generate_dynamic_1b")
-        assert beats("loop_compiled_8b", "generate_static_compiled_8b")
-        assert beats("loop_fused_8b", "loop_compiled_8b")
-        assert beats(FINAL, "loop_fused_8b")
+        claim(
+            beats("generate_static_compiled_1b", "generate_dynamic_1b"),
+            "The compiled generate() lifts the 1B model, in every repeat",
+        )
+        claim(
+            beats("loop_compiled_8b", "generate_static_compiled_8b"),
+            "On the 8B shape our loop beats the compiled generate() in every repeat",
+        )
+        claim(
+            beats("loop_fused_8b", "loop_compiled_8b"),
+            "The changes after it together reach N tokens/s, faster than the plain loop in every "
+            "repeat",
+        )
+        claim(
+            beats(FINAL, "loop_fused_8b"),
+            "the final loop decodes faster than the fused loop in every repeat",
+        )
         # A static cache alone is no faster: never faster in every repeat, and slower in the
         # median. The page words how much from the recording: slower in every repeat (as on
         # 2026-12-02), or only in the median (the recording before it: the repeats overlapped).
-        assert not beats("generate_static_1b", "generate_dynamic_1b")
-        assert statistics.median(per["generate_static_1b"]["tps"]) < statistics.median(
-            per["generate_dynamic_1b"]["tps"]
+        claim(
+            not beats("generate_static_1b", "generate_dynamic_1b"),
+            "with a static cache alone, eager generate() is not faster in every repeat",
+        )
+        claim(
+            statistics.median(per["generate_static_1b"]["tps"])
+            < statistics.median(per["generate_dynamic_1b"]["tps"]),
+            "A static cache alone makes eager generate() slower, in the median",
         )
         static_slower = (
             "slower in every repeat"
@@ -221,10 +249,15 @@ class Chapter:
         )
         # It launches more kernels per token than the dynamic cache, in every repeat, and
         # both are bound by the CPU (the GPU busy under half of each token).
-        assert min(per["generate_static_1b"]["kernels"]) > max(
-            per["generate_dynamic_1b"]["kernels"]
+        claim(
+            min(per["generate_static_1b"]["kernels"]) > max(per["generate_dynamic_1b"]["kernels"]),
+            "it launches more kernels per token than the dynamic cache, in every repeat",
         )
-        assert max(per["generate_static_1b"]["busy"] + per["generate_dynamic_1b"]["busy"]) < 0.5
+        claim(
+            max(per["generate_static_1b"]["busy"] + per["generate_dynamic_1b"]["busy"]) < 0.5,
+            "both rows are bound by the CPU, which launches them: the GPU busy under half of each "
+            "token",
+        )
         f: Facts = {
             "lesson_path_table": self.lesson_table(),
             "gs1_vs": static_slower,
@@ -233,8 +266,14 @@ class Chapter:
         }
         for name in ("generate_static_compiled_1b", "generate_static_compiled_8b"):
             for r in self.recs(name):
-                assert set(calls_per_step(r.trace(), "cudaStreamSynchronize")) == {1}, name
-                assert set(calls_per_step(r.trace(), "cudaGraphLaunch")) == {1}, name
+                claim(
+                    set(calls_per_step(r.trace(), "cudaStreamSynchronize")) == {1},
+                    f"{name}: generate()'s own compile makes one synchronize per token",
+                )
+                claim(
+                    set(calls_per_step(r.trace(), "cudaGraphLaunch")) == {1},
+                    f"{name}: one graph launch per token for the forward",
+                )
         # On 8B, where the CPU runs ahead of the compiled forward, the stop check's sync (in
         # step 2, before its graph launch) waits milliseconds, until the GPU has run the
         # previous token's forward (its last kernel), in every repeat less than a token.
@@ -260,14 +299,26 @@ class Chapter:
                 for g in token_ops(tr, "ProfilerStep#1")
                 if tr.kind[g] == Kind.KERNEL
             )
-            assert tr.end_ns[i] < tr.ts_ns[launch] and tr.end_ns[i] - done > 0
+            claim(
+                tr.end_ns[i] < tr.ts_ns[launch] and tr.end_ns[i] - done > 0,
+                "the stop check's sync ends before the token's graph launch, after the previous "
+                "token's last kernel",
+            )
             after_us.append((tr.end_ns[i] - done) / 1e3)
             ran_ahead.append(1 < waits[-1] < res(r)["ms_per_token"] and after_us[-1] < 100)
         # Either the CPU ran ahead in every repeat (the sync waited milliseconds and ended
         # within 100 µs of the forward's last kernel) or in none (it waited under 0.1 ms, the
         # GPU long done): the page words which, per GPU.
-        assert len(set(ran_ahead)) == 1 and (ran_ahead[0] or max(waits) < 0.1), (waits, after_us)
-        assert len(set(rerecorded)) == 1, rerecorded
+        claim(
+            len(set(ran_ahead)) == 1 and (ran_ahead[0] or max(waits) < 0.1),
+            "the CPU ran ahead in every repeat, or in none, the sync then waiting under 0.1 ms "
+            f"({waits}, {after_us})",
+        )
+        claim(
+            len(set(rerecorded)) == 1,
+            "every repeat recorded the CUDA graph again in the token before the profiled one, or "
+            f"none did ({rerecorded})",
+        )
         f["gsc8_ahead"] = ran_ahead[0]
         f["gsc8_rerecorded"] = rerecorded[0]
         f["gsc8_sync_us"] = 1e3 * statistics.median(waits)
@@ -279,16 +330,29 @@ class Chapter:
             *self.recs(FINAL),
         ]:  # our loop: no host sync at all
             tr = r.trace()
-            assert set(calls_per_step(tr, "cudaStreamSynchronize")) == {0}
-            assert set(calls_per_step(tr, "cudaGraphLaunch")) == {1}
-            assert [launch_calls(tr, st.name) for st in decode_steps(tr)] == [LOOP_CALLS] * 3
+            claim(
+                set(calls_per_step(tr, "cudaStreamSynchronize")) == {0},
+                "our loop makes no host sync",
+            )
+            claim(
+                set(calls_per_step(tr, "cudaGraphLaunch")) == {1},
+                "our loop makes one cudaGraphLaunch per token",
+            )
+            claim(
+                [launch_calls(tr, st.name) for st in decode_steps(tr)] == [LOOP_CALLS] * 3,
+                "The loop makes N launch calls per token (a copy into the graph's inputs, the "
+                "graph launch, two clones of its outputs)",
+            )
             # Once the CPU is ahead (from the second profiled token on), the GPU never waits.
             steps = decode_steps(tr)
             ahead = (
                 int(tr.ts_ns[token_ops(tr, steps[1].name)[0]]),
                 int(tr.end_ns[token_ops(tr, steps[-1].name)[-1]]),
             )
-            assert not tracereader.gaps(tr, window=ahead, min_gap_us=10)
+            claim(
+                not tracereader.gaps(tr, window=ahead, min_gap_us=10),
+                "from the second profiled token on, no gap between kernels reaches 10 µs",
+            )
         trg = self.recs("generate_static_compiled_1b")[0].trace()
         f["gsc1_kernel_calls"] = statistics.median(calls_per_step(trg, "cudaLaunchKernel"))
         f["gsc1_copy_calls"] = statistics.median(calls_per_step(trg, "cudaMemcpyAsync"))
@@ -327,10 +391,16 @@ class Chapter:
             for n in ("loop_fused_8b", "generate_static_compiled_8b")
         }
         f["same_tokens"] = first_diff(*tok.values())
-        assert 0 < f["same_tokens"] < len(tok["loop_fused_8b"])
+        claim(
+            0 < f["same_tokens"] < len(tok["loop_fused_8b"]),
+            "loop_fused_8b and generate() agree on the first N tokens, not on all",
+        )
         lc = [tim(r)["tokens"] for r in self.recs("loop_compiled_8b")]
         f["lc_diverge"] = min(first_diff(a, b) for a in lc for b in lc if a is not b)
-        assert f["lc_diverge"] < len(lc[0])
+        claim(
+            f["lc_diverge"] < len(lc[0]),
+            "two processes of loop_compiled_8b diverge from token N on",
+        )
         f["fused_diff"] = max(
             tim(r)["fused_logits_max_abs_diff"] for r in self.recs("loop_fused_8b")
         )
@@ -345,8 +415,14 @@ class Chapter:
         b8 = tim(self.recs("loop_fused_8b")[0])["bytes_per_token"]["total"]
         f.update(b1_gb=b1 / 1e9, b_ratio=b8 / b1)
         # the fused loop short of the goal (on the H200; the H100 reached it with this loop)
-        assert max(res(r)["hbm_fraction_spec"] for r in self.recs("loop_fused_8b")) < GOAL
-        assert beats("loop_act_attn_8b", "loop_compiled_8b")
+        claim(
+            max(res(r)["hbm_fraction_spec"] for r in self.recs("loop_fused_8b")) < GOAL,
+            "on the H200 the fused loop is short of the goal in every repeat",
+        )
+        claim(
+            beats("loop_act_attn_8b", "loop_compiled_8b"),
+            "the attention-as-reductions row is faster than our plain loop in every repeat",
+        )
         built = [
             (next(p for p in PATH if p[0] == BUILDS_ON.get(b[0], a[0])), b)
             for a, b in zip(PATH[4:], PATH[5:], strict=False)
@@ -357,7 +433,10 @@ class Chapter:
             for a, b in built
             if b[0] in section2 and not beats(b[0], a[0]) and not beats(a[0], b[0])
         ]
-        assert len(overlapping) >= 2
+        claim(
+            len(overlapping) >= 2,
+            "for the steps N neither the row nor the row above it is faster in every repeat",
+        )
         beating = [(w, n, a[0]) for a, (n, w, _) in built if n in section2 and beats(n, a[0])]
 
         def by(n: str, a: str) -> str:  # say so when the slowest repeat wins by under 1 %
@@ -386,7 +465,10 @@ class Chapter:
         tuned = sorted(
             (res(r)["tokens_per_s"], gemv_total_us(r)) for r in self.recs("loop_tuned_8b")
         )
-        assert tuned[0][1] == max(g for _, g in tuned)  # the slowest repeat has the slowest GEMVs
+        claim(
+            tuned[0][1] == max(g for _, g in tuned),
+            "of the tuned GEMVs' repeats, the slowest has the slowest GEMVs",
+        )
         f["tuned_runs"] = "; ".join(f"{g:,.0f} µs of GEMVs and {t:.0f} tokens/s" for t, g in tuned)
 
         def o_proj(r: Rec) -> tuple[float, int, int, str]:
@@ -399,17 +481,26 @@ class Chapter:
             return float(tr.dur_ns[g]) / 1e3, grid, block, tr.name(g)
 
         o_runs = [o_proj(r) for r in self.recs("loop_packed_8b")]
-        assert len({n for *_, n in o_runs}) == 1  # the same kernel in every repeat ...
+        claim(
+            len({n for *_, n in o_runs}) == 1,
+            "layer 5's output projection is the same kernel name in every repeat",
+        )
         o_us = [u for u, *_ in o_runs]
-        assert max(o_us) > 1.1 * min(o_us)  # ... at different speeds: every launch of it in
-        # the slowest repeat's token slower than every launch of it in the others'
+        claim(
+            max(o_us) > 1.1 * min(o_us),
+            "layer 5's output projection runs at speeds that differ by process",
+        )
         o_name = o_runs[0][3]
         o_all = []
         for r in self.recs("loop_packed_8b"):
             tr = r.trace()
             o_all.append([float(tr.dur_ns[g]) / 1e3 for g in token_ops(tr) if tr.name(g) == o_name])
         o_slow = o_us.index(max(o_us))
-        assert min(o_all[o_slow]) > max(max(d) for i, d in enumerate(o_all) if i != o_slow)
+        claim(
+            min(o_all[o_slow]) > max(max(d) for i, d in enumerate(o_all) if i != o_slow),
+            "every launch of it in the slowest repeat's token is slower than every launch in the "
+            "others'",
+        )
         launches = {(grid, block) for _, grid, block, _ in o_runs}
         blocks = {block for _, _, block, _ in o_runs}
         each = [f"{u:.1f} µs on {grid:,} blocks" for u, grid, _, _ in o_runs]
@@ -446,12 +537,21 @@ class Chapter:
     def bound_facts(self) -> Facts:
         b8 = tim(self.recs("loop_fused_8b")[0])["bytes_per_token"]
         for v in ("loop_fused_8b", FINAL):
-            assert all(tim(r)["bytes_per_token"] == b8 for r in self.recs(v))
-            assert all(res(r)["bytes_per_token"] == b8["total"] for r in self.recs(v))
+            claim(
+                all(tim(r)["bytes_per_token"] == b8 for r in self.recs(v)),
+                "every repeat of the fused and final loops reads the same bytes per token",
+            )
+            claim(
+                all(res(r)["bytes_per_token"] == b8["total"] for r in self.recs(v)),
+                "the results and the timings give the same bytes per token",
+            )
         copy = self.copy
         fr = [res(r)["hbm_fraction_spec"] for r in self.recs("loop_fused_8b")]
         frc = [res(r)["hbm_fraction_copy"] for r in self.recs("loop_fused_8b")]
-        assert b8["weights"] > 0.99 * b8["total"]  # almost all of it weights
+        claim(
+            b8["weights"] > 0.99 * b8["total"],
+            "On the 8B shape a token must read N GB, almost all of it weights",
+        )
         return {
             "b8_gb": b8["total"] / 1e9,
             "b8_kv_mb": b8["kv_cache"] / 1e6,
@@ -498,18 +598,36 @@ class Chapter:
         f.update({f"cls_{c}_gbs": t8.gbs[c] for c in t8.gbs})
         gemv_us = sum(t8.med[c] for c in t8.gbs)
         f.update(gemv_us=gemv_us, gemv_pct=100 * gemv_us / t8.token)
-        assert all(x.gemvs > 0.5 * x.token_us for x in t8.runs)  # the GEMVs take most of the token
+        claim(all(x.gemvs > 0.5 * x.token_us for x in t8.runs), "The GEMVs take most of the token")
         if not notes:
             return f
         nb = gemv_bytes(self.shapes["8b"])
         for x in t8.runs:  # every claim below, on every repeat
             t, g = x.t, x.gbs
-            assert t["gate_up"] > t["down"] > max(t["qkv"], t["o"])
-            assert g["lm_head"] > max(g[c] for c in ("qkv", "o", "down"))
-            assert g["lm_head"] / 1e3 > max(self.copy)  # a read-only GEMV beats the copy
-            assert g["down"] < g["qkv"] and g["down"] < g["gate_up"] and g["o"] < g["qkv"]
+            claim(
+                t["gate_up"] > t["down"] > max(t["qkv"], t["o"]),
+                "gate/up takes the most GEMV time per token, then down, then q/k/v and the output "
+                "projection",
+            )
+            claim(
+                g["lm_head"] > max(g[c] for c in ("qkv", "o", "down")),
+                "the LM head reads faster than the q/k/v, output and down projections",
+            )
+            claim(
+                g["lm_head"] / 1e3 > max(self.copy),
+                "The LM head reads at N GB/s, faster than the copy",
+            )
+            claim(
+                g["down"] < g["qkv"] and g["down"] < g["gate_up"] and g["o"] < g["qkv"],
+                "down reads slower than q/k/v on a matrix less than half its size; the output "
+                "projection is slowest per byte",
+            )
             lost = {c: t[c] - 32 * nb[c] / (g["gate_up"] * 1e9) * 1e6 for c in ("down", "o", "qkv")}
-            assert lost["down"] > max(lost["o"], lost["qkv"])  # down loses the most time
+            claim(
+                lost["down"] > max(lost["o"], lost["qkv"]),
+                "at the gate/up rate, down would take more time off than the output or q/k/v "
+                "projections",
+            )
         for c in ("down", "o"):
             f[f"lost_{c}_us"] = t8.med[c] - 32 * nb[c] / (t8.gbs["gate_up"] * 1e9) * 1e6
         return f
@@ -551,9 +669,11 @@ class Chapter:
         b8 = tim(self.recs(FINAL)[0])["bytes_per_token"]["total"]
         ff = [res(r)["hbm_fraction_spec"] for r in self.recs(FINAL)]
         tpsf = [res(r)["tokens_per_s"] for r in self.recs(FINAL)]
-        assert (
-            min(ff) >= GOAL and min(tpsf) >= GOAL * self.spec_tbs * 1e12 / b8
-        )  # the goal, in every repeat
+        claim(
+            min(ff) >= GOAL and min(tpsf) >= GOAL * self.spec_tbs * 1e12 / b8,
+            "the final loop reads the bytes above the goal's share of the bandwidth, in every "
+            "repeat",
+        )
         nb = gemv_bytes(self.shapes["8b"])
         floor_us = (
             (sum(32 * nb[c] for c in GEMV_CLASSES) + nb["lm_head"]) / (self.spec_tbs * 1e12) * 1e6
@@ -579,10 +699,16 @@ class Chapter:
         f.update({f"f_{c.split(',')[0]}_us": tu.med[c] for c in CLASSES})
         for x in tu.runs:  # every claim below, on every repeat
             g = x.gbs
-            assert min(g[c] for c in ("gate_up", "down", "lm_head")) > max(g["qkv"], g["o"])
-            assert g["o"] < g["qkv"]
+            claim(
+                min(g[c] for c in ("gate_up", "down", "lm_head")) > max(g["qkv"], g["o"]),
+                "The large GEMVs stream faster than the small ones, in every repeat",
+            )
+            claim(g["o"] < g["qkv"], "the output projection streams slower than q/k/v")
             small, over = sum(x.t[c] for c in OTHER), x.gemvs - floor_us
-            assert small > over > x.rest > 0
+            claim(
+                small > over > x.rest > 0,
+                "The N µs between them come in three parts, largest first in every repeat",
+            )
         copies = []
         for r in self.recs(FINAL):  # a copy kernel in each layer, between its GEMVs
             tr = r.trace()
@@ -590,8 +716,12 @@ class Chapter:
             c = [g for g in ops if tr.name(g).startswith("triton_poi_fused_add_copy_")]
             gv = [g for g in ops if tr.name(g) == "gemv_kernel"]
             starts = [tr.ts_ns[g] for g in gv[0:-1:4]] + [tr.ts_ns[gv[-1]]]
-            assert len(c) == 32 and all(
-                a < tr.ts_ns[g] < b for g, a, b in zip(c, starts, starts[1:], strict=False)
+            claim(
+                len(c) == 32
+                and all(
+                    a < tr.ts_ns[g] < b for g, a, b in zip(c, starts, starts[1:], strict=False)
+                ),
+                "a copy kernel in each layer, triton_poi_fused_add_copy_…, between its GEMVs",
             )
             copies.append(sum(float(tr.dur_ns[g]) for g in c) / 1e3)
         f["add_copy_us"] = lo_hi(copies)
@@ -600,31 +730,46 @@ class Chapter:
         # computes the mask (``le``) in rotary-embedding kernels (``cos``), counted as
         # pointwise. The small kernels around it no fewer and no shorter than in the fused loop.
         t8 = self.table("loop_fused_8b")
-        assert {x.n["attention"] for x in tu.runs} == {32} and {
-            x.n["attention"] for x in t8.runs
-        } == {96}
+        claim(
+            {x.n["attention"] for x in tu.runs} == {32}
+            and {x.n["attention"] for x in t8.runs} == {96},
+            "one attention kernel of ours per layer in place of the fused loop's three",
+        )
         for r in self.recs("loop_fused_8b"):
             tr = r.trace()
             att = [tr.name(g) for c, _, g in classify(tr, token_ops(tr), 32) if c == "attention"]
-            assert all(
-                a.startswith("triton_poi_fused__scaled_dot_product_cudnn_attention")
-                and "le" in a.split("_")
-                and b == "Memset (Device)"
-                and c.startswith("cudnn")
-                for a, b, c in zip(att[::3], att[1::3], att[2::3], strict=True)
+            claim(
+                all(
+                    a.startswith("triton_poi_fused__scaled_dot_product_cudnn_attention")
+                    and "le" in a.split("_")
+                    and b == "Memset (Device)"
+                    and c.startswith("cudnn")
+                    for a, b, c in zip(att[::3], att[1::3], att[2::3], strict=True)
+                ),
+                "the fused loop's attention: Inductor's mask kernel, a memset and cuDNN's kernel",
             )
         for r in self.recs(FINAL):
             tr = r.trace()
             rows = classify(tr, token_ops(tr), 32)
-            assert all(c != "attention" or tr.name(g) == "attention_kernel" for c, _, g in rows)
-            mask = [g for c, _, g in rows if {"le", "cos"} <= set(tr.name(g).split("_"))]
-            assert len(mask) >= 32 and all(
-                c == "pointwise, copies" for c, _, g in rows if g in mask
+            claim(
+                all(c != "attention" or tr.name(g) == "attention_kernel" for c, _, g in rows),
+                "The attention class holds only that kernel here",
             )
-        assert min(x.n["norms, argmax"] + x.n["pointwise, copies"] for x in tu.runs) >= max(
-            x.n["norms, argmax"] + x.n["pointwise, copies"] for x in t8.runs
+            mask = [g for c, _, g in rows if {"le", "cos"} <= set(tr.name(g).split("_"))]
+            claim(
+                len(mask) >= 32 and all(c == "pointwise, copies" for c, _, g in rows if g in mask),
+                "Inductor now computes the mask inside rotary-embedding kernels, counted as "
+                "pointwise work",
+            )
+        claim(
+            min(x.n["norms, argmax"] + x.n["pointwise, copies"] for x in tu.runs)
+            >= max(x.n["norms, argmax"] + x.n["pointwise, copies"] for x in t8.runs),
+            "the small kernels are no fewer than before",
         )
-        assert min(x.small for x in tu.runs) > max(x.small for x in t8.runs)
+        claim(
+            min(x.small for x in tu.runs) > max(x.small for x in t8.runs),
+            "the final loop's small kernels take longer than the fused loop's, in every repeat",
+        )
         return f
 
     # --- the final loop's logits, and a host read per token (the logits-check recording)
@@ -639,20 +784,29 @@ class Chapter:
         for r in rs:
             x = res(r)
             n = len(x["positions"])
-            assert (
+            claim(
                 n == tim(r)["new_tokens"] - 1
                 and x["weights_match"]
-                and x["graphs_compiled_while_timed"] == 0
+                and x["graphs_compiled_while_timed"] == 0,
+                "the check keeps the logits at every decoded position, the LM head's weights "
+                "match, and nothing recompiled",
             )
-            assert all(
-                len(x[k]) == n for k in ("max_abs_diff", "rel_err", "argmax_agrees", "ref_gap")
+            claim(
+                all(
+                    len(x[k]) == n for k in ("max_abs_diff", "rel_err", "argmax_agrees", "ref_gap")
+                ),
+                "the check compares the logits at every decoded position",
             )
         per = [res(r) for r in rs]
         fused = max(tim(r)["fused_logits_max_abs_diff"] for r in self.recs("loop_fused_8b"))
         for x in (
             per
         ):  # where the loop's token is not fp32's top token, the two are within the loop's error
-            assert x["prefill_agrees"] and x["weights_match"]
+            claim(
+                x["prefill_agrees"] and x["weights_match"],
+                "The prompt's last position, which the eager prefill computes, agrees in every "
+                "repeat",
+            )
             flips = [
                 (g, d)
                 for g, d, ok in zip(
@@ -660,21 +814,36 @@ class Chapter:
                 )
                 if not ok
             ]
-            assert all(0 < g < d for g, d in flips)
-            assert (
-                0.5 * fused < statistics.median(x["max_abs_diff"]) < 2 * fused
-            )  # the size reordering makes
+            claim(
+                all(0 < g < d for g, d in flips),
+                "At each of the others, fp32's margin was smaller than the loop's own largest "
+                "difference there",
+            )
+            claim(
+                0.5 * fused < statistics.median(x["max_abs_diff"]) < 2 * fused,
+                "the loop's median largest difference is of that size, within a factor of two",
+            )
         for r in (
             rs
         ):  # the profiled loop reads every token: one synchronize per token, then the GPU idles
             tr = r.trace()
-            assert set(calls_per_step(tr, "cudaStreamSynchronize")) == {1}
-            assert any(g.cause == "sync" for g in tracereader.gaps(tr, min_gap_us=100))
+            claim(
+                set(calls_per_step(tr, "cudaStreamSynchronize")) == {1},
+                "the loop with a host read synchronizes once per token",
+            )
+            claim(
+                any(g.cause == "sync" for g in tracereader.gaps(tr, min_gap_us=100)),
+                "the GPU idled between tokens, the gap tracereader.gaps attributes to the "
+                "synchronize",
+            )
         item = [x["item_us_per_token"] for x in per]
-        assert min(item) > 0
+        claim(min(item) > 0, "a token.item() after each step adds time per token, in every repeat")
         for r in rs:  # the host read costs time in every repeat: its median round slower
             t = tim(r)  # than every round without it (one H100 round with it was not)
-            assert statistics.median(t["ms_per_token_item"]) > max(t["ms_per_token"])
+            claim(
+                statistics.median(t["ms_per_token_item"]) > max(t["ms_per_token"]),
+                "The read cost N µs per token, slower in every round of every repeat",
+            )
         rel = [e for x in per for e in x["rel_err"]]
         agree = [sum(x["argmax_agrees"]) for x in per]
         gaps = [
@@ -728,7 +897,7 @@ class Chapter:
         except RuntimeError:  # tracesite's RecordingError: not recorded yet
             return None
         sizes = {res(r)["l2_cache_bytes"] for r in rs}
-        assert len(sizes) == 1
+        claim(len(sizes) == 1, "every repeat of the logits check reports the same L2 size")
         return int(sizes.pop())
 
 

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 from tracesite import notebook
 from tracesite._source import statements
-from tracesite.facts import Fmt
+from tracesite.facts import Fmt, claim
 from tracesite.notebook import interleaved_calls, medians, unprofiled_calls
 from tracesite.recordings import Recording, Variant
 
@@ -154,7 +154,7 @@ def in_step(trace: Any, step: int | str, **where: Any) -> Any:
 
 def one(rows: Any) -> int:
     rows = np.asarray(rows)
-    assert len(rows) == 1, f"expected one event, found {len(rows)}"
+    claim(len(rows) == 1, f"exactly one event matches (found {len(rows)})")
     return int(rows[0])
 
 
@@ -179,7 +179,7 @@ def gemm_of(name: str) -> tuple[Any, Any, str]:
     t = T[name]
     rows = t.where(kind=Kind.KERNEL, contains="gemm")
     names = {t.name(i) for i in rows}
-    assert len(names) == 1, names
+    claim(len(names) == 1, f"the recording's GEMM kernels all have one name ({names})")
     return t, rows, names.pop()
 
 

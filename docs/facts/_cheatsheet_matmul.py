@@ -1,8 +1,8 @@
 """The cheatsheet's facts about Part 1's recordings (``cheatsheet.md``), one function per entry.
 
-Each entry function reads the current repeat's recordings of ``01_matmul_add``, asserts
+Each entry function reads the current repeat's recordings of ``01_matmul_add``, checks
 every claim its entry makes and puts the numbers its text shows: run once per recorded
-repeat, so every assert holds on every repeat and each number is the median. Its picture
+repeat, so every claim holds on every repeat and each number is the median. Its picture
 is drawn by the function of the same name in ``docs/cheatsheet_pictures.py``.
 """
 
@@ -48,8 +48,11 @@ def overhead() -> None:
     """Entry: *Self CPU* total far above *Self CUDA* total."""
     cpu, cuda = table_totals("64_bf16")
     ratio = cpu / cuda
-    assert ratio > 10, "the 64x64 run should be CPU-bound"
-    assert all(s.verdict == "CPU-bound" for s in step_times(T["64_bf16"]))
+    claim(ratio > 10, "Self CPU total far above Self CUDA total: the 64×64 run is overhead-bound")
+    claim(
+        all(s.verdict == "CPU-bound" for s in step_times(T["64_bf16"])),
+        "every 64×64 step is CPU-bound: the run is overhead-bound",
+    )
     put("ovh_cpu", us(cpu))
     put("ovh_cuda", us(cuda))
     put("ovh_ratio", times(ratio))
@@ -60,7 +63,7 @@ def overhead() -> None:
 def compute() -> None:
     """Entry: CPU and CUDA totals of the same order."""
     cpu, cuda = table_totals("4096_bf16")
-    assert 0.1 < cpu / cuda < 10, "the 4096x4096 run should be balanced"
+    claim(0.1 < cpu / cuda < 10, "For 4096×4096 the two totals are close: of the same order")
     # The last step is GPU-bound on every repeat of both GPUs; the middle one was not on one
     # of the H100's (the CPU fell behind and the queue drained for 41 µs).
     claim(
@@ -75,12 +78,15 @@ def compute() -> None:
     claim(busy > 0.9 * t.dur_ns[sync] / 1e3, "recorded GPU ops fill most of the final sync")
     g = LN["4096_bf16"].gpu_ops
     g0, g1 = int(t.ts_ns[g].min()), int((t.ts_ns[g] + t.dur_ns[g]).max())
-    assert gpu_busy_us(t, window=(g0, g1)) > 0.7 * (g1 - g0) / 1e3, "the GPU row is mostly solid"
+    claim(gpu_busy_us(t, window=(g0, g1)) > 0.7 * (g1 - g0) / 1e3, "The GPU row is mostly solid")
     put("cmp_sync_busy", pct(100 * busy / (t.dur_ns[sync] / 1e3), 0))
     put("cmp_sync", us(t.dur_ns[sync] / 1e3))
     steps_us = sum(st.dur_us for st in t.steps)
     put("cmp_steps", us(steps_us))
-    assert cuda > 0.7 * steps_us  # the GPU has as much to do as the CPU's steps, or more
+    claim(
+        cuda > 0.7 * steps_us,
+        "compare the GPU total with the steps' own CPU time: over 70 % of it here",
+    )
 
 
 def hotspot() -> None:
@@ -88,13 +94,21 @@ def hotspot() -> None:
     (row,) = table_rows("4096_bf16", "nvjet")
     kt = kernel_table(T["4096_bf16"]).to_records()
     top = kt[0]
-    assert top["name"].startswith("nvjet"), "the GEMM should top the kernel table"
-    assert row["self_cuda_pct"] > 50 and abs(row["self_cuda_pct"] - top["pct"]) < 1.0
+    claim(
+        top["name"].startswith("nvjet"), "the hotspot is the matrix multiply: a GEMM tops the table"
+    )
+    claim(
+        row["self_cuda_pct"] > 50 and abs(row["self_cuda_pct"] - top["pct"]) < 1.0,
+        "One kernel row, the GEMM, holds most of Self CUDA in the 4096×4096 table",
+    )
     put("hot_pct", pct(row["self_cuda_pct"], 0))
     put("hot_name", code(top["name"]))
     t = T["4096_bf16"]
     k = step_gemm("4096_bf16", 3)
-    assert t.name(k) == top["name"] and t.name(LN["4096_bf16"].issuing_op(k)) == "aten::mm"
+    claim(
+        t.name(k) == top["name"] and t.name(LN["4096_bf16"].issuing_op(k)) == "aten::mm",
+        "Here it is the matrix multiply itself: the step's GEMM, launched by aten::mm",
+    )
 
 
 def selftotal() -> None:
@@ -102,10 +116,22 @@ def selftotal() -> None:
     (mm_row,) = table_rows("64_bf16", "aten::matmul")
     ops = {r["name"]: r for r in op_table(T["64_bf16"]).to_records()}
     ours = ops["aten::matmul"]
-    assert abs(ours["self_cpu_us"] - mm_row["self_cpu_us"]) < 0.01 * mm_row["self_cpu_us"] + 0.01
-    assert abs(ours["total_cpu_us"] - mm_row["cpu_total_us"]) < 0.01 * mm_row["cpu_total_us"] + 0.01
-    assert mm_row["self_cpu_us"] < 0.2 * mm_row["cpu_total_us"]
-    assert ops["aten::mm"]["total_cpu_us"] > 0.8 * mm_row["cpu_total_us"]
+    claim(
+        abs(ours["self_cpu_us"] - mm_row["self_cpu_us"]) < 0.01 * mm_row["self_cpu_us"] + 0.01,
+        "the trace's aten::matmul Self CPU matches the profiler table's",
+    )
+    claim(
+        abs(ours["total_cpu_us"] - mm_row["cpu_total_us"]) < 0.01 * mm_row["cpu_total_us"] + 0.01,
+        "the trace's aten::matmul CPU total matches the profiler table's",
+    )
+    claim(
+        mm_row["self_cpu_us"] < 0.2 * mm_row["cpu_total_us"],
+        "aten::matmul shows CPU total much larger than its Self CPU",
+    )
+    claim(
+        ops["aten::mm"]["total_cpu_us"] > 0.8 * mm_row["cpu_total_us"],
+        "the time is spent in the children, here aten::mm",
+    )
     put("st_self", us(mm_row["self_cpu_us"]))
     put("st_calls", mm_row["calls"])
     put("st_total", us(mm_row["cpu_total_us"]))
@@ -120,17 +146,26 @@ def calls() -> None:
     (k_row,) = table_rows(name, "void at::native::vectorized_elementwise")
     adds = t.where(kind=Kind.KERNEL, contains="CUDAFunctor_add")
     orphans = [int(i) for i in adds if ln.launch[i] < 0]
-    assert k_row["calls"] == len(adds) == op_row["calls"] + 1 and len(orphans) == 1
+    claim(
+        k_row["calls"] == len(adds) == op_row["calls"] + 1 and len(orphans) == 1,
+        "the add kernel has one call more than aten::add; one add kernel has no launch call",
+    )
     orphan = orphans[0]
     first = t.steps[0]
-    assert t.ts_ns[orphan] > first.start_ns and not len(
-        t.where(kind=Kind.KERNEL, within=(0, int(t.ts_ns[orphan])))
+    claim(
+        t.ts_ns[orphan] > first.start_ns
+        and not len(t.where(kind=Kind.KERNEL, within=(0, int(t.ts_ns[orphan])))),
+        "it starts after the first step begins, the first kernel of the recording",
     )
     nxt = LN[name].gpu_ops[LN[name].gpu_ops > orphan][0]
-    assert (
-        t.name(nxt) == t.name(ln.gpu_ops_of(first.event)[0]) and ln.step_of(nxt).name == first.name
+    claim(
+        t.name(nxt) == t.name(ln.gpu_ops_of(first.event)[0]) and ln.step_of(nxt).name == first.name,
+        "launched in the warm-up step, just before the first GEMM of the window",
     )
-    assert int(first.name.rsplit("#", 1)[1]) == param(name, "wait") + param(name, "warmup_steps")
+    claim(
+        int(first.name.rsplit("#", 1)[1]) == param(name, "wait") + param(name, "warmup_steps"),
+        "the first recorded step follows the schedule's wait and warm-up steps",
+    )
     put("calls_k", k_row["calls"])
     put("calls_op", op_row["calls"])
     put("calls_at", us((t.ts_ns[orphan] - first.start_ns) / 1e3))
@@ -141,19 +176,28 @@ def gpuannot() -> None:
     """Entry: A `matmul_add` row with no CPU time and more than 100 % of CUDA time."""
     name = "64_bf16"
     rows = table_rows(name, "matmul_add")
-    assert len(rows) == 2
+    claim(len(rows) == 2, "The table has two matmul_add rows")
     gpu_row = next(r for r in rows if r["self_cpu_us"] == 0)
     cpu_row = next(r for r in rows if r["self_cpu_us"] > 0)
     t = T[name]
     spans = t.where(kind=Kind.GPU_ANNOTATION, name="matmul_add")
-    assert gpu_row["self_cuda_pct"] > 100
-    assert abs(t.dur_ns[spans].sum() / 1e3 - gpu_row["self_cuda_us"]) < 0.1
-    assert gpu_row["self_cuda_us"] > 3 * cpu_row["cuda_total_us"]
+    claim(gpu_row["self_cuda_pct"] > 100, "The top one has more than 100 % of CUDA time")
+    claim(
+        abs(t.dur_ns[spans].sum() / 1e3 - gpu_row["self_cuda_us"]) < 0.1,
+        "the profiler counts the range's GPU-side span as CUDA time",
+    )
+    claim(
+        gpu_row["self_cuda_us"] > 3 * cpu_row["cuda_total_us"],
+        "the other row's kernels take only a fraction of the top row's Self CUDA",
+    )
     for r in t.regions("matmul_add"):
         ops = LN[name].gpu_ops_of(r.event)
         first_ns, last_ns = int(t.ts_ns[ops].min()), int((t.ts_ns[ops] + t.dur_ns[ops]).max())
         sp = [i for i in spans if abs(int(t.ts_ns[i]) - first_ns) < 100]  # ns: rounding only
-        assert len(sp) == 1 and abs(int(t.ts_ns[sp[0]] + t.dur_ns[sp[0]]) - last_ns) < 100
+        claim(
+            len(sp) == 1 and abs(int(t.ts_ns[sp[0]] + t.dur_ns[sp[0]]) - last_ns) < 100,
+            "the profiler spans it from the first to the last GPU op launched inside the range",
+        )
     put("ga_cuda", us(gpu_row["self_cuda_us"]))
     put("ga_pct", pct(gpu_row["self_cuda_pct"], 0))
     put("ga_real", us(cpu_row["cuda_total_us"]))
@@ -163,17 +207,25 @@ def firststep() -> None:
     """Entry: The first step is far wider than the rest."""
     t = T["64_bf16_nowait"]
     d = [s.dur_us for s in t.steps]
-    assert d[0] > 100 * d[-1]
+    claim(d[0] > 100 * d[-1], "The first step is far wider than the rest (from a fresh process)")
     w = [s.dur_us for s in T["64_bf16"].steps]
-    assert w[0] == max(w), "even the warm run's first recorded step is its widest"
+    claim(w[0] == max(w), "the first kept step is still the widest")
     tw = T["64_bf16"]
     cpu = (Kind.CPU_OP, Kind.USER_ANNOTATION, Kind.RUNTIME, Kind.DRIVER)
     calls = [sorted(tw.name(i) for i in in_step(tw, s.name, kind=cpu) if int(i) != s.event)
              for s in tw.steps]  # fmt: skip
-    assert all(c == calls[0] for c in calls[1:]), "the first kept step makes the same calls"
-    assert not any(len(tw.where(contains=c)) for c in ("cudaMalloc", "Occupancy", "Module Loading"))
-    assert param("64_bf16", "warmup") is True
-    assert param("64_bf16_nowait", "wait") == param("64_bf16_nowait", "warmup_steps") == 0
+    claim(all(c == calls[0] for c in calls[1:]), "It makes the same calls as the later steps")
+    claim(
+        not any(len(tw.where(contains=c)) for c in ("cudaMalloc", "Occupancy", "Module Loading")),
+        "no setup call appears",
+    )
+    claim(
+        param("64_bf16", "warmup") is True, "64_bf16 ran after the example's untimed warm-up calls"
+    )
+    claim(
+        param("64_bf16_nowait", "wait") == param("64_bf16_nowait", "warmup_steps") == 0,
+        "Recording from the very first call of a fresh process (wait=0, warmup=0)",
+    )
     put("fs_first", us(d[0]))
     put("fs_first_name", code(t.steps[0].name))
     put("fs_last_name", code(t.steps[-1].name))
@@ -188,10 +240,15 @@ def firstgap() -> None:
     t = T["64_bf16_nowait"]
     first, ann, mat = lead_us(t, 0)
     last = lead_us(t, 2)[0]
-    assert first > 3 * last
+    claim(
+        first > 3 * last, "A long wait before the first aten op; by step #2 the lead is far shorter"
+    )
     py = t.lane[ann]
     between = t.where(within=(int(t.ts_ns[ann]) + 1, int(t.ts_ns[mat])))
-    assert not any(t.lane[i] == py for i in between), "nothing recorded on the thread in the lead"
+    claim(
+        not any(t.lane[i] == py for i in between),
+        "nothing they do is recorded as an event (on the thread, in the lead)",
+    )
     put("fg_first", us(first))
     put("fg_last", us(last))
 
@@ -202,12 +259,20 @@ def silentself() -> None:
     mm = one(in_step(t, 0, name="aten::mm"))
     kids = np.flatnonzero(ln.parent == mm)
     self_us = (t.dur_ns[mm] - t.dur_ns[kids].sum()) / 1e3
-    assert self_us > 0.9 * t.dur_ns[mm] / 1e3
-    assert all(Kind(int(t.kind[i])) in (Kind.RUNTIME, Kind.DRIVER) for i in kids)
+    claim(
+        self_us > 0.9 * t.dur_ns[mm] / 1e3, "An op that is long but almost empty: mostly self time"
+    )
+    claim(
+        all(Kind(int(t.kind[i])) in (Kind.RUNTIME, Kind.DRIVER) for i in kids),
+        "its recorded children are CUDA runtime calls",
+    )
     edges = np.sort(np.concatenate([[t.ts_ns[mm]], t.ts_ns[kids] + t.dur_ns[kids]]))
     starts = np.sort(np.concatenate([t.ts_ns[kids], [t.ts_ns[mm] + t.dur_ns[mm]]]))
     hole_us = float(np.max(starts - edges)) / 1e3
-    assert hole_us > 0.5 * self_us
+    claim(
+        hole_us > 0.5 * self_us,
+        "the longest stretch with no child at all is over half its self time",
+    )
     put("em_total", us(t.dur_ns[mm] / 1e3))
     put("em_self_pct", pct(100 * self_us / (t.dur_ns[mm] / 1e3), 0))
     put("em_hole", us(hole_us))
@@ -231,10 +296,14 @@ def occupancy() -> None:
     clusters = t.where(name="cudaOccupancyMaxActiveClusters")
     launch = one(in_step(t, 0, kind=Kind.DRIVER, name="cuLaunchKernelEx"))
     add0 = one(in_step(t, 0, name="aten::add"))
-    assert not len(occ(t, (int(t.ts_ns[add0]), int(t.ts_ns[add0] + t.dur_ns[add0])))), (
-        "the add asks nothing"
+    claim(
+        not len(occ(t, (int(t.ts_ns[add0]), int(t.ts_ns[add0] + t.dur_ns[add0])))),
+        "the add asks nothing",
     )
-    assert t.ts_ns[rows].max() < t.ts_ns[launch]
+    claim(
+        t.ts_ns[rows].max() < t.ts_ns[launch],
+        "before the GEMM is launched, the CPU makes the queries",
+    )
     mm0 = one(in_step(t, 0, name="aten::mm"))
     claim(  # microseconds of its milliseconds
         t.dur_ns[rows].sum() < 0.01 * t.dur_ns[mm0], "Nothing: microseconds, not the GEMM's cost"
@@ -248,16 +317,22 @@ def launchapi() -> None:
     """Entry: `cuLaunchKernelEx` for the GEMM, `cudaLaunchKernel` for the add."""
     ln = LN["64_bf16"]
     gemm, add = step_gemm("64_bf16", 3), step_add("64_bf16", 3)
-    assert ln.launch_api(gemm) == "cuLaunchKernelEx" and ln.launch_api(add) == "cudaLaunchKernel"
+    claim(
+        ln.launch_api(gemm) == "cuLaunchKernelEx" and ln.launch_api(add) == "cudaLaunchKernel",
+        "The GEMM is launched by cuLaunchKernelEx, while the add goes through cudaLaunchKernel",
+    )
     # Across every eager bf16 recording: each nvjet GEMM by the driver API.
     for n in ("64_bf16", "4096_bf16", "64_bf16_cold", "4096_bf16_cold", "64_bf16_batch8"):
         for k in T[n].where(kind=Kind.KERNEL, prefix="nvjet"):
-            assert LN[n].launch_api(k) == "cuLaunchKernelEx", n
+            claim(
+                LN[n].launch_api(k) == "cuLaunchKernelEx",
+                f"{n}: the GEMM is launched by cuLaunchKernelEx",
+            )
     fp32 = {
         LN["4096_fp32"].launch_api(k)
         for k in T["4096_fp32"].where(kind=Kind.KERNEL, contains="gemm")
     }
-    assert fp32 == {"cudaLaunchKernelExC"}
+    claim(fp32 == {"cudaLaunchKernelExC"}, "The float32 GEMM uses a third one, cudaLaunchKernelExC")
     put("la_fp32", code("cudaLaunchKernelExC"))
 
 
@@ -266,12 +341,18 @@ def memset() -> None:
     t, ln = T["4096_bf16"], LN["4096_bf16"]
     for s in (2, 3, 4):
         ops = ln.gpu_ops_of(one(in_step(t, s, name="aten::mm")))
-        assert [Kind(int(t.kind[o])) for o in ops] == [Kind.MEMSET, Kind.KERNEL], s
-        assert t.name(ln.launch[ops[0]]) == "cudaMemsetAsync"
+        claim(
+            [Kind(int(t.kind[o])) for o in ops] == [Kind.MEMSET, Kind.KERNEL],
+            f"step {s}: a memset runs just ahead of the GEMM",
+        )
+        claim(
+            t.name(ln.launch[ops[0]]) == "cudaMemsetAsync",
+            "each aten::mm issues a cudaMemsetAsync before its launch",
+        )
     ms = t.where(kind=Kind.MEMSET)
     nbytes = {int(t.extra["bytes"][i]) for i in ms}
-    assert len(nbytes) == 1 and 0 < min(nbytes) < 64
-    assert not len(T["64_bf16"].where(kind=Kind.MEMSET))
+    claim(len(nbytes) == 1 and 0 < min(nbytes) < 64, "a tiny zeroed buffer (a few bytes), one size")
+    claim(not len(T["64_bf16"].where(kind=Kind.MEMSET)), "The 64×64 run has none")
     put("ms_bytes", nbytes.pop())
     put("ms_dur", us(np.median(t.dur_ns[ms]) / 1e3))
 
@@ -283,7 +364,10 @@ def sync64() -> None:
     s0, s1 = int(t.ts_ns[sync]), int(t.ts_ns[sync] + t.dur_ns[sync])
     busy = gpu_busy_us(t, window=(s0, s1))
     last_end = int((t.ts_ns[LN["64_bf16"].gpu_ops] + t.dur_ns[LN["64_bf16"].gpu_ops]).max())
-    assert busy == 0 and last_end < s0
+    claim(
+        busy == 0 and last_end < s0,
+        "no GPU work runs during it: the last kernel finished before it began",
+    )
     put("sy_dur", us((s1 - s0) / 1e3))
     put("sy_idle", us((s0 - last_end) / 1e3))
 
@@ -295,7 +379,10 @@ def syncbig() -> None:
     s0, s1 = int(t.ts_ns[sync]), int(t.ts_ns[sync] + t.dur_ns[sync])
     busy = gpu_busy_us(t, window=(s0, s1))
     cpu_steps = (t.steps[-1].end_ns - t.steps[0].start_ns) / 1e3
-    assert busy > 0.7 * (s1 - s0) / 1e3 and (s1 - s0) / 1e3 > 10 * cpu_steps
+    claim(
+        busy > 0.7 * (s1 - s0) / 1e3 and (s1 - s0) / 1e3 > 10 * cpu_steps,
+        "The CPU queued all the work quickly and then waited, the GPU busy in the sync",
+    )
     # The first GPU op inside the sync is the warm-up call's add (launched before recording):
     # before it the GPU ran that call's unrecorded GEMM, and from it on the lane is full.
     ln = LN["4096_fp32"]
@@ -321,7 +408,10 @@ def empty() -> None:
     """Entry: The GPU row is mostly empty."""
     t = T["64_bf16"]
     st = step_times(t)[1]
-    assert st.name == "ProfilerStep#3" and st.gpu_fraction < 0.1
+    claim(
+        st.name == "ProfilerStep#3" and st.gpu_fraction < 0.1,
+        "The GPU row is mostly empty (a 64×64 step, ProfilerStep#3)",
+    )
     put("em_busy", us(st.gpu_busy_us))
     put("em_cpu", us(st.cpu_us))
     put("em_pct", pct(100 * st.gpu_fraction, 1))
@@ -365,15 +455,24 @@ def latency() -> None:
     # an idle GPU.
     t, ln = T["64_bf16"], LN["64_bf16"]
     waits64 = [after_call_us(t, ln, int(k)) for k in ln.gpu_ops]
-    assert max(abs(w) for w in waits64) < 5
-    assert min(idle_before_us(t, ln, int(k)) for k in ln.gpu_ops) > 5
+    claim(
+        max(abs(w) for w in waits64) < 5,
+        "at 64×64 every kernel starts within a few µs of its call's end",
+    )
+    claim(
+        min(idle_before_us(t, ln, int(k)) for k in ln.gpu_ops) > 5,
+        "In the 64×64 run the GPU is idle before every kernel",
+    )
     calls64 = [t.dur_ns[ln.launch[k]] / 1e3 for k in ln.gpu_ops]
-    assert np.median(calls64) > np.median(waits64)  # from the call's start: mostly the call
+    claim(
+        np.median(calls64) > np.median(waits64),
+        "the call's own CPU time (median for the 64×64 launches), more than their wait",
+    )
     first_k = int(ln.gpu_ops_of(t.steps[0].event)[0])
     offset = (t.ts_ns[first_k] - t.steps[0].start_ns) / 1e3
     call = int(ln.launch[first_k])
     before = (t.ts_ns[call] - t.steps[0].start_ns) / 1e3
-    assert before > 0.5 * offset, "most of the lane offset is CPU work before the first launch"
+    claim(before > 0.5 * offset, "most of the lane offset is CPU work before the first launch call")
     claim(not len(t.where(kind=Kind.OVERHEAD)), "no profiler event sits in it")
     if full:  # the waits of the repeats whose queue stayed full
         put("lt_q4k", us(np.median(waits)))
@@ -390,8 +489,14 @@ def kernelgap() -> None:
     t = T[name]
     adds = t.where(kind=Kind.KERNEL, contains="CUDAFunctor_add")
     before_add = [g for g in gaps(t) if int(g.next_op) in set(adds.tolist())]
-    assert len(before_add) == len(t.steps) == len(adds)
-    assert all(g.cause == "launch" for g in before_add)
+    claim(
+        len(before_add) == len(t.steps) == len(adds),
+        "the GPU sits idle between the GEMM and the add in every step",
+    )
+    claim(
+        all(g.cause == "launch" for g in before_add),
+        "the CPU row above each gap is launching the add",
+    )
     claim(not len(t.where(kind=Kind.OVERHEAD)), "Our 20-step 64×64 recording has no buffer request")
     lens = [g.gap_us for g in before_add]
     put("kg_n", len(before_add))
@@ -406,7 +511,10 @@ def variance() -> None:
     t = T[name]
     g = t.where(kind=Kind.KERNEL, prefix="nvjet")
     d = t.dur_ns[g] / 1e3
-    assert len(g) == len(t.steps) and d.max() / d.min() < 1.1
+    claim(
+        len(g) == len(t.steps) and d.max() / d.min() < 1.1,
+        "The 4096×4096 GEMM ran once a step, and its time stayed tight",
+    )
     put("va_n", len(g))
     put("va_min", us(d.min()))
     put("va_med", us(np.median(d)))
@@ -419,16 +527,31 @@ def names() -> None:
     """Entry: GEMM kernel names tell the library, the GPU and the tile."""
     small = {T["64_bf16"].name(k) for k in T["64_bf16"].where(kind=Kind.KERNEL, prefix="nvjet")}
     big = {T["4096_bf16"].name(k) for k in T["4096_bf16"].where(kind=Kind.KERNEL, prefix="nvjet")}
-    assert len(small) == len(big) == 1 and small != big
-    small, big = small.pop(), big.pop()
-    assert small.startswith("nvjet_sm90") and big.startswith("nvjet_sm90")
-    assert T["64_bf16"].device_properties[0]["computeMajor"] == 9  # sm90: Hopper
-    assert all(
-        T["4096_fp32"].name(k).startswith("sm80_xmma")
-        for k in T["4096_fp32"].where(kind=Kind.KERNEL, contains="gemm")
+    claim(
+        len(small) == len(big) == 1 and small != big,
+        "cuBLAS picks one per shape: one GEMM at 64×64, another at 4096×4096",
     )
-    assert HF["gemm_name"] not in (small, big)
-    assert "_64x8_" in small and "_256x128_" in big and "coopA" in big
+    small, big = small.pop(), big.pop()
+    claim(
+        small.startswith("nvjet_sm90") and big.startswith("nvjet_sm90"),
+        "nvjet for cuBLAS's Hopper kernels, written for sm90",
+    )
+    claim(T["64_bf16"].device_properties[0]["computeMajor"] == 9, "sm90 is Hopper, as this GPU is")
+    claim(
+        all(
+            T["4096_fp32"].name(k).startswith("sm80_xmma")
+            for k in T["4096_fp32"].where(kind=Kind.KERNEL, contains="gemm")
+        ),
+        "the float32 GEMM below runs an sm80 kernel on this GPU",
+    )
+    claim(
+        HF["gemm_name"] not in (small, big),
+        "the same line of Python runs different kernels on different machines",
+    )
+    claim(
+        "_64x8_" in small and "_256x128_" in big and "coopA" in big,
+        "64x8 for a tiny problem, 256x128 for a large one, and variants such as coopA",
+    )
     put("nm_small", code(small))
     put("nm_big", code(big))
 
@@ -439,8 +562,14 @@ def footprint() -> None:
     gemm, add = step_gemm("4096_bf16", 4), step_add("4096_bf16", 4)
     ex = t.extra
     sms = t.device_properties[0]["numSms"]
-    assert ex["registers"][gemm] > 3 * ex["registers"][add] and ex["shared_mem"][add] == 0
-    assert ex["shared_mem"][gemm] > 100 * 1024 and int(ex["grid"][gemm]) == sms
+    claim(
+        ex["registers"][gemm] > 3 * ex["registers"][add] and ex["shared_mem"][add] == 0,
+        "heavy GEMM, light add: the add uses far fewer registers, no shared memory",
+    )
+    claim(
+        ex["shared_mem"][gemm] > 100 * 1024 and int(ex["grid"][gemm]) == sms,
+        "the GEMM uses over 100 KiB of shared memory per block, a grid equal to the SM count",
+    )
     put("fp_g_regs", int(ex["registers"][gemm]))
     put("fp_g_smem", f"{ex['shared_mem'][gemm] / 1024:.0f} KiB")
     put("fp_g_grid", int(ex["grid"][gemm]))
@@ -454,15 +583,21 @@ def tf32() -> None:
 
     t32, g32, n32 = gemm_of("4096_fp32")
     ttf, gtf, ntf = gemm_of("4096_fp32_tf32")
-    assert "ffma" in n32 and "tf32" not in n32 and "tf32" in ntf
-    assert param("4096_fp32", "tf32") is False and param("4096_fp32_tf32", "tf32") is True
+    claim(
+        "ffma" in n32 and "tf32" not in n32 and "tf32" in ntf,
+        "float32 GEMMs: ffma with TF32 off, tf32 in the name with it on",
+    )
+    claim(
+        param("4096_fp32", "tf32") is False and param("4096_fp32_tf32", "tf32") is True,
+        "the same float32 matmul, with TF32 off and with allow_tf32 = True",
+    )
     d32, dtf = np.median(t32.dur_ns[g32]) / 1e3, np.median(ttf.dur_ns[gtf]) / 1e3
-    assert d32 > 3 * dtf
+    claim(d32 > 3 * dtf, "with allow_tf32 = True, over 3× faster")
     dbf = (
         np.median(T["4096_bf16"].dur_ns[T["4096_bf16"].where(kind=Kind.KERNEL, prefix="nvjet")])
         / 1e3
     )
-    assert dtf > dbf
+    claim(dtf > dbf, "the bfloat16 GEMM is faster still than the TF32 one")
     put("tf_n32", code(n32[:60] + "…"))
     put("tf_ntf", code(ntf[:60] + "…"))
     put("tf_d32", us(d32))
@@ -477,15 +612,27 @@ def dtod() -> None:
     t, ln = T[name], LN[name]
     for s in t.steps:
         ops = ln.gpu_ops_of(s.event)
-        assert [Kind(int(t.kind[o])) for o in ops] == [Kind.MEMCPY, Kind.KERNEL], s.name
-        assert t.name(ops[0]).startswith("Memcpy DtoD") and "_badd_" in t.name(ops[1])
-        assert t.name(ln.issuing_op(ops[0])) == "aten::addmm"
-        assert int(t.extra["bytes"][ops[0]]) == param(name, "size") ** 2 * 2  # b, in bfloat16
+        claim(
+            [Kind(int(t.kind[o])) for o in ops] == [Kind.MEMCPY, Kind.KERNEL],
+            f"{s.name}: every step runs a copy, then a GEMM",
+        )
+        claim(
+            t.name(ops[0]).startswith("Memcpy DtoD") and "_badd_" in t.name(ops[1]),
+            "a Memcpy DtoD, then a GEMM whose name has badd",
+        )
+        claim(t.name(ln.issuing_op(ops[0])) == "aten::addmm", "addmm copies b into the output")
+        claim(
+            int(t.extra["bytes"][ops[0]]) == param(name, "size") ** 2 * 2,
+            "the copy is the size of b (in bfloat16)",
+        )
     eager = {T["64_bf16"].name(k) for k in T["64_bf16"].where(kind=Kind.KERNEL, prefix="nvjet")}
-    assert all("_bz_" in n for n in eager)
+    claim(all("_bz_" in n for n in eager), "the plain matmul's GEMM name has bz")
     big = T["4096_bf16_compile"]
     cp = big.where(kind=Kind.MEMCPY)
-    assert {int(big.extra["bytes"][i]) for i in cp} == {param("4096_bf16_compile", "size") ** 2 * 2}
+    claim(
+        {int(big.extra["bytes"][i]) for i in cp} == {param("4096_bf16_compile", "size") ** 2 * 2},
+        "At 4096×4096 (compiled) the copy is the size of b",
+    )
     put("dd_bytes", f"{int(t.extra['bytes'][t.where(kind=Kind.MEMCPY)[0]]):,}")
     put("dd_big_mib", f"{int(big.extra['bytes'][cp[0]]) / 2**20:.0f} MiB")
     put("dd_big_us", us(np.median(big.dur_ns[cp]) / 1e3))
@@ -497,21 +644,29 @@ def chain() -> None:
     t, ln = T[name], LN[name]
     k = int(ln.gpu_ops_of(t.step(4).event)[0])
     chain = [t.name(i) for i in ln.stack(k)] + [t.name(k)]
-    assert chain[:5] == [
-        "ProfilerStep#4",
-        "matmul_add",
-        "aten::matmul",
-        "aten::mm",
-        "cuLaunchKernelEx",
-    ]
-    assert chain[5].startswith("nvjet")
+    claim(
+        chain[:5]
+        == [
+            "ProfilerStep#4",
+            "matmul_add",
+            "aten::matmul",
+            "aten::mm",
+            "cuLaunchKernelEx",
+        ],
+        "profiler step, your record_function label, aten::matmul, aten::mm, the CUDA launch call",
+    )
+    claim(chain[5].startswith("nvjet"), "the launch arrow leads to the kernel, the nvjet GEMM")
     add = int(ln.gpu_ops_of(t.step(4).event)[1])
-    assert [t.name(i) for i in ln.stack(add)] == [
-        "ProfilerStep#4",
-        "matmul_add",
-        "aten::add",
-        "cudaLaunchKernel",
-    ]
+    claim(
+        [t.name(i) for i in ln.stack(add)]
+        == [
+            "ProfilerStep#4",
+            "matmul_add",
+            "aten::add",
+            "cudaLaunchKernel",
+        ],
+        "The add is shorter: aten::add launches its kernel directly",
+    )
     put("ch_chain", " → ".join(code(c) for c in chain))
     one(in_step(t, 4, name="aten::matmul"))  # exactly one matmul in the step
 
@@ -520,22 +675,33 @@ def batched() -> None:
     """Entry: `aten::matmul` → `reshape`, `mm`, `_unsafe_view` for a 3-D input."""
     name = "64_bf16_batch8"
     t, ln = T[name], LN[name]
-    assert param(name, "batch") > 0
-    assert not len(t.where(prefix="aten::bmm"))
+    claim(param(name, "batch") > 0, "x is 3-D, batched; w is 2-D")
+    claim(not len(t.where(prefix="aten::bmm")), "No aten::bmm appears")
     for s in t.steps:
         mat = one(in_step(t, s.name, name="aten::matmul"))
         kids = [t.name(i) for i in np.flatnonzero(ln.parent == mat)]
-        assert kids == ["aten::reshape", "aten::mm", "aten::_unsafe_view"], kids
+        claim(
+            kids == ["aten::reshape", "aten::mm", "aten::_unsafe_view"],
+            f"aten::matmul calls aten::reshape, one aten::mm, then aten::_unsafe_view ({kids})",
+        )
         view = one(in_step(t, s.name, name="aten::view"))
-        assert t.name(ln.parent[view]) == "aten::reshape"
+        claim(
+            t.name(ln.parent[view]) == "aten::reshape", "aten::reshape (with an aten::view inside)"
+        )
     gemm_b = {t.name(k) for k in t.where(kind=Kind.KERNEL, prefix="nvjet")}
     gemm_2d = {T["64_bf16"].name(k) for k in T["64_bf16"].where(kind=Kind.KERNEL, prefix="nvjet")}
-    assert gemm_b == gemm_2d
+    claim(gemm_b == gemm_2d, "the GEMM kernel is the same one as for 2-D inputs")
     add_b = {t.name(k) for k in t.where(kind=Kind.KERNEL, contains="CUDAFunctor_add")}
-    assert all("vectorized" not in n and "elementwise_kernel" in n for n in add_b)
-    assert all(
-        "vectorized_elementwise_kernel" in T["64_bf16"].name(k)
-        for k in T["64_bf16"].where(kind=Kind.KERNEL, contains="CUDAFunctor_add")
+    claim(
+        all("vectorized" not in n and "elementwise_kernel" in n for n in add_b),
+        "broadcasting b over the batch switches the add to the general elementwise_kernel",
+    )
+    claim(
+        all(
+            "vectorized_elementwise_kernel" in T["64_bf16"].name(k)
+            for k in T["64_bf16"].where(kind=Kind.KERNEL, contains="CUDAFunctor_add")
+        ),
+        "the 2-D add runs vectorized_elementwise_kernel",
     )
     put("bt_batch", param(name, "batch"))
     put("bt_size", param(name, "size"))
@@ -546,12 +712,19 @@ def addmm() -> None:
     """Entry: `aten::addmm` instead of `aten::matmul` plus `aten::add`."""
     name = "64_bf16_addmm"
     t, ln = T[name], LN[name]
-    assert param(name, "op") == "addmm"
-    assert not len(t.where(name="aten::matmul")) and not len(t.where(name="aten::add"))
+    claim(param(name, "op") == "addmm", "here by calling torch.addmm directly")
+    claim(
+        not len(t.where(name="aten::matmul")) and not len(t.where(name="aten::add")),
+        "aten::addmm instead of aten::matmul plus aten::add",
+    )
     for s in t.steps:
         op = one(in_step(t, s.name, name="aten::addmm"))
         kids = [t.name(i) for i in np.flatnonzero(ln.parent == op)]
-        assert kids == ["aten::squeeze", "cudaMemcpyAsync", "cuLaunchKernelEx"], kids
+        claim(
+            kids == ["aten::squeeze", "cudaMemcpyAsync", "cuLaunchKernelEx"],
+            f"one aten::addmm, whose children are a squeeze, a cudaMemcpyAsync and a "
+            f"cuLaunchKernelEx ({kids})",
+        )
     am = cpu_ratios("addmm", bare=True)
     put(
         "am_verdict",
@@ -566,15 +739,23 @@ def dynamo() -> None:
     name = "64_bf16_compile"
     t = T[name]
     cl = t.where(name="TorchDynamo Cache Lookup")
-    assert len(cl) == len(t.steps) and all(
-        len(in_step(t, s.name, name="TorchDynamo Cache Lookup")) == 1 for s in t.steps
+    claim(
+        len(cl) == len(t.steps)
+        and all(len(in_step(t, s.name, name="TorchDynamo Cache Lookup")) == 1 for s in t.steps),
+        "Each compiled step has one TorchDynamo Cache Lookup",
     )
     for n in ("4096_bf16_compile", "64_bf16_reduce_overhead"):
-        assert len(T[n].where(name="TorchDynamo Cache Lookup")) == len(T[n].steps)
+        claim(
+            len(T[n].where(name="TorchDynamo Cache Lookup")) == len(T[n].steps),
+            "a TorchDynamo Cache Lookup in every compiled step",
+        )
     for s in t.steps:
         lk = one(in_step(t, s.name, name="TorchDynamo Cache Lookup"))
         rg = one(in_step(t, s.name, prefix="Torch-Compiled Region"))
-        assert t.ts_ns[lk] + t.dur_ns[lk] <= t.ts_ns[rg]
+        claim(
+            t.ts_ns[lk] + t.dur_ns[lk] <= t.ts_ns[rg],
+            "the lookup comes before the compiled code runs",
+        )
     put("dy_med", us(np.median(t.dur_ns[cl]) / 1e3))
 
 
@@ -583,17 +764,31 @@ def region() -> None:
     name = "4096_bf16_compile"
     t, ln = T[name], LN[name]
     regions = t.where(prefix="Torch-Compiled Region")
-    assert {t.name(i) for i in regions} == {"Torch-Compiled Region: 0/0"} and len(regions) == len(
-        t.steps
+    claim(
+        {t.name(i) for i in regions} == {"Torch-Compiled Region: 0/0"}
+        and len(regions) == len(t.steps),
+        "a Torch-Compiled Region: 0/0 in each step: no recompile",
     )
     for r in regions:
         kids = [t.name(i) for i in np.flatnonzero(ln.parent == r)]
-        assert kids[:2] == ["Pregraph bytecode", "AOTDispatcher Runtime Wrapper Prologue"], kids
-        assert len(kids) == 3 and kids[2].startswith("## Call CompiledFxGraph"), kids
+        claim(
+            kids[:2] == ["Pregraph bytecode", "AOTDispatcher Runtime Wrapper Prologue"],
+            f"in order: Pregraph bytecode, AOTDispatcher Runtime Wrapper Prologue ({kids})",
+        )
+        claim(
+            len(kids) == 3 and kids[2].startswith("## Call CompiledFxGraph"),
+            f"three children, the last ## Call CompiledFxGraph <hash> ## ({kids})",
+        )
         up = int(ln.parent[r])
-        assert t.name(up) == "matmul_add" and list(ln.gpu_ops_of(r)) == list(ln.gpu_ops_of(up))
+        claim(
+            t.name(up) == "matmul_add" and list(ln.gpu_ops_of(r)) == list(ln.gpu_ops_of(up)),
+            "Inside the label, a Torch-Compiled Region holds all its GPU work",
+        )
         fx = int(np.flatnonzero(ln.parent == r)[2])
-        assert len(ln.gpu_ops_of(fx)) and list(ln.gpu_ops_of(fx)) == list(ln.gpu_ops_of(r))
+        claim(
+            len(ln.gpu_ops_of(fx)) and list(ln.gpu_ops_of(fx)) == list(ln.gpu_ops_of(r)),
+            "## Call CompiledFxGraph <hash> ##, which holds the aten ops and launches",
+        )
 
 
 def hash() -> None:
@@ -602,12 +797,15 @@ def hash() -> None:
     t = T[name]
     calls = t.where(prefix="## Call CompiledFxGraph")
     hashes = {t.name(i).split()[3] for i in calls}
-    assert len(calls) == len(t.steps) and len(hashes) == 1
+    claim(
+        len(calls) == len(t.steps) and len(hashes) == 1,
+        "All steps call ## Call CompiledFxGraph with the same hash",
+    )
     other = {
         T["4096_bf16_compile"].name(i).split()[3]
         for i in T["4096_bf16_compile"].where(prefix="## Call CompiledFxGraph")
     }
-    assert len(other) == 1 and other != hashes
+    claim(len(other) == 1 and other != hashes, "The 4096×4096 compiled run calls a different one")
     h = hashes.pop()
     put("fx_hash", code(h))
     put("fx_other", code(other.pop()))
@@ -619,17 +817,30 @@ def samekernel() -> None:
     a, c = "64_bf16_addmm", "64_bf16_compile"
     ka = {T[a].name(k) for k in T[a].where(kind=Kind.KERNEL)}
     kc = {T[c].name(k) for k in T[c].where(kind=Kind.KERNEL)}
-    assert ka == kc and len(kc) == 1, (ka, kc)
-    assert not any("triton" in n for n in kc)
+    claim(
+        ka == kc and len(kc) == 1,
+        f"the same GEMM: exactly what eager torch.addmm runs ({ka}, {kc})",
+    )
+    claim(not any("triton" in n for n in kc), "No Triton kernel appears")
     for s in T[c].steps:
         ops = LN[c].gpu_ops_of(s.event)
-        assert [Kind(int(T[c].kind[o])) for o in ops] == [Kind.MEMCPY, Kind.KERNEL]
-        assert LN[c].launch_api(ops[1]) == "cuLaunchKernelEx"
-        assert len(in_step(T[c], s.name, name="aten::addmm")) == 1
-    assert (
+        claim(
+            [Kind(int(T[c].kind[o])) for o in ops] == [Kind.MEMCPY, Kind.KERNEL],
+            "the GPU runs a Memcpy DtoD then the GEMM",
+        )
+        claim(
+            LN[c].launch_api(ops[1]) == "cuLaunchKernelEx",
+            "the compiled GEMM is launched by cuLaunchKernelEx, as eager",
+        )
+        claim(
+            len(in_step(T[c], s.name, name="aten::addmm")) == 1,
+            "The compiled step dispatches one aten::addmm",
+        )
+    claim(
         {st.launches for st in step_times(T[c])}
         == {st.launches for st in step_times(T["64_bf16"])}
-        == {2}
+        == {2},
+        "Launches per step stay at two",
     )
     put("sk_gemm", code(kc.pop()))
 
@@ -648,7 +859,10 @@ def tax() -> None:
         min(tro) > 1.5 and words.beyond_spread(tro, [1.0] * len(tro)),
         "on our two-kernel step CUDA graphs cost more CPU per call than eager",
     )
-    assert min(cpu_ratios("reduce-overhead", "compiled")) > 0.95  # nor than the default mode
+    claim(
+        min(cpu_ratios("reduce-overhead", "compiled")) > 0.95,
+        "reduce-overhead took no less CPU time than the default mode",
+    )
     put("tx_ro_ratio", times(float(np.median(tro))))
 
 
@@ -656,17 +870,21 @@ def graphs() -> None:
     """Entry: One `cudaGraphLaunch`, several kernels."""
     name = "64_bf16_reduce_overhead"
     t, ln = T[name], LN[name]
-    assert param(name, "compile") == "reduce-overhead"
+    claim(param(name, "compile") == "reduce-overhead", 'With mode="reduce-overhead"')
     gl = t.where(name="cudaGraphLaunch")
     per = [len(ln.gpu_ops_of_call(c)) for c in gl]
-    assert len(gl) == len(t.steps) and min(per) >= 2
+    claim(
+        len(gl) == len(t.steps) and min(per) >= 2,
+        "each step has one cudaGraphLaunch whose arrows fan out to several GPU ops",
+    )
     for s in t.steps:
         fc = one(in_step(t, s.name, name="aten::_foreach_copy_"))
         (k,) = ln.gpu_ops_of(fc)
         g = one(in_step(t, s.name, name="cudaGraphLaunch"))
-        assert (
+        claim(
             ln.launch_api(k) == "cudaLaunchKernel"
-            and t.ts_ns[k] < t.ts_ns[ln.gpu_ops_of_call(g)].min()
+            and t.ts_ns[k] < t.ts_ns[ln.gpu_ops_of_call(g)].min(),
+            "after an aten::_foreach_copy_ and its kernel",
         )
     names = [t.name(o) for o in ln.gpu_ops_of_call(gl[0])]
     put("cg_n", per[0])
@@ -677,11 +895,15 @@ def schedule() -> None:
     """Entry: The steps start at #2."""
     for n in NAMES[:-1]:  # the interleaved recording has its own schedule
         expect = param(n, "wait") + param(n, "warmup_steps")
-        assert T[n].steps[0].name == f"ProfilerStep#{expect}", n
-        assert len(T[n].steps) == param(n, "active"), n
-    assert (
+        claim(
+            T[n].steps[0].name == f"ProfilerStep#{expect}",
+            f"{n}: the schedule skipped the wait and warm-up steps",
+        )
+        claim(len(T[n].steps) == param(n, "active"), f"{n}: the active steps are recorded")
+    claim(
         T["64_bf16"].steps[0].name == "ProfilerStep#2"
-        and T["64_bf16_nowait"].steps[0].name == "ProfilerStep#0"
+        and T["64_bf16_nowait"].steps[0].name == "ProfilerStep#0",
+        "The steps start at #2; with wait=0, warmup=0 the trace starts at #0",
     )
     put("sc_wait", param("64_bf16", "wait"))
     put("sc_warm", param("64_bf16", "warmup_steps"))
@@ -701,11 +923,20 @@ def abr() -> None:
     t = T[name]
     abr = t.where(name="Activity Buffer Request")
     others = [n for n in NAMES if n != name and len(T[n].where(name="Activity Buffer Request"))]
-    assert len(abr) == 1 and not others
+    claim(
+        len(abr) == 1 and not others,
+        "the trace holds an Activity Buffer Request; none of the other recordings has one",
+    )
     i = int(abr[0])
     s0 = t.steps[0]
-    assert Kind(int(t.kind[i])) == Kind.OVERHEAD and s0.start_ns < t.ts_ns[i] < s0.end_ns
-    assert not t.lanes[int(t.lane[i])].is_gpu and t.lane[i] != t.lane[s0.event]
+    claim(
+        Kind(int(t.kind[i])) == Kind.OVERHEAD and s0.start_ns < t.ts_ns[i] < s0.end_ns,
+        "The profiler allocating its buffers, inside the first step",
+    )
+    claim(
+        not t.lanes[int(t.lane[i])].is_gpu and t.lane[i] != t.lane[s0.event],
+        "on a lane of its own",
+    )
     put("ab_dur", us(t.dur_ns[i] / 1e3))
     put("ab_at", us((t.ts_ns[i] - s0.start_ns) / 1e3))
     put("ab_lane", code(t.lanes[int(t.lane[i])].label))
@@ -718,12 +949,18 @@ def lazy() -> None:
     t = T[name]
     rtml = t.where(name="Runtime Triggered Module Loading")
     lfl = t.where(name="Lazy Function Loading")
-    assert len(rtml) and len(lfl)
+    claim(len(rtml) and len(lfl), "Module loading rows of both kinds in the cold first step")
     s0 = t.steps[0]
-    assert all(s0.start_ns <= t.ts_ns[i] < s0.end_ns for i in [*rtml, *lfl])
+    claim(
+        all(s0.start_ns <= t.ts_ns[i] < s0.end_ns for i in [*rtml, *lfl]),
+        "module loading inside the cold first step",
+    )
     for n in NAMES:
         if n != name:
-            assert not len(T[n].where(kind=Kind.OVERHEAD)), n
+            claim(
+                not len(T[n].where(kind=Kind.OVERHEAD)),
+                f"{n}: No other recording has any of these rows",
+            )
     fsa = t.where(name="cudaFuncSetAttribute")
     host = max(fsa, key=lambda i: t.dur_ns[i])
     inside = [
@@ -732,13 +969,16 @@ def lazy() -> None:
         if t.ts_ns[host] <= t.ts_ns[i]
         and t.ts_ns[i] + t.dur_ns[i] <= t.ts_ns[host] + t.dur_ns[host]
     ]
-    assert len(inside) == 1
+    claim(len(inside) == 1, "a Runtime Triggered Module Loading row sits inside it")
     calls = t.where(kind=(Kind.RUNTIME, Kind.DRIVER))
     for i in lfl:  # each one inside a runtime call, or right before one
         a, b = int(t.ts_ns[i]), int(t.ts_ns[i] + t.dur_ns[i])
-        assert any(
-            t.ts_ns[c] <= a < t.ts_ns[c] + t.dur_ns[c] or 0 <= t.ts_ns[c] - b < 100_000
-            for c in calls
+        claim(
+            any(
+                t.ts_ns[c] <= a < t.ts_ns[c] + t.dur_ns[c] or 0 <= t.ts_ns[c] - b < 100_000
+                for c in calls
+            ),
+            "Lazy Function Loading rows sit inside or just before runtime and launch calls",
         )
     put("ml_host", us(t.dur_ns[host] / 1e3))
     put("ml_load", us(t.dur_ns[inside[0]] / 1e3))

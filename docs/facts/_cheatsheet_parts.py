@@ -23,7 +23,7 @@ def fused_kernel(tc: Any) -> str:
     fused = {
         tc.name(i) for i in tc.where(kind=Kind.KERNEL) if tc.name(i).startswith("triton_poi_fused_")
     }
-    assert len(fused) == 1
+    claim(len(fused) == 1, "after torch.compile, one triton_poi_fused_… kernel runs in their place")
     name: str = fused.pop()
     return name
 
@@ -51,7 +51,10 @@ def bias() -> None:
         len(names) == 1 and "_bz_bias_" in next(iter(names)),
         "An nn.Linear with a bias runs one GPU kernel per call, with bias and bz in its name",
     )
-    assert not len(t.where(kind=Kind.MEMCPY)) and not len(t.where(name="aten::add"))
+    claim(
+        not len(t.where(kind=Kind.MEMCPY)) and not len(t.where(name="aten::add")),
+        "under aten::addmm: no aten::add, no elementwise kernel and no Memcpy",
+    )
     put("cs_bias_kernel", code(next(iter(names))))
 
 
@@ -68,10 +71,13 @@ def views() -> None:
         "aten::_unsafe_view",
     )
     rows = [int(r) for v in views for r in in_step(t, t.steps[-1].name, name=v)]
-    assert rows and all(len(lk.gpu_ops_of(r)) == 0 for r in rows)
+    claim(
+        rows and all(len(lk.gpu_ops_of(r)) == 0 for r in rows),
+        "aten::t, aten::transpose, aten::view and the other view ops launch nothing",
+    )
     idle_ops = [int(r) for r in in_step(t, t.steps[-1].name, kind=Kind.CPU_OP)
                 if len(lk.gpu_ops_of(int(r))) == 0]  # fmt: skip
-    assert sorted(idle_ops) == sorted(rows), "every op that launches nothing here is a view"
+    claim(sorted(idle_ops) == sorted(rows), "Here every op that launches nothing is a view")
     put("cs_views_per_step", len(rows))
     put("cs_kernels_per_step", len(t.where(kind=Kind.KERNEL)) // len(t.steps))
 
@@ -88,10 +94,15 @@ def fused() -> None:
 
     f = fused_kernel(tc)
     pair = med(te, lambda n: "Gelu" in n) + med(te, lambda n: "MulFunctor" in n)
-    assert med(tc, lambda n: n == f) < 0.95 * pair
-    assert {
-        n for n in (te.name(i) for i in te.where(kind=Kind.KERNEL)) if n.startswith("nvjet")
-    } == {n for n in (tc.name(i) for i in tc.where(kind=Kind.KERNEL)) if n.startswith("nvjet")}
+    claim(
+        med(tc, lambda n: n == f) < 0.95 * pair,
+        "the fused kernel takes less time than the gelu and multiply kernels together",
+    )
+    claim(
+        {n for n in (te.name(i) for i in te.where(kind=Kind.KERNEL)) if n.startswith("nvjet")}
+        == {n for n in (tc.name(i) for i in tc.where(kind=Kind.KERNEL)) if n.startswith("nvjet")},
+        "The GEMMs keep their cuBLAS kernels, name for name",
+    )
     put("cs_fused", code(f))
     put("cs_fused_us", us(med(tc, lambda n: n == f)))
     put("cs_pair_us", us(pair))
@@ -101,11 +112,14 @@ def graph() -> None:
     """Entry: No `aten::mm` row under `mode='reduce-overhead'`."""
     r = rec("reduce_overhead", "03_mlp")
     t = r.trace()
-    assert not len(t.where(name="aten::mm")) and len(t.where(name="Torch-Compiled Region: 0/0"))
+    claim(
+        not len(t.where(name="aten::mm")) and len(t.where(name="Torch-Compiled Region: 0/0")),
+        "no aten::mm row: their CUDA time is charged to Torch-Compiled Region: 0/0",
+    )
     g = t.where(name="cudaGraphLaunch")
-    assert len(g) == len(t.steps)
+    claim(len(g) == len(t.steps), "each step has one cudaGraphLaunch")
     n_ops = {len(link(t).gpu_ops_of_call(int(c))) for c in g}
-    assert len(n_ops) == 1
+    claim(len(n_ops) == 1, "each cudaGraphLaunch releases the same number of GPU operations")
     put("cs_graph_ops", n_ops.pop())
 
 
@@ -114,19 +128,25 @@ def att_copy() -> None:
     t = rec("naive", "04_attention").trace()
     ln = link(t)
     copies = [int(i) for i in t.where(kind=Kind.MEMCPY) if ln.launch[i] >= 0]
-    assert copies and {t.name(int(ln.issuing_op(c))) for c in copies} == {"aten::copy_"}
+    claim(
+        copies and {t.name(int(ln.issuing_op(c))) for c in copies} == {"aten::copy_"},
+        "hand-written attention has a Memcpy DtoD, issued by the clone's aten::copy_",
+    )
     sizes = {int(t.extra["bytes"][c]) for c in copies}
-    assert sizes == {8 * 16 * 1024 * 1024 * 2}  # one bf16 score matrix
+    claim(sizes == {8 * 16 * 1024 * 1024 * 2}, "masked_fill clones the whole (bf16) score matrix")
     put("cs_att_copy_mib", f"{sizes.pop() / 2**20:.0f} MiB")
     ti = rec("naive_inplace", "04_attention").trace()
-    assert not len(ti.where(kind=Kind.MEMCPY))  # in place: no copy
+    claim(not len(ti.where(kind=Kind.MEMCPY)), "masked_fill_ fills in place and drops the copy")
 
     def busy(tr: Any) -> float:
         return step_times(tr)[-1].gpu_busy_us
 
     put("cs_inplace_pct", f"{100 * (1 - busy(ti) / busy(t)):.0f} %")
     chain = [t.name(i) for i in t.where(kind=Kind.CPU_OP)]
-    assert "aten::masked_fill" in chain and "aten::clone" in chain
+    claim(
+        "aten::masked_fill" in chain and "aten::clone" in chain,
+        "masked_fill is out of place: it clones the score matrix and fills the clone",
+    )
 
 
 def att_cudnn() -> None:
@@ -140,12 +160,21 @@ def att_cudnn() -> None:
             if t.name(i).startswith("aten::_scaled_dot_product")
         }
     )
-    assert sdpa == ["aten::_scaled_dot_product_cudnn_attention"]
+    claim(
+        sdpa == ["aten::_scaled_dot_product_cudnn_attention"],
+        "a plain F.scaled_dot_product_attention shows aten::_scaled_dot_product_cudnn_attention",
+    )
     ks = {t.name(i) for i in t.where(kind=Kind.KERNEL)}
-    assert len(ks) == 1 and next(iter(ks)).startswith("cudnn_generated_")
+    claim(
+        len(ks) == 1 and next(iter(ks)).startswith("cudnn_generated_"),
+        "SDPA's default runs one cudnn_generated_… kernel",
+    )
     ln = link(t)
-    assert {t.name(int(ln.launch[i])) for i in t.where(kind=Kind.KERNEL)} == {"cuLaunchKernelEx"}
-    assert r.env["cudnn"] > 91500
+    claim(
+        {t.name(int(ln.launch[i])) for i in t.where(kind=Kind.KERNEL)} == {"cuLaunchKernelEx"},
+        "the cuDNN kernel is launched with cuLaunchKernelEx",
+    )
+    claim(r.env["cudnn"] > 91500, "cuDNN is newer than 9.15 here")
     put("cs_sdpa_op", code(sdpa[0]))
     put("cs_cudnn_kernel", code(next(iter(ks))[:60] + "…"))
     put("cs_cudnn_version", code(str(r.env["cudnn"])))
@@ -155,12 +184,21 @@ def att_occupancy() -> None:
     """Entry: 0 % occupancy on the fastest attention kernel."""
     t = rec("sdpa_cudnn", "04_attention").trace()
     k = [int(i) for i in t.where(kind=Kind.KERNEL) if t.name(int(i)).startswith("cudnn_generated_")]
-    assert k and all(t.extra["occupancy_pct"][i] == 0 for i in k)
+    claim(
+        k and all(t.extra["occupancy_pct"][i] == 0 for i in k),
+        "the cuDNN backend's fused kernel shows est. achieved occupancy % 0 on its event",
+    )
     smem = {int(t.extra["shared_mem"][i]) for i in k}
-    assert len(smem) == 1 and smem.pop() > 48 * 1024
+    claim(
+        len(smem) == 1 and smem.pop() > 48 * 1024,
+        "the cuDNN kernel's block needs more than 48 KiB of shared memory",
+    )
     put("cs_att_smem", f"{int(t.extra['shared_mem'][k[0]]) / 1024:.0f} KB")
     # Over 48 KB of shared memory per block the occupancy reads 0; under it, a value.
-    assert all((o == 0) == (kb > 48) for kb, o in attention_kernels().values())
+    claim(
+        all((o == 0) == (kb > 48) for kb, o in attention_kernels().values()),
+        "a kernel whose block needs more than 48 KiB reads 0 %, the others a value",
+    )
 
 
 def att_cudnn_self() -> None:
@@ -173,12 +211,21 @@ def att_cudnn_self() -> None:
     def self_us(rows: list[dict[str, Any]]) -> float:
         return float(np.median([r["self_cpu_us"] for r in rows]))
 
-    assert self_us(cud) > 2 * self_us(fl)
+    claim(
+        self_us(cud) > 2 * self_us(fl),
+        "aten::_cudnn_attention_forward spends more self time per call than flash's",
+    )
     bare = unprofiled_calls(r_il)
     cycle = 20  # 5 versions, balanced
-    assert bare[0][0] == "cudnn" and all(bare[k][0] == "cudnn" for k in range(0, len(bare), cycle))
+    claim(
+        bare[0][0] == "cudnn" and all(bare[k][0] == "cudnn" for k in range(0, len(bare), cycle)),
+        "the unprofiled calls come in cycles of 20, each starting with a cuDNN call",
+    )
     per = medians([c for k, c in enumerate(bare) if k % cycle])  # off the cycle's seam (Part 3)
-    assert per["cudnn"] > per["flash"]  # unprofiled, the call costs more
+    claim(
+        per["cudnn"] > per["flash"],
+        "without the profiler, the whole cuDNN call costs more CPU time than flash's",
+    )
     # Medians over the repeats (the per-call self time varies with the op before it).
     put("cs_cudnn_self", us(self_us(cud)))
     put("cs_flash_self", us(self_us(fl)))
@@ -188,9 +235,13 @@ def llm_eager() -> None:
     """Entry: Hundreds of short kernels per token, and the GPU lane mostly empty."""
     t = rec("generate_dynamic_1b", "05_llm_decode").trace()
     r = rec("generate_dynamic_1b", "05_llm_decode")
-    assert r.results is not None, "the recording has no results.json"
+    claim(r.results is not None, "the recording has a results.json (time per token unprofiled)")
+    assert r.results is not None  # for the type checker: the claim above holds it
     dec = [s for s in step_times(t) if s.name != "ProfilerStep#0"]
-    assert all(s.gpu_busy_us < 0.3 * r.results["ms_per_token"] * 1e3 for s in dec)
+    claim(
+        all(s.gpu_busy_us < 0.3 * r.results["ms_per_token"] * 1e3 for s in dec),
+        "the GPU lane mostly empty: the kernels keep the GPU busy for a fraction of a token's time",
+    )
     put("cs_llm_kernels", f"{dec[0].kernels}")
     put("cs_llm_busy", us(np.median([s.gpu_busy_us for s in dec])))
     put("cs_llm_token", us(r.results["ms_per_token"] * 1e3))
@@ -199,7 +250,10 @@ def llm_eager() -> None:
     for i in t.where(name="cudaStreamSynchronize"):
         if (st_ := lk_.step_of(int(i))) is not None and st_.name != "ProfilerStep#0":
             syncs[st_.name] = syncs.get(st_.name, 0) + 1
-    assert len(set(syncs.values())) == 1
+    claim(
+        len(set(syncs.values())) == 1,
+        "every token has the same number of cudaStreamSynchronize calls",
+    )
     put("cs_llm_syncs", {1: "one", 2: "two", 3: "three"}[next(iter(syncs.values()))])
     tg = rec("generate_static_compiled_1b", "05_llm_decode").trace()
     lg = link(tg)
@@ -208,7 +262,10 @@ def llm_eager() -> None:
         if (st_ := lg.step_of(int(i))) is not None:
             per_step[st_.name] = per_step.get(st_.name, 0) + 1
     gst = step_times(tg)[:-1]
-    assert set(per_step[s_.name] for s_ in gst) == {1}
+    claim(
+        set(per_step[s_.name] for s_ in gst) == {1},
+        "with a static KV cache, generate() adds one host sync per token",
+    )
     put("cs_gen_launches", f"{np.median([s_.launches for s_ in gst]) - 1:.0f}")
     put("cs_gen_syncs", "one")
 
@@ -216,14 +273,21 @@ def llm_eager() -> None:
 def llm_graph() -> None:
     """Entry: One `cudaGraphLaunch` per token, and the GPU lane full."""
     r = rec("loop_fused_8b", "05_llm_decode")
-    assert r.results is not None, "the recording has no results.json"
+    claim(r.results is not None, "the recording has a results.json (time per token unprofiled)")
+    assert r.results is not None  # for the type checker: the claim above holds it
     t = r.trace()
     dec = step_times(t)[:-1]
-    assert all(s.launches == 4 for s in dec)
+    claim(
+        all(s.launches == 4 for s in dec),
+        "each step has one cudaGraphLaunch and three small copies",
+    )
     graph_calls = t.where(name="cudaGraphLaunch")
-    assert len(graph_calls) == len(step_times(t))  # one per token
+    claim(len(graph_calls) == len(step_times(t)), "One cudaGraphLaunch per token")
     busy_frac = np.median([s.gpu_busy_us for s in dec]) / (r.results["ms_per_token"] * 1e3)
-    assert busy_frac > 0.9
+    claim(
+        busy_frac > 0.9,
+        "the GPU lane full: the kernels fill the time a token takes without the profiler",
+    )
     put("cs_graph_kernels", f"{dec[0].kernels}")
     put("cs_graph_busy", f"{100 * min(busy_frac, 1):.0f} %")
 
@@ -264,13 +328,19 @@ def tuning_runs() -> tuple[str, list[tuple[float, Any]], list[float]]:
 def llm_tuning() -> None:
     """Entry: The same kernel, at different speeds in different runs."""
     name, per_run, fixed = tuning_runs()
-    assert max(u for u, _ in per_run) > 1.2 * min(u for u, _ in per_run)
+    claim(
+        max(u for u, _ in per_run) > 1.2 * min(u for u, _ in per_run),
+        "on the H200, the same Inductor GEMV kernel runs at different speeds in different runs",
+    )
     put("cs_tune_kernel", f"`{name[:48]}…`")
     put(
         "cs_tune_runs",
         ", ".join(f"{us(u)} ({g:,} blocks of {b} threads)" for u, (g, b) in per_run),
     )
-    assert max(fixed) < 1.03 * min(fixed)
+    claim(
+        max(fixed) < 1.03 * min(fixed),
+        "on the H200, Part 4's own fixed-setting GEMV kernel runs at one speed in every process",
+    )
     put("cs_fixed_runs", ", ".join(f"{us(u)}" for u in fixed))
 
     def launches(r: Any) -> tuple[tuple[str, str, str], ...]:
@@ -288,7 +358,10 @@ def llm_tuning() -> None:
     untuned = [launches(r) for s in final.sessions for r in s.repeats] + [
         launches(r) for r in final.repeats
     ]
-    assert len(untuned) >= 6 and len(set(untuned)) == 1  # the same launches in every process
+    claim(
+        len(untuned) >= 6 and len(set(untuned)) == 1,
+        "on the H200, the same kernels on the same grids and blocks in all recorded processes",
+    )
     put("cs_untuned_n", f"{len(untuned)}")
 
 
@@ -300,10 +373,16 @@ def train_backward_thread() -> None:
     main = int(t.lane[fwd.event])
     evaluate = t.where(prefix="autograd::engine::evaluate_function: ")
     lanes = {int(x) for x in t.lane[evaluate]}
-    assert len(lanes) == 1 and main not in lanes, lanes
-    assert all(bwd.start_ns <= t.ts_ns[i] <= bwd.end_ns for i in evaluate)
+    claim(
+        len(lanes) == 1 and main not in lanes,
+        f"a second CPU thread holds all autograd::engine::evaluate_function ops ({lanes})",
+    )
+    claim(
+        all(bwd.start_ns <= t.ts_ns[i] <= bwd.end_ns for i in evaluate),
+        "the evaluate_function ops all run during the backward",
+    )
     on_it = np.flatnonzero(t.lane == next(iter(lanes)))
-    assert t.ts_ns[on_it].min() >= bwd.start_ns, "the thread is idle before the backward"
+    claim(t.ts_ns[on_it].min() >= bwd.start_ns, "the second thread is idle through the forward")
     put("cs_train_evaluate", f"{len(evaluate):,}")
 
 
@@ -315,9 +394,15 @@ def train_data_gap() -> None:
     ops = ln.gpu_ops
     during = ops[(t.ts_ns[ops] < data.end_ns) & (t.ts_ns[ops] + t.dur_ns[ops] > data.start_ns)]
     busy = float(t.dur_ns[during].sum())
-    assert busy < 0.01 * (data.end_ns - data.start_ns), busy
+    claim(
+        busy < 0.01 * (data.end_ns - data.start_ns),
+        f"the GPU lane has no work until the batch's copy at its end (GPU busy {busy} ns)",
+    )
     (it,) = t.where(name="enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__")
-    assert t.dur_ns[it] > 0.95 * (data.end_ns - data.start_ns)
+    claim(
+        t.dur_ns[it] > 0.95 * (data.end_ns - data.start_ns),
+        "the CPU spends the data region inside enumerate(DataLoader)…__next__",
+    )
     put("cs_train_data", us((data.end_ns - data.start_ns) / 1e3))
 
 

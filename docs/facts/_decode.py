@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
+from tracesite.facts import claim
 
 import tracereader
 from tracereader import Kind, Trace, link, step_times
@@ -73,11 +74,12 @@ Sessions = Callable[[str], Sequence[Session]]
 
 
 def res(r: Rec) -> dict[str, Any]:
-    """A repeat's headline results (asserted present). The share of the specified bandwidth
+    """A repeat's headline results (claimed present). The share of the specified bandwidth
     is recomputed from the bytes and the unrounded median time per token (``timings.json``):
     the recording rounds the share to 4 digits and the time to 0.1 µs, either of which can
     lift a repeat just under the goal to it."""
-    assert r.results is not None
+    claim(r.results is not None, "every repeat recorded its headline results")
+    assert r.results is not None  # for the type checker: the claim above holds it
     out = dict(r.results)
     if "bytes_per_token" in out and "ms_per_token" in out:
         ms = out["ms_per_token"]  # rounded to 0.1 µs: the timings' own median where they agree
@@ -87,7 +89,11 @@ def res(r: Rec) -> dict[str, Any]:
             mid = sorted(runs)[len(runs) // 2]
             ms = mid if round(mid, 4) == ms else ms
         tbs = out["bytes_per_token"] / (ms * 1e-3) / 1e12
-        assert abs(tbs / SPEC_TBS - out["hbm_fraction_spec"]) < 1e-3  # recorded against the H200's
+        claim(
+            abs(tbs / SPEC_TBS - out["hbm_fraction_spec"]) < 1e-3,
+            "each repeat's recorded share is its bytes over its time per token, against the "
+            "H200's 4.8 TB/s",
+        )
         out["spec_tbs"] = gpu_tbs(r)
         out["hbm_fraction_spec"] = tbs / out["spec_tbs"]  # against its own GPU's datasheet
     return out
@@ -96,14 +102,18 @@ def res(r: Rec) -> dict[str, Any]:
 def gpu_tbs(r: Rec) -> float:
     """The datasheet memory bandwidth (TB/s) of the GPU a repeat was recorded on."""
     sheet = tracereader.datasheet(str(r.env["gpu"]))
-    assert sheet is not None, f"no datasheet row for {r.env['gpu']!r}"
+    claim(
+        sheet is not None, f"the datasheet has a row for the GPU of every repeat ({r.env['gpu']!r})"
+    )
+    assert sheet is not None  # for the type checker: the claim above holds it
     return sheet.hbm_tbs
 
 
 def tim(r: Rec) -> dict[str, Any]:
-    """A repeat's unprofiled timings (asserted present)."""
+    """A repeat's unprofiled timings (claimed present)."""
     t = r.timings()
-    assert t is not None
+    claim(t is not None, "every repeat recorded its unprofiled timings")
+    assert t is not None  # for the type checker: the claim above holds it
     return t
 
 
@@ -230,24 +240,44 @@ def generate_facts(dyn: Rec, static: Rec, shape: dict[str, int]) -> Facts:
     runs outside the model's forward."""
     tr = dyn.trace()
     st = step_times(tr)
-    assert st[0].name == "ProfilerStep#0" and len(st) == 2  # the prefill, one decode token
+    claim(
+        st[0].name == "ProfilerStep#0" and len(st) == 2,
+        "the download keeps steps 0 and 2: the prefill and one decode token",
+    )
     pre, dec = st[0], st[1:]
-    assert all(s.kernels == dec[0].kernels for s in dec)
-    assert abs(pre.kernels - dec[0].kernels) < 0.1 * pre.kernels  # about as many kernels
+    claim(
+        all(s.kernels == dec[0].kernels for s in dec), "every decode step launches as many kernels"
+    )
+    claim(
+        abs(pre.kernels - dec[0].kernels) < 0.1 * pre.kernels,
+        "Both steps launch about as many kernels",
+    )
     gaps = tracereader.gaps(tr, window=_in(tr, "ProfilerStep#2"))
     causes = [g.cause for g in gaps]
-    assert (
-        max(set(causes), key=causes.count) == "launch" and causes.count("launch") > len(causes) / 2
+    claim(
+        max(set(causes), key=causes.count) == "launch" and causes.count("launch") > len(causes) / 2,
+        "Most gaps are launch: the CPU was on its way to the next launch call",
     )
     ms = float(res(dyn)["ms_per_token"])
-    assert all(s.gpu_busy_us < 0.2 * s.cpu_us for s in dec)  # the GPU mostly waits
-    assert all(
-        s.cpu_us > 1e3 * ms for s in dec
-    )  # the profiler (and its Python frames) slows the CPU
-    assert statistics.median(s.gpu_busy_us for s in dec) / 1e3 < 0.3 * ms
+    claim(
+        all(s.gpu_busy_us < 0.2 * s.cpu_us for s in dec),
+        "In the picture the GPU is mostly hatched, waiting for launches",
+    )
+    claim(
+        all(s.cpu_us > 1e3 * ms for s in dec),
+        "Under the profiler the CPU spent longer on the token than a token takes without it",
+    )
+    claim(
+        statistics.median(s.gpu_busy_us for s in dec) / 1e3 < 0.3 * ms,
+        "the GPU is busy a small share of the unprofiled token: overhead-bound work",
+    )
     pre_top = top_kernels(tr, "ProfilerStep#0")
     pre_tile = tile(pre_top[0][0])
-    assert pre_tile and 8 not in pre_tile  # prefill: a wide nvjet tile
+    claim(
+        pre_tile and 8 not in pre_tile,
+        "the prefill's kernel with the most GPU time is an nvjet GEMM, its tile wider than 8",
+    )
+    assert pre_tile is not None  # for the type checker: the claim above holds it
     dec_nvjet = [tr.name(g) for g in token_ops(tr) if tile(tr.name(g))]
     tiles = [t for t in map(tile, dec_nvjet) if t]
     # Decode: one side of every tile is 8. The GEMMs run per layer as q, k, v, o, gate, up,
@@ -255,79 +285,136 @@ def generate_facts(dyn: Rec, static: Rec, shape: dict[str, int]) -> Facts:
     # the 8 (N) is the row's side; the grid covers the outputs M at a time (a multiple of it
     # when split over K). In ``TNN`` kernels, exactly the k and v projections, the 8 (M) is
     # the weight's side: one block per 8 outputs; the row is padded to N.
-    assert dec_nvjet and all(n.endswith(("TNT", "TNN")) for n in dec_nvjet)
-    assert all(
-        t[1] == 8 if n.endswith("TNT") else t[0] == 8 for n, t in zip(dec_nvjet, tiles, strict=True)
+    claim(
+        dec_nvjet and all(n.endswith(("TNT", "TNN")) for n in dec_nvjet),
+        "every nvjet kernel of the decode step ends in TNT or TNN",
+    )
+    claim(
+        all(
+            t[1] == 8 if n.endswith("TNT") else t[0] == 8
+            for n, t in zip(dec_nvjet, tiles, strict=True)
+        ),
+        "every nvjet kernel has a tile with one side 8: the N of the TNT kernels, the M of the "
+        "TNN ones",
     )
     tnn = sum(n.endswith("TNN") for n in dec_nvjet)
     h, kv = shape["hidden_size"], shape["num_key_value_heads"] * shape["head_dim"]
     q, i = shape["num_attention_heads"] * shape["head_dim"], shape["intermediate_size"]
     outs = [q, kv, kv, h, i, i, h] * shape["num_hidden_layers"]
     gemm = [g for g in token_ops(tr) if tile(tr.name(g))]
-    assert len(gemm) == len(outs) + 1
+    claim(
+        len(gemm) == len(outs) + 1,
+        "the decode step runs one nvjet GEMM per projection of every layer, and one for the LM "
+        "head",
+    )
     linears = tr.where(prefix="nn.Module: Linear_")
     for k, (g, n, t, out) in enumerate(
         zip(gemm, dec_nvjet, tiles, outs, strict=False)
     ):  # all but the LM head
         la = link(tr).launch[g]
         mods = linears[(tr.ts_ns[linears] <= tr.ts_ns[la]) & (tr.end_ns[la] <= tr.end_ns[linears])]
-        assert len(mods) == 1 and int(tr.name(int(mods[0])).rsplit("_", 1)[1]) % 7 == k % 7
+        claim(
+            len(mods) == 1 and int(tr.name(int(mods[0])).rsplit("_", 1)[1]) % 7 == k % 7,
+            "each GEMM launches inside one Linear module, in the layer's order q, k, v, o, gate, "
+            "up, down",
+        )
         grid = int(tr.extra["grid"][g])
         if n.endswith("TNN"):
-            assert k % 7 in (1, 2) and grid == out // t[0]
+            claim(
+                k % 7 in (1, 2) and grid == out // t[0],
+                "the TNN ones, the k and v projections, hold their outputs 8 at a time, one block "
+                "each",
+            )
         else:
-            assert k % 7 not in (1, 2) and grid % (out // t[0]) == 0
+            claim(
+                k % 7 not in (1, 2) and grid % (out // t[0]) == 0,
+                "the other projections' TNT kernels cover their outputs a tile at a time",
+            )
     tnn_tiles = {t for n, t in zip(dec_nvjet, tiles, strict=True) if n.endswith("TNN")}
-    assert tnn == 2 * shape["num_hidden_layers"] and len(tnn_tiles) == 1
+    claim(
+        tnn == 2 * shape["num_hidden_layers"] and len(tnn_tiles) == 1,
+        "the kernels ending in TNN are k and v, two per layer, all with one tile",
+    )
     n_syncs = calls_per_step(tr, "cudaStreamSynchronize")
-    assert len(set(n_syncs)) == 1 and n_syncs[0] == 2
+    claim(len(set(n_syncs)) == 1 and n_syncs[0] == 2, "Each token synchronizes twice with the host")
     # The two syncs return within microseconds: the CPU is behind, the GPU already idle. The
     # gaps counted as ``sync`` are the ones either side of their device-to-host copies.
     sync_us = [float(tr.end_ns[i] - tr.ts_ns[i]) / 1e3 for i in syncs(tr)]
-    assert max(sync_us) < 50
+    claim(max(sync_us) < 50, "Both last at most N µs: the GPU is already idle when the CPU asks")
     step_gaps = tracereader.gaps(tr, window=_in(tr, "ProfilerStep#2"))
-    assert {g.cause_event for g in step_gaps if g.cause == "sync"} == set(syncs(tr))
+    claim(
+        {g.cause_event for g in step_gaps if g.cause == "sync"} == set(syncs(tr)),
+        "the sync gaps are those a synchronize call of the step overlapped, each call at least one",
+    )
     big = max(tracereader.gaps(tr, window=sync_window(tr)), key=lambda g: g.gap_us)
     # on generate()'s way into the next forward: preparing its inputs, or the model's call
     # wrapper (the frame the profiler saw last differs between repeats)
-    assert big.cause == "python" and any(
-        w in tr.name(big.cause_event)
-        for w in ("prepare_inputs_for_generation", "output_capturing.py")
+    claim(
+        big.cause == "python"
+        and any(
+            w in tr.name(big.cause_event)
+            for w in ("prepare_inputs_for_generation", "output_capturing.py")
+        ),
+        "the longest such gap is on generate()'s way into the next forward",
     )
-    assert big.gap_us == max(g.gap_us for g in step_gaps)  # the token's longest wait
+    claim(
+        big.gap_us == max(g.gap_us for g in step_gaps),
+        "The longest wait is Python code of generate() that launches nothing",
+    )
     in2 = _in(tr, "ProfilerStep#2")
     # most of the python gaps' time falls inside the model's forward, not generate()'s code
     model = [(int(tr.ts_ns[i]), int(tr.end_ns[i]))
              for i in tr.where(prefix="nn.Module: LlamaForCausalLM", within=in2)]  # fmt: skip
     py_gaps = [g for g in step_gaps if g.cause == "python"]
     in_model = sum(g.gap_us for g in py_gaps if any(a <= g.start_ns < b for a, b in model))
-    assert in_model > 0.5 * sum(g.gap_us for g in py_gaps)
+    claim(
+        in_model > 0.5 * sum(g.gap_us for g in py_gaps),
+        "python gaps: here mostly the model's own Python between its ops",
+    )
     callers = [
         frames_around(tr, int(i)) for i in tr.where(name="cudaStreamSynchronize", within=in2)
     ]
-    assert len(callers) == 2
-    assert any("generation/utils.py" in f for f in callers[0])  # generate()'s stop flag
-    assert any("_ignore_causal_mask_sdpa" in f for f in callers[1])  # the mask's .item()
+    claim(len(callers) == 2, "the kept Python frames name the callers of the token's two syncs")
+    claim(
+        any("generation/utils.py" in f for f in callers[0]),
+        "The first is generate() itself, reading back whether every sequence has finished",
+    )
+    claim(
+        any("_ignore_causal_mask_sdpa" in f for f in callers[1]),
+        "The second is the attention-mask code, whose Python if decides whether it can skip the "
+        "causal mask",
+    )
     copies: dict[str, int] = {}
     for g in token_ops(tr):
         if tr.kind[g] == Kind.MEMCPY:
             kind = "DtoH" if "DtoH" in tr.name(g) else "DtoD" if "DtoD" in tr.name(g) else "other"
             copies[kind] = copies.get(kind, 0) + 1
-    assert set(copies) == {"DtoH", "DtoD"} and copies["DtoH"] == 2
-    assert set(calls_per_step(static.trace(), "cudaStreamSynchronize")) == {1}  # no mask check
+    claim(
+        set(copies) == {"DtoH", "DtoD"} and copies["DtoH"] == 2,
+        "Those are the step's 2 device-to-host copies; its other copies are device-to-device",
+    )
+    claim(
+        set(calls_per_step(static.trace(), "cudaStreamSynchronize")) == {1},
+        "With a static cache (generate_static_1b) one synchronize per token is left",
+    )
     copy_callers = set()
     for i in tr.where(name="cudaMemcpyAsync", within=in2):
         mine = [f for f in frames_around(tr, int(i), 12) if f.startswith("transformers/")]
         copy_callers.add(mine[-1].split("(")[0])
-    assert copy_callers == {
-        "transformers/generation/utils.py",
-        "transformers/masking_utils.py",
-        "transformers/generation/logits_process.py",
-        "transformers/generation/stopping_criteria.py",
-    }, copy_callers
+    claim(
+        copy_callers
+        == {
+            "transformers/generation/utils.py",
+            "transformers/masking_utils.py",
+            "transformers/generation/logits_process.py",
+            "transformers/generation/stopping_criteria.py",
+        },
+        "the copies come from generate()'s input preparation, the mask code, its logits "
+        f"processors and its end-of-sequence check ({copy_callers})",
+    )
     # Every CPU op of the token outside the model's own forward is generate()'s.
     fwd = tr.where(prefix="nn.Module: LlamaForCausalLM", within=in2)
-    assert len(fwd) == 1
+    claim(len(fwd) == 1, "step 2 runs the model's forward once")
     lo, hi = int(tr.ts_ns[fwd[0]]), int(tr.end_ns[fwd[0]])
     cpu_ops = [int(i) for i in tr.where(kind=Kind.CPU_OP, within=in2)]
     top_level = [
@@ -339,7 +426,10 @@ def generate_facts(dyn: Rec, static: Rec, shape: dict[str, int]) -> Facts:
     ]
     outside = [i for i in top_level if not (lo <= tr.ts_ns[i] and tr.end_ns[i] <= hi)]
     names = sorted({tr.name(i) for i in outside})
-    assert len(outside) > 10 and "aten::argmax" in names
+    claim(
+        len(outside) > 10 and "aten::argmax" in names,
+        "top-level CPU ops ran outside the model's forward, among them the greedy argmax",
+    )
     return {
         "dyn_pre_kernels": pre.kernels,
         "dyn_dec_kernels": statistics.median(s.kernels for s in dec),
@@ -420,7 +510,10 @@ def classify(tr: Trace, ops: list[int], layers: int) -> list[tuple[str, float, i
         )
         out.append([kind, float(tr.dur_ns[g]) / 1e3, g])
     gemvs = [row for row in out if row[0] == "gemv"]
-    assert len(gemvs) == 4 * layers + 1, len(gemvs)
+    claim(
+        len(gemvs) == 4 * layers + 1,
+        f"a token runs four GEMVs per layer and one more at the end ({len(gemvs)})",
+    )
     for i, row in enumerate(gemvs[:-1]):
         row[0] = GEMV_CLASSES[i % 4]
     gemvs[-1][0] = "lm_head"
@@ -434,7 +527,11 @@ def classify(tr: Trace, ops: list[int], layers: int) -> list[tuple[str, float, i
             elif not (name.startswith("triton_poi") and "scaled_dot_product" not in name):
                 row[0] = "attention"
         attention = [tr.name(row[2]) for row in between if row[0] == "attention"]
-        assert len(attention) in (3, 4) or attention == ["attention_kernel"], attention
+        claim(
+            len(attention) in (3, 4) or attention == ["attention_kernel"],
+            "attention, between a layer's q/k/v and output GEMVs, is three or four kernels, or "
+            f"attention_kernel ({attention})",
+        )
     return [(str(c), float(us), int(g)) for c, us, g in out]
 
 

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import part5_measures as m
+from tracesite.facts import claim
 
 import tracereader
 
@@ -46,7 +47,10 @@ def runs(session: str, gpu: str = "h100", trainer: str = "torchtitan") -> dict[s
     for folder in sorted(p for p in (root / session).iterdir() if _RUN.fullmatch(p.name)):
         log = (folder / "log.txt").read_text(encoding="utf-8")
         steps = {int(s): float(t.replace(",", "")) for s, t in _STEP.findall(log)}
-        assert set(STEPS) <= set(steps), f"{folder}: its log lacks steps {STEPS}"
+        claim(
+            set(STEPS) <= set(steps),
+            f"{folder}: its tokens/s are its log's, steps {STEPS} of each run",
+        )
         trace = folder / "trace.json.gz"
         out[folder.name] = {
             **settings[folder.name[0]],

@@ -19,6 +19,7 @@ from typing import Any
 import _chapter
 from _chapter import PATH
 from _decode import FINAL, GOAL, Facts, Rec, days, lo_hi, res, token_ops
+from tracesite.facts import claim
 
 from tracereader import Kind, Trace
 
@@ -60,10 +61,17 @@ class Chapter(_chapter.Chapter):
 
         uv = repeats(FINAL)
         tuned_launches = [x["launches"] for v in sess if v != FINAL for x in repeats(v)]
-        assert len({x["launches"] for x in uv}) == 1 and len(set(tuned_launches)) == len(
-            tuned_launches
+        claim(
+            len({x["launches"] for x in uv}) == 1
+            and len(set(tuned_launches)) == len(tuned_launches),
+            "the last row launched the same kernels on the same grids and blocks, where no two "
+            "tuned repeats did",
         )
-        assert all(x["fresh_compile_cache"] for x in uv) and all(len(sess[v]) > 1 for v in sess)
+        claim(
+            all(x["fresh_compile_cache"] for x in uv) and all(len(sess[v]) > 1 for v in sess),
+            "every process of the last row compiled into an empty cache; these rows were each "
+            "recorded in more than one session",
+        )
         f: Facts = {
             "sess_u_n": len(uv),
             "sess_u_sessions": len(sess[FINAL]),
@@ -75,13 +83,26 @@ class Chapter(_chapter.Chapter):
         other = {v: [s.code_changed is not None for s in self.sessions(v)] for v in SESSION_ROWS}
         n_other = sum(other["loop_kernels_8b"])
         for v in ("loop_kernels_8b", "loop_kernels_sdpa_8b"):
-            assert n_other > 0 and other[v] == sorted(other[v], reverse=True)
-            assert sum(other[v]) == n_other
-        assert not any(other["loop_attention_8b"] + other[FINAL])
+            claim(
+                n_other > 0 and other[v] == sorted(other[v], reverse=True),
+                "The first N sessions of each of the first two rows ran earlier versions of the "
+                "example",
+            )
+            claim(
+                sum(other[v]) == n_other,
+                "as many sessions of each of the first two rows ran earlier versions",
+            )
+        claim(
+            not any(other["loop_attention_8b"] + other[FINAL]),
+            "the attention row and the last row ran the current code in every session",
+        )
         f["n_other_code"] = n_other
         su = [x["tokens_per_s"] for x in uv]
         sa = [x["tokens_per_s"] for x in repeats("loop_attention_8b")]
-        assert max(su) - min(su) < max(sa) - min(sa)  # a narrower range: steadier
+        claim(
+            max(su) - min(su) < max(sa) - min(sa),
+            "over its sessions it ran at N tokens/s, a narrower range than the attention row's",
+        )
         f["u_tps_all"], f["at_tps_all"] = lo_hi(su, "{:.1f}"), lo_hi(sa, "{:.1f}")
         # Faster? Only if every repeat of every session beat every repeat of the attention row.
         xa = repeats("loop_attention_8b")
@@ -92,7 +113,10 @@ class Chapter(_chapter.Chapter):
         else:
             row_days = {v: days(x["recorded_at"] for x in xs) for v, xs in (("u", uv), ("a", xa))}
             groups = {v: {slow_gemv(x) for x in xs} for v, xs in (("u", uv), ("a", xa))}
-            assert groups["u"] == groups["a"] == {True, False}
+            claim(
+                groups["u"] == groups["a"] == {True, False},
+                "both rows ran in processes of both groups described in the next section",
+            )
             days_said = (
                 f"both rows were recorded on {' and '.join(row_days['a'])}"
                 if row_days["a"] == row_days["u"]
@@ -113,10 +137,17 @@ class Chapter(_chapter.Chapter):
             else f"from {first} to {last} UTC"
         )
         env = self.recs(FINAL)[0].stamp_line().split(" (repeat")[0].rsplit(" ", 3)[0]
-        assert env.startswith("Recorded on ")
+        claim(env.startswith("Recorded on "), "the final loop's stamp line starts with Recorded on")
         f["k_stamp"] = f"{env.removeprefix('Recorded ').rstrip(',')}, {span}"
-        assert all(r.meta["process"].get("fresh_compile_cache") for v in late for r in self.recs(v))
-        assert sum(not x["fresh_compile_cache"] for v in sess for x in repeats(v)) > 0
+        claim(
+            all(r.meta["process"].get("fresh_compile_cache") for v in late for r in self.recs(v)),
+            "the current repeats of the rows from GEMV kernels of our own on compiled into an "
+            "empty cache each",
+        )
+        claim(
+            sum(not x["fresh_compile_cache"] for v in sess for x in repeats(v)) > 0,
+            "some processes of the earlier sessions used the host's default compile cache",
+        )
         # The first sessions of those two rows shared the host's compile cache; the later
         # ones (the current one among them) compiled afresh in every process.
         shared = {
@@ -124,24 +155,38 @@ class Chapter(_chapter.Chapter):
             for v in ("loop_kernels_8b", "loop_kernels_sdpa_8b")
         }
         for v, sh in shared.items():
-            assert sh == sorted(sh, reverse=True) and not sh[-1]
-            assert all(
-                x["fresh_compile_cache"]
-                for ss, s_ in zip(sess[v], sh, strict=True)
-                if not s_
-                for x in ss
+            claim(
+                sh == sorted(sh, reverse=True) and not sh[-1],
+                "only the first sessions of those two rows used the host's default compile cache",
             )
-        assert len({sum(sh) for sh in shared.values()}) == 1
+            claim(
+                all(
+                    x["fresh_compile_cache"]
+                    for ss, s_ in zip(sess[v], sh, strict=True)
+                    if not s_
+                    for x in ss
+                ),
+                "in the later ones every process compiled afresh",
+            )
+        claim(
+            len({sum(sh) for sh in shared.values()}) == 1,
+            "In the first N sessions of each of those two rows, the processes used the default "
+            "compile cache",
+        )
         f["n_shared_sessions"] = sum(shared["loop_kernels_8b"])
         # The GEMVs' remaining spread: two groups, by the copy rate each process measured.
         allr = [x for v in sess for x in repeats(v)]
         lo_g, hi_g = [x for x in allr if not slow_gemv(x)], [x for x in allr if slow_gemv(x)]
-        assert (
+        claim(
             lo_g
             and hi_g
-            and max(x["copy_tbs"] for x in lo_g) < min(x["copy_tbs"] for x in hi_g) - 0.015
+            and max(x["copy_tbs"] for x in lo_g) < min(x["copy_tbs"] for x in hi_g) - 0.015,
+            "the repeats fall in two groups that follow the copy rate each process measured",
         )
-        assert max(x["gemv_us"] for x in lo_g) < min(x["gemv_us"] for x in hi_g)
+        claim(
+            max(x["gemv_us"] for x in lo_g) < min(x["gemv_us"] for x in hi_g),
+            "the faster GEMVs where the copy ran slower",
+        )
         for key, grp in (("glo", lo_g), ("ghi", hi_g)):
             f[f"{key}_copy"] = lo_hi([x["copy_tbs"] for x in grp], "{:.3f}")
             f[f"{key}_gemv"] = lo_hi([x["gemv_us"] for x in grp])
@@ -154,28 +199,46 @@ class Chapter(_chapter.Chapter):
             repeats("loop_attention_8b"),
         )
         gem = [x["gemv_us"] for x in kv + sv + av + uv]
-        assert max(gem) < 1.03 * min(gem)
+        claim(
+            max(gem) < 1.03 * min(gem),
+            "across every repeat of the rows without the norms folded in, the GEMVs took one time, "
+            "within 3 %",
+        )
         f["sess_gemv"] = lo_hi(gem)
         att = [x["attention_us"] for x in kv]
-        assert max(att) > 2 * min(att)
+        claim(
+            max(att) > 2 * min(att),
+            "the GEMV-kernel row's attention reductions took from one time per token to over "
+            "twice it",
+        )
         f["sess_att"] = lo_hi(att)
         k_gemv = [x["gemv_us"] for x in kv]  # the same row's GEMVs vary far less
-        assert max(att) - min(att) > 5 * (max(k_gemv) - min(k_gemv))
+        claim(
+            max(att) - min(att) > 5 * (max(k_gemv) - min(k_gemv)),
+            "the attention reductions now vary far more between processes and sessions than the "
+            "GEMVs do",
+        )
         f["sess_k_gemv"] = lo_hi(k_gemv)
         grids = sorted({x["softmax_grid"] for x in kv}, key=int, reverse=True)
         f["sess_grids"] = ", ".join(f"{int(g):,}" for g in grids[:-1]) + f" or {int(grids[-1]):,}"
         aatt = [x["attention_us"] for x in av + uv]
-        assert max(aatt) < 1.03 * min(aatt) and max(aatt) < min(att)
+        claim(
+            max(aatt) < 1.03 * min(aatt) and max(aatt) < min(att),
+            "With the attention kernel, attention took N µs in every repeat of every session, "
+            "less than the reductions",
+        )
         f["sess_a_att"] = lo_hi(aatt)
         hits = {
             k: sum(x["hbm_fraction_spec"] >= GOAL for x in v)
             for k, v in (("k", kv), ("s", sv), ("a", av), ("u", uv))
         }
-        assert (
+        claim(
             0 < hits["k"] < len(kv)
             and hits["s"] < len(sv)
             and hits["a"] < len(av)
-            and hits["u"] == len(uv)
+            and hits["u"] == len(uv),
+            "The last row reached 70 % in every repeat of every session, the other session rows "
+            "not",
         )
         # The other 8B rows that reached the goal in every current repeat: in every repeat of
         # every session they were recorded in, or in their current session only.
@@ -202,7 +265,11 @@ class Chapter(_chapter.Chapter):
         said = []
         if always:
             kept = [n for n, _ in always if self.sessions(n)]
-            assert not kept or len(kept) == len(always)
+            claim(
+                not kept or len(kept) == len(always),
+                "the other rows at the goal in every repeat all keep earlier sessions, or none "
+                "does",
+            )
             said.append(
                 f", and {rows(always)} in every repeat of "
                 + (
@@ -237,7 +304,10 @@ class Chapter(_chapter.Chapter):
         f["sess_u_lo"], f["sess_u_hi"] = 100 * min(fu), 100 * max(fu)
         labels = {name: what for name, what, _ in PATH}
         table = []
-        assert set(SESSION_ROWS) <= set(self.kept)
+        claim(
+            set(SESSION_ROWS) <= set(self.kept),
+            "the recordings keep earlier sessions of every row these notes compare across sessions",
+        )
         f["kept_rows"] = len(self.kept)
         for v, kept_v in self.kept.items():
             xs = [x for ss in kept_v for x in ss]
@@ -255,7 +325,11 @@ class Chapter(_chapter.Chapter):
         f["copy_k_lo"], f["copy_k_hi"] = min(copy_k), max(copy_k)
         copy_f = [res(r)["copy_tbs"] for r in self.recs("loop_fused_8b")]
         f["copy_f_lo"], f["copy_f_hi"] = min(copy_f), max(copy_f)
-        assert abs(statistics.median(copy_k) / statistics.median(self.copy) - 1) < 0.02
+        claim(
+            abs(statistics.median(copy_k) / statistics.median(self.copy) - 1) < 0.02,
+            "the later rows' processes measured the copy at the fused loop's median rate, "
+            "within 2 %",
+        )
         return f
 
 

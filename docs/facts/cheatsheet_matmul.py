@@ -14,7 +14,7 @@ from __future__ import annotations
 import _cheatsheet_common as common
 import _cheatsheet_matmul as m
 from _cheatsheet_common import EXAMPLE, HF, NAMES, REC, code, param, put, recs, their
-from tracesite.facts import Facts
+from tracesite.facts import Facts, claim
 
 __all__ = ["EXAMPLE", "GPUS", "facts", "intro"]
 
@@ -38,12 +38,16 @@ def intro() -> None:
     """The page's opening: the recordings' names and stamps, and the post's figures."""
     # The text names each recording by its size and dtype: check the names say what was run.
     for n in NAMES[:-1]:
-        assert param(n, "size") == int(n.split("_")[0]), n
-        assert param(n, "dtype") == ("float32" if "_fp32" in n else "bfloat16"), n
+        claim(param(n, "size") == int(n.split("_")[0]), f"{n}: the name gives the recording's size")
+        claim(
+            param(n, "dtype") == ("float32" if "_fp32" in n else "bfloat16"),
+            f"{n}: the name gives the recording's dtype",
+        )
     env = REC["64_bf16"].env
     for r in (rep for n in NAMES for rep in recs(n)):  # one machine and software stack
-        assert all(r.env.get(k) == env.get(k) for k in ("gpu", "driver", "torch", "cuda")), (
-            r.variant
+        claim(
+            all(r.env.get(k) == env.get(k) for k in ("gpu", "driver", "torch", "cuda")),
+            f"{r.variant}: one GPU, driver, torch and CUDA for every recording",
         )
     for key in ("gpu", "torch", "cuda", "driver"):
         put(key, env[key])

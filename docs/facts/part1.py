@@ -1,7 +1,7 @@
 """Part 1's facts (``chapters/part1.md``): one matmul and one add, read on an H200.
 
 Every number the page quotes and every claim it makes about the recordings of
-``01_matmul_add``, computed by :mod:`part1_measures` (each ``*_facts`` function asserts
+``01_matmul_add``, computed by :mod:`part1_measures` (each ``*_facts`` function checks
 its claims) and checked on every repeat. :func:`check_op_table`, which only this page
 uses, lives here, and the readers of the measures its notes read too (:func:`offsets`...).
 """
@@ -32,20 +32,35 @@ def check_op_table(
     out of the GPU columns.
     """
     top = profiler_rows[0]
-    assert top["name"] == "matmul_add" and top["self_cpu_us"] == 0
-    assert top["self_cuda_us"] > totals["self_cuda_us"]
-    assert len(t64.where(kind=Kind.GPU_ANNOTATION, name="matmul_add")) == len(t64.steps)
+    claim(
+        top["name"] == "matmul_add" and top["self_cpu_us"] == 0,
+        "its first row, matmul_add with no CPU time, is not GPU work",
+    )
+    claim(
+        top["self_cuda_us"] > totals["self_cuda_us"],
+        "its Self CUDA exceeds the table's GPU total",
+    )
+    claim(
+        len(t64.where(kind=Kind.GPU_ANNOTATION, name="matmul_add")) == len(t64.steps),
+        "it is your label's GPU-side span (a gpu_user_annotation), one per step",
+    )
     ops = {row["name"]: row for row in op_table(t64).to_records()}
-    assert ops["matmul_add"]["self_gpu_us"] == 0
+    claim(
+        ops["matmul_add"]["self_gpu_us"] == 0,
+        "tracereader computes the same table from the trace file alone (without the label row)",
+    )
     theirs = {
         str(r["name"]): float(r["self_cpu_us"])
         for r in profiler_rows
         if str(r["name"]).startswith("aten::")
         or r["name"] in ("cudaLaunchKernel", "cuLaunchKernelEx")
     }
-    assert len(theirs) >= 4
+    claim(len(theirs) >= 4, "the profiler's table has at least four aten:: and launch rows")
     for name, self_us in theirs.items():
-        assert abs(ops[name]["self_cpu_us"] - self_us) < 0.01, name
+        claim(
+            abs(ops[name]["self_cpu_us"] - self_us) < 0.01,
+            f"{name}: tracereader computes the same table from the trace file alone",
+        )
 
 
 # Measures the page and its notes both read, on the same recordings of this repeat: each

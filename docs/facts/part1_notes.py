@@ -1,7 +1,7 @@
 """Part 1 lab notes' facts (``chapters/part1-notes.md``): the evidence behind the lesson.
 
 Every number the notes quote and every claim they make about the recordings of
-``01_matmul_add``, computed by :mod:`part1_measures` (each ``*_facts`` function asserts
+``01_matmul_add``, computed by :mod:`part1_measures` (each ``*_facts`` function checks
 its claims) and checked on every repeat. The wording functions only the notes use
 (:func:`autotune_text`, :func:`cpu_verdict`) live here; the measures Part 1's page reads
 too are read by its facts module's helpers (:func:`part1.offsets`...).
@@ -47,15 +47,21 @@ def cpu_verdict(
 def picked_triton(tr: Trace) -> bool:
     """Whether max-autotune kept Inductor's fused Triton GEMM (else cuBLAS and the copy)."""
     triton = any(tr.name(int(i)).startswith("triton_tem") for i in tr.where(kind=Kind.KERNEL))
-    assert triton != bool(len(tr.where(kind=Kind.MEMCPY)))  # Triton: no copy; cuBLAS: copy
+    claim(
+        triton != bool(len(tr.where(kind=Kind.MEMCPY))),
+        "max-autotune picked either the fused Triton kernel, with no copy, or cuBLAS and the copy",
+    )
     return triton
 
 
 def fused_facts(eager4k: Trace, comp4k: Trace, triton: Trace, autotune: Trace) -> dict[str, Any]:
     """A fused Triton GEMM drops the bias copy but is no faster than cuBLAS plus the copy."""
     fused = {triton.name(int(i)) for i in triton.where(kind=Kind.KERNEL)}
-    assert len(fused) == 1 and next(iter(fused)).startswith("triton_tem_fused_addmm")
-    assert not len(triton.where(kind=Kind.MEMCPY))  # the fused kernel needs no copy
+    claim(
+        len(fused) == 1 and next(iter(fused)).startswith("triton_tem_fused_addmm"),
+        "compiled with Inductor's own Triton GEMM templates, the step runs one fused kernel",
+    )
+    claim(not len(triton.where(kind=Kind.MEMCPY)), "the fused kernel indeed has no copy")
     cublas_us = m.median_us(comp4k, kind=Kind.KERNEL, prefix="nvjet")
     copy_us = m.median_us(comp4k, kind=Kind.MEMCPY)
     fused_us = m.median_us(triton, kind=Kind.KERNEL)

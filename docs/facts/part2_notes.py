@@ -71,7 +71,10 @@ def facts(f: Facts) -> None:
     )
 
     decode = variant("generate_dynamic_1b", "05_llm_decode").repeats
-    assert all(f"/{f.gpu}/" in str(r.trace_path) for r in decode), "another GPU's recordings"
+    claim(
+        all(f"/{f.gpu}/" in str(r.trace_path) for r in decode),
+        "Part 4's decoding recordings read here are this GPU's own, not another GPU's",
+    )
     issuers = [m.occupancy_issuers(r.trace()) for r in decode]
     claim(
         all(i == {"aten::cumsum"} for i in issuers),

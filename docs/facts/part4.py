@@ -85,7 +85,10 @@ def facts(f: Facts) -> None:
         h100 = Chapter(f.on("h100").recs, shapes(), names=LESSON_ROWS)
         ch["lesson_path_table"] = C.lesson_table(beside=("H100", h100))
         ch["class_table_final"] = C.table(FINAL).markdown(beside=("H100", h100.table(FINAL)))
-        assert h100.table(FINAL).runs[0].n == C.table(FINAL).runs[0].n  # the same kernels
+        claim(
+            h100.table(FINAL).runs[0].n == C.table(FINAL).runs[0].n,
+            "the final loop runs the same kernels, class by class, on the H100 as on the H200",
+        )
         rows8 = [n for n in LESSON_PATH if n.endswith("_8b")]
         claim(
             all(beyond_spread(C.per[n]["tps"], h100.per[n]["tps"]) for n in rows8),
@@ -211,7 +214,8 @@ def two_gpus(f: Facts) -> None:
     for gpu, reader in readers.items():
         rs = reader.recs(FINAL)
         sheet = tracereader.datasheet(str(rs[0].meta["env"]["gpu"]))
-        assert sheet is not None, f"no datasheet row for the {gpu}'s recordings"
+        claim(sheet is not None, f"the {gpu}'s recordings name a GPU with a datasheet row")
+        assert sheet is not None  # for the type checker: the claim above holds it
         x = [res(r) for r in rs]
         gen = [res(r)["tokens_per_s"] for r in reader.recs("generate_static_compiled_8b")]
         per[gpu] = {

@@ -100,7 +100,8 @@ def facts(f: Facts) -> None:
         md("q_add4k", f"{after_call_us(t4k, L4k, add4k):.0f} µs")
         tflops = 2 * 4096**3 / (kt[0]["median_us"] * 1e-6) / 1e12
         peak = datasheet(rec("4096_bf16").env["gpu"])  # this GPU's datasheet row
-        assert peak is not None
+        claim(peak is not None, "the recordings name a GPU with a datasheet row")
+        assert peak is not None  # for the type checker: the claim above holds it
         claim(
             tflops / peak.bf16_tflops > 0.7,
             "this GEMM ran near the datasheet's peak, so little is left inside it",

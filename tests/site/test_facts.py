@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import re
@@ -67,6 +68,66 @@ def family(key: str) -> str:
 
 def test_there_are_pages() -> None:
     assert "part5" in facts.pages()
+
+
+#: The code that checks what pages say: facts and measures modules, picture modules, and
+#: the pages' own cells. ``docs/_ext`` (the site's machinery) keeps ``assert`` for its own
+#: invariants.
+CLAIM_CODE = (
+    "facts/*.py",
+    "chapters/*.py",
+    "*_measures.py",
+    "*_pictures.py",
+    "*.md",
+    "chapters/*.md",
+)
+
+
+def code_cells(path: Path) -> str:
+    """A page's ``{code-cell}`` blocks (a module: its whole text), other lines blanked so
+    that line numbers stay the page's."""
+    text = path.read_text(encoding="utf-8")
+    if path.suffix != ".md":
+        return text
+    out, inside = [], False
+    for line in text.splitlines():
+        if line.startswith("```{code-cell}") or (inside and line.startswith("```")):
+            inside = not inside
+            out.append("")
+        else:
+            out.append(line if inside and not line.startswith(("%", ":")) else "")
+    return "\n".join(out)
+
+
+def narrows_a_type(node: ast.Assert) -> bool:
+    """``assert name is not None`` (or ``obj.attr``), with no message: for the type checker,
+    after the claim that holds it (a claim cannot narrow a type)."""
+    test = node.test
+    return (
+        node.msg is None
+        and isinstance(test, ast.Compare)
+        and isinstance(test.left, (ast.Name, ast.Attribute))
+        and len(test.ops) == 1
+        and isinstance(test.ops[0], ast.IsNot)
+        and isinstance(test.comparators[0], ast.Constant)
+        and test.comparators[0].value is None
+    )
+
+
+def test_every_check_of_a_page_is_a_claim() -> None:
+    """One convention: a check of what a page says is ``claim(ok, sentence)``, never a bare
+    ``assert``, so that a survey (``--survey=h100``) lists every failing sentence instead of
+    stopping at the first assert, and every check carries the words it guards."""
+    found = []
+    for pattern in CLAIM_CODE:
+        for path in sorted(DOCS.glob(pattern)):
+            tree = ast.parse(code_cells(path), filename=str(path))
+            found += [
+                f"{path.relative_to(ROOT)}:{node.lineno}"
+                for node in ast.walk(tree)
+                if isinstance(node, ast.Assert) and not narrows_a_type(node)
+            ]
+    assert not found, f"{len(found)} bare asserts (make each a claim(ok, sentence)): {found[:8]}"
 
 
 @pytest.mark.parametrize("name", facts.pages())

@@ -447,8 +447,9 @@ def glue_facts(page: str) -> dict[str, Any]:
 
 def survey(page: str, gpu: str) -> tuple[list[str], str | None]:
     """Run ``page``'s facts on ``gpu``'s recordings, listing every failed :func:`claim`
-    instead of stopping at the first (a plain ``assert`` still stops it: its message is the
-    second value). Writes nothing: for rewording a page for another GPU."""
+    instead of stopping at the first (an exception, such as a missing recording or code
+    that a failed claim left without its data, still stops it: its message is the second
+    value). Writes nothing: for rewording a page for another GPU."""
     global _failed, _current
     module = _module(page)
     f = Facts(page, module.EXAMPLE, gpu)
@@ -456,7 +457,7 @@ def survey(page: str, gpu: str) -> tuple[list[str], str | None]:
     stopped = None
     try:
         module.facts(f)
-    except Exception as exc:  # an assert in a measures module, or a missing recording
+    except Exception as exc:  # a missing recording, or code after a failed claim
         import traceback
 
         last = traceback.extract_tb(exc.__traceback__)[-1]
