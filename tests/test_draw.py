@@ -421,3 +421,23 @@ def test_text_scales_with_width_up_to_the_default(trace, width_in):
 
     smallest = text_layout(timeline(trace, step=1, width_in=width_in)).min_font_pt
     assert smallest == pytest.approx(8.0 * min(max(width_in, 7.0), 12.0) / 7.0)
+
+
+def test_alt_text_says_how_long_the_gpu_ran_in_the_window(trace):
+    """The shading marks gaps between GPU ops only; the alt text also gives the GPU's busy
+    time over the whole window, so a window that starts or ends idle does not read busy."""
+    from tracereader import gpu_busy_us
+
+    fig = timeline(trace, step=1)
+    start, end, _ = resolve_window(trace, step=1)
+    busy = gpu_busy_us(trace, window=(start, end))
+    share = 100 * busy / ((end - start) / 1e3)
+    assert fig.tracereader_info["busy"] == [(0, busy)]
+    assert 0 < share < 100
+    assert f"The GPU ran work for {busy:.3g} µs of the window ({share:.0f} %)" in alt_text(fig)
+    # A window on one GPU op's middle: busy throughout, and no gap to shade.
+    k = int(trace.where(kind=Kind.KERNEL)[0])
+    mid = int(trace.ts_ns[k] + trace.dur_ns[k] // 2)
+    whole = timeline(trace, (mid - 100, mid + 100))
+    assert "ran work for 0.2 µs of the window (100 %)" in alt_text(whole)
+    assert "No GPU idle gap between GPU ops shaded." in alt_text(whole)
