@@ -494,7 +494,7 @@ def tax() -> Callable[[], SmallFigure]:
 
 
 def graphs() -> Callable[[], SmallFigure]:
-    """Entry: One `cudaGraphLaunch`, several kernels."""
+    """Entry: One `cudaGraphLaunch`, several GPU ops."""
     name = "64_bf16_reduce_overhead"
     t, ln = T[name], LN[name]
     c = one(in_step(t, 3, name="cudaGraphLaunch"))

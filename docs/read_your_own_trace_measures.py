@@ -21,6 +21,7 @@ import re
 import shutil
 import subprocess
 import tempfile
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -245,6 +246,20 @@ def check_verdicts(step_times: list[dict[str, Any]]) -> None:
         claim(st["span_us"] >= st["cpu_us"], "a step's span is at least its CPU time")
 
 
+def check_launch_apis(per_op: list[dict[str, Any]]) -> None:
+    """Section 3's launch APIs, op by op (``launches --ops``): every GEMM was launched by
+    cuLaunchKernelEx, every add by cudaLaunchKernel, and no other kernel ran."""
+    kernel = {"nvjet": "GEMM", "CUDAFunctor_add": "add"}
+    api_of = {
+        next((v for n, v in kernel.items() if n in r["name"]), r["name"]) + " via " + r["api"]
+        for r in per_op
+    }
+    claim(
+        api_of == {"GEMM via cuLaunchKernelEx", "add via cudaLaunchKernel"},
+        f"the GEMM goes through cuLaunchKernelEx, the add through cudaLaunchKernel ({api_of})",
+    )
+
+
 def summary_facts() -> dict[str, Any]:
     """Section 3: ``summary`` of the 64x64 recording (and of the 4096x4096 one); returns
     the JSON the later sections compare with."""
@@ -270,9 +285,11 @@ def summary_facts() -> dict[str, Any]:
         s["issuer_methods"]["external_id"] == s["gpu_ops"],
         "every launch call's issuing op was found by external_id",
     )
+    per_op = tracereader.launches(tracereader.load(WORK / EAGER)).to_records()
+    check_launch_apis(per_op)
     claim(
-        set(s["launch_apis"]) == {"cudaLaunchKernel", "cuLaunchKernelEx"},
-        "the GEMM goes through cuLaunchKernelEx, the add through cudaLaunchKernel",
+        s["launch_apis"] == dict(Counter(r["api"] for r in per_op)),
+        "launch APIs counts GPU ops per launch call",
     )
     claim(
         s["graph_launches"] == 0 and s["cpu_threads"] == 1 and s["gpu_streams"] == 1,
@@ -446,6 +463,26 @@ def launches_facts() -> None:
 # --------------------------------------------------------------------------- 7. gaps
 
 
+def check_gaps(gs: list[dict[str, Any]]) -> None:
+    """Section 7's claims on one repeat's gaps (as ``gaps --format json`` lists them): the
+    gaps before the adds are launch; those before the GEMMs are launch or nothing recorded,
+    and each of them is longer than every other gap."""
+    claim(
+        {x["cause"] for x in gs if "elementwise" in x["next_op_name"]} == {"launch"},
+        "in every repeat, the gaps before the adds are launch",
+    )
+    gemm = [x for x in gs if x["next_op_name"].startswith("nvjet")]
+    claim(
+        {x["cause"] for x in gemm} <= {"launch", "nothing recorded"},
+        "in every repeat, the gaps before the GEMMs split between launch and nothing recorded",
+    )
+    others = [x["gap_us"] for x in gs if not x["next_op_name"].startswith("nvjet")]
+    claim(
+        bool(gemm) and bool(others) and min(x["gap_us"] for x in gemm) > max(others),
+        "in every repeat, the gaps before the GEMMs are the longest",
+    )
+
+
 def gaps_facts(s: dict[str, Any]) -> dict[str, Any]:
     """Section 7: ``gaps``, their causes, and the shares of ``nothing recorded`` over every
     repeat; returns the JSON."""
@@ -481,20 +518,7 @@ def gaps_facts(s: dict[str, Any]) -> dict[str, Any]:
             len(gs) == s["gpu_ops"] - 1,
             "in every repeat, the GPU idled before every kernel but the first",
         )
-        claim(
-            {x["cause"] for x in gs if "elementwise" in x["next_op_name"]} == {"launch"},
-            "in every repeat, the gaps before the adds are launch",
-        )
-        before_gemm = {x["cause"] for x in gs if x["next_op_name"].startswith("nvjet")}
-        claim(
-            before_gemm <= {"launch", "nothing recorded"},
-            "in every repeat, the gaps before the GEMMs split between launch and nothing recorded",
-        )
-        longest = max(gs, key=lambda x: x["gap_us"])
-        claim(
-            longest["next_op_name"].startswith("nvjet"),
-            "in every repeat, the gaps before the GEMMs are the longest",
-        )
+        check_gaps(gs)
         idle = sum(x["gap_us"] for x in gs)
         nothing = sum(x["breakdown_us"].get("nothing recorded", 0) for x in gs)
         shares.append(100 * nothing / idle)

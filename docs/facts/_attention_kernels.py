@@ -16,6 +16,7 @@ import _sessions
 from _decode import FINAL, Facts, Rec, lo_hi, rng, tim, token_ops
 from _sessions import session_summary
 from tracesite.facts import claim
+from tracesite.words import about
 
 from tracereader import Kind, Trace, link
 
@@ -184,8 +185,13 @@ class AttentionChapter(_sessions.Chapter):
                 parts.append(
                     f"less than {label} took in any current repeat ({t.lohi('attention')} µs)"
                 )
-            else:  # the rest fall inside our range: about as long
+            else:  # the rest fall inside our range: about as long as each of ours
                 inside = [x for x in xs if x not in above]
+                claim(
+                    all(about(x, y) for x in inside for y in like),
+                    f"like for like, ours took about as long as {label} took in {their} fastest "
+                    "current repeats",
+                )
                 fastest = (
                     "fastest current repeat"
                     if len(inside) == 1

@@ -618,10 +618,11 @@ class Chapter:
                 "The LM head reads at N GB/s, faster than the copy",
             )
             claim(
-                g["down"] < g["qkv"] and g["down"] < g["gate_up"] and g["o"] < g["qkv"],
-                "down reads slower than q/k/v on a matrix less than half its size; the output "
-                "projection is slowest per byte",
+                g["down"] < min(g["qkv"], g["gate_up"]) and nb["qkv"] < 0.5 * nb["down"],
+                "The down projection reads at only N GB/s, slower than q/k/v on a matrix less "
+                "than half its size",
             )
+            claim(g["o"] < g["qkv"], "the output projection also reads slower than q/k/v")
             lost = {c: t[c] - 32 * nb[c] / (g["gate_up"] * 1e9) * 1e6 for c in ("down", "o", "qkv")}
             claim(
                 lost["down"] > max(lost["o"], lost["qkv"]),
@@ -838,12 +839,8 @@ class Chapter:
             )
         item = [x["item_us_per_token"] for x in per]
         claim(min(item) > 0, "a token.item() after each step adds time per token, in every repeat")
-        for r in rs:  # the host read costs time in every repeat: its median round slower
-            t = tim(r)  # than every round without it (one H100 round with it was not)
-            claim(
-                statistics.median(t["ms_per_token_item"]) > max(t["ms_per_token"]),
-                "The read cost N µs per token, slower in every round of every repeat",
-            )
+        # Round by round, the read was not slower in every one on the H100 (one round of
+        # one repeat): only part4_kernels, on the H200's recordings, claims every round.
         rel = [e for x in per for e in x["rel_err"]]
         agree = [sum(x["argmax_agrees"]) for x in per]
         gaps = [

@@ -57,13 +57,19 @@ def overhead() -> None:
     put("ovh_cuda", us(cuda))
     put("ovh_ratio", times(ratio))
     put("ovh_hf_ratio", times(HF["cpu_64_us"] / HF["cuda_64_us"]))
-    put("ovh_gpu_pct", pct(100 * max(s.gpu_fraction for s in step_times(T["64_bf16"])), 1))
+    # "Each recorded step ... at most": the busiest step of every repeat (the picture's,
+    # drawn from one repeat, was above the median of the repeats' busiest).
+    most = max(s.gpu_fraction for r in recs("64_bf16") for s in step_times(r.trace()))
+    put("ovh_gpu_pct", pct(100 * most, 1))
 
 
 def compute() -> None:
     """Entry: CPU and CUDA totals of the same order."""
     cpu, cuda = table_totals("4096_bf16")
-    claim(0.1 < cpu / cuda < 10, "For 4096×4096 the two totals are close: of the same order")
+    claim(
+        max(cpu, cuda) <= 1.2 * min(cpu, cuda),
+        "For 4096×4096 the two totals are within 20 % of each other",
+    )
     # The last step is GPU-bound on every repeat of both GPUs; the middle one was not on one
     # of the H100's (the CPU fell behind and the queue drained for 41 µs).
     claim(
@@ -82,10 +88,18 @@ def compute() -> None:
     put("cmp_sync_busy", pct(100 * busy / (t.dur_ns[sync] / 1e3), 0))
     put("cmp_sync", us(t.dur_ns[sync] / 1e3))
     steps_us = sum(st.dur_us for st in t.steps)
-    put("cmp_steps", us(steps_us))
+    (step_row,) = table_rows("4096_bf16", "ProfilerStep*")
     claim(
-        cuda > 0.7 * steps_us,
-        "compare the GPU total with the steps' own CPU time: over 70 % of it here",
+        abs(step_row["cpu_total_us"] - steps_us) < 0.01 * steps_us,
+        "the steps' own CPU time: the ProfilerStep* row's CPU total",
+    )
+    put("cmp_steps", us(steps_us))
+    reps = recs("4096_bf16")  # the medians the page pastes, over every repeat
+    med_steps = np.median([sum(st.dur_us for st in r.trace().steps) for r in reps])
+    med_cuda = np.median([r.table_totals_us()["self_cuda_us"] for r in reps])
+    claim(
+        med_steps < med_cuda,
+        "the steps' own CPU time, under the GPU total in the median of the recordings",
     )
 
 
@@ -207,7 +221,9 @@ def firststep() -> None:
     """Entry: The first step is far wider than the rest."""
     t = T["64_bf16_nowait"]
     d = [s.dur_us for s in t.steps]
-    claim(d[0] > 100 * d[-1], "The first step is far wider than the rest (from a fresh process)")
+    claim(
+        d[0] > 100 * max(d[1:]), "The first step is far wider than the rest (from a fresh process)"
+    )
     w = [s.dur_us for s in T["64_bf16"].steps]
     claim(w[0] == max(w), "the first kept step is still the widest")
     tw = T["64_bf16"]
@@ -714,11 +730,12 @@ def addmm() -> None:
     t, ln = T[name], LN[name]
     claim(param(name, "op") == "addmm", "here by calling torch.addmm directly")
     claim(
-        not len(t.where(name="aten::matmul")) and not len(t.where(name="aten::add")),
-        "aten::addmm instead of aten::matmul plus aten::add",
+        not any(len(t.where(name=n)) for n in ("aten::matmul", "aten::mm", "aten::add")),
+        "aten::addmm instead of aten::matmul plus aten::add: no aten::mm or aten::add",
     )
     for s in t.steps:
         op = one(in_step(t, s.name, name="aten::addmm"))
+        claim(t.name(ln.parent[op]) == "matmul_add", "Under the label there is one aten::addmm")
         kids = [t.name(i) for i in np.flatnonzero(ln.parent == op)]
         claim(
             kids == ["aten::squeeze", "cudaMemcpyAsync", "cuLaunchKernelEx"],
@@ -736,27 +753,28 @@ def addmm() -> None:
 
 def dynamo() -> None:
     """Entry: `TorchDynamo Cache Lookup` in every step."""
-    name = "64_bf16_compile"
-    t = T[name]
-    cl = t.where(name="TorchDynamo Cache Lookup")
-    claim(
-        len(cl) == len(t.steps)
-        and all(len(in_step(t, s.name, name="TorchDynamo Cache Lookup")) == 1 for s in t.steps),
-        "Each compiled step has one TorchDynamo Cache Lookup",
-    )
-    for n in ("4096_bf16_compile", "64_bf16_reduce_overhead"):
+    for n in ("64_bf16_compile", "4096_bf16_compile", "64_bf16_reduce_overhead"):
+        t, ln = T[n], LN[n]
         claim(
-            len(T[n].where(name="TorchDynamo Cache Lookup")) == len(T[n].steps),
-            "a TorchDynamo Cache Lookup in every compiled step",
+            len(t.where(name="TorchDynamo Cache Lookup")) == len(t.steps),
+            f"{n}: a TorchDynamo Cache Lookup in every compiled step",
         )
-    for s in t.steps:
-        lk = one(in_step(t, s.name, name="TorchDynamo Cache Lookup"))
-        rg = one(in_step(t, s.name, prefix="Torch-Compiled Region"))
-        claim(
-            t.ts_ns[lk] + t.dur_ns[lk] <= t.ts_ns[rg],
-            "the lookup comes before the compiled code runs",
-        )
-    put("dy_med", us(np.median(t.dur_ns[cl]) / 1e3))
+        for s in t.steps:
+            lk = one(in_step(t, s.name, name="TorchDynamo Cache Lookup"))
+            rg = one(in_step(t, s.name, prefix="Torch-Compiled Region"))
+            ann = one(in_step(t, s.name, kind=Kind.USER_ANNOTATION, name="matmul_add"))
+            kids = np.flatnonzero(ln.parent == ann)
+            claim(
+                int(kids[np.argmin(t.ts_ns[kids])]) == lk,
+                f"{n}: In each compiled step, the matmul_add label starts with a "
+                "TorchDynamo Cache Lookup",
+            )
+            claim(
+                t.ts_ns[lk] + t.dur_ns[lk] <= t.ts_ns[rg],
+                f"{n}: the lookup comes before the compiled code runs",
+            )
+    t = T["64_bf16_compile"]
+    put("dy_med", us(np.median(t.dur_ns[t.where(name="TorchDynamo Cache Lookup")]) / 1e3))
 
 
 def region() -> None:
@@ -859,23 +877,26 @@ def tax() -> None:
         min(tro) > 1.5 and words.beyond_spread(tro, [1.0] * len(tro)),
         "on our two-kernel step CUDA graphs cost more CPU per call than eager",
     )
-    claim(
-        min(cpu_ratios("reduce-overhead", "compiled")) > 0.95,
-        "reduce-overhead took no less CPU time than the default mode",
+    claim(  # as much or more (r >= 1), or about as much (within 10 %, below it)
+        all(r >= 1 or words.about(r, 1.0) for r in cpu_ratios("reduce-overhead", "compiled")),
+        "reduce-overhead took about as much CPU time as the default mode or more",
     )
     put("tx_ro_ratio", times(float(np.median(tro))))
 
 
 def graphs() -> None:
-    """Entry: One `cudaGraphLaunch`, several kernels."""
+    """Entry: One `cudaGraphLaunch`, several GPU ops."""
     name = "64_bf16_reduce_overhead"
     t, ln = T[name], LN[name]
     claim(param(name, "compile") == "reduce-overhead", 'With mode="reduce-overhead"')
     gl = t.where(name="cudaGraphLaunch")
-    per = [len(ln.gpu_ops_of_call(c)) for c in gl]
+    per = [[t.name(o) for o in ln.gpu_ops_of_call(c)] for c in gl]
     claim(
-        len(gl) == len(t.steps) and min(per) >= 2,
-        "each step has one cudaGraphLaunch whose arrows fan out to several GPU ops",
+        [len(in_step(t, s.name, name="cudaGraphLaunch")) for s in t.steps] == [1] * len(t.steps)
+        and len(per[0]) >= 2
+        and all(p == per[0] for p in per),
+        f"each step has one cudaGraphLaunch whose arrows fan out to {len(per[0])} GPU ops "
+        f"({', '.join(per[0])})",
     )
     for s in t.steps:
         fc = one(in_step(t, s.name, name="aten::_foreach_copy_"))
@@ -886,9 +907,8 @@ def graphs() -> None:
             and t.ts_ns[k] < t.ts_ns[ln.gpu_ops_of_call(g)].min(),
             "after an aten::_foreach_copy_ and its kernel",
         )
-    names = [t.name(o) for o in ln.gpu_ops_of_call(gl[0])]
-    put("cg_n", per[0])
-    put("cg_names", ", ".join(code(n) for n in names))
+    put("cg_n", len(per[0]))
+    put("cg_names", ", ".join(code(n) for n in per[0]))
 
 
 def schedule() -> None:

@@ -12,10 +12,11 @@ import numpy as np
 import part5_measures as part5  # Part 5's reading of the optimizer region
 from _cheatsheet_common import code, in_step, put, rec, us
 from _cheatsheet_common import variant as recorded
+from tracesite import words
 from tracesite.facts import claim
 from tracesite.notebook import medians, op_per_call, unprofiled_calls
 
-from tracereader import Kind, link, step_times
+from tracereader import Kind, link, op_table, step_times
 
 
 def fused_kernel(tc: Any) -> str:
@@ -70,6 +71,15 @@ def views() -> None:
         "aten::view",
         "aten::_unsafe_view",
     )
+    table = {r["name"]: r for r in op_table(t).to_records()}  # the profiler's table, whole
+    claim(
+        all(
+            v in table and table[v]["self_cpu_us"] > 0 and table[v]["total_gpu_us"] == 0
+            for v in views
+        ),
+        "The MLP's table lists aten::t, aten::transpose, aten::as_strided, aten::reshape, "
+        "aten::view and aten::_unsafe_view with CPU time but 0.000us of CUDA time",
+    )
     rows = [int(r) for v in views for r in in_step(t, t.steps[-1].name, name=v)]
     claim(
         rows and all(len(lk.gpu_ops_of(r)) == 0 for r in rows),
@@ -117,7 +127,10 @@ def graph() -> None:
         "no aten::mm row: their CUDA time is charged to Torch-Compiled Region: 0/0",
     )
     g = t.where(name="cudaGraphLaunch")
-    claim(len(g) == len(t.steps), "each step has one cudaGraphLaunch")
+    claim(
+        [len(in_step(t, s.name, name="cudaGraphLaunch")) for s in t.steps] == [1] * len(t.steps),
+        "each step has one cudaGraphLaunch",
+    )
     n_ops = {len(link(t).gpu_ops_of_call(int(c))) for c in g}
     claim(len(n_ops) == 1, "each cudaGraphLaunch releases the same number of GPU operations")
     put("cs_graph_ops", n_ops.pop())
@@ -132,6 +145,15 @@ def att_copy() -> None:
         copies and {t.name(int(ln.issuing_op(c))) for c in copies} == {"aten::copy_"},
         "hand-written attention has a Memcpy DtoD, issued by the clone's aten::copy_",
     )
+    for c in copies:
+        (fill,) = [int(i) for i in ln.stack(c) if t.name(int(i)) == "aten::masked_fill"]
+        ops = sorted((int(o) for o in ln.gpu_ops_of(fill)), key=lambda o: int(t.ts_ns[o]))
+        claim(
+            t.name(c).startswith("Memcpy DtoD")
+            and [Kind(int(t.kind[o])) for o in ops] == [Kind.MEMCPY, Kind.KERNEL]
+            and ops[0] == c,
+            "a Memcpy DtoD under aten::masked_fill, then the fill kernel",
+        )
     sizes = {int(t.extra["bytes"][c]) for c in copies}
     claim(sizes == {8 * 16 * 1024 * 1024 * 2}, "masked_fill clones the whole (bf16) score matrix")
     put("cs_att_copy_mib", f"{sizes.pop() / 2**20:.0f} MiB")
@@ -215,15 +237,26 @@ def att_cudnn_self() -> None:
         self_us(cud) > 2 * self_us(fl),
         "aten::_cudnn_attention_forward spends more self time per call than flash's",
     )
+    claim(
+        np.median([r["self_cpu_us"] / r["total_cpu_us"] for r in cud]) > 0.5,
+        "A fused attention op that is mostly self time (the median call)",
+    )
     bare = unprofiled_calls(r_il)
     cycle = 20  # 5 versions, balanced
     claim(
         bare[0][0] == "cudnn" and all(bare[k][0] == "cudnn" for k in range(0, len(bare), cycle)),
         "the unprofiled calls come in cycles of 20, each starting with a cuDNN call",
     )
-    per = medians([c for k, c in enumerate(bare) if k % cycle])  # off the cycle's seam (Part 3)
-    claim(
-        per["cudnn"] > per["flash"],
+
+    def cudnn_over_flash(r: Any) -> float:
+        """One process's median whole cuDNN call over flash's, without the profiler."""
+        calls = unprofiled_calls(r)
+        per = medians([c for k, c in enumerate(calls) if k % cycle])  # off the seam (Part 3)
+        return per["cudnn"] / per["flash"]
+
+    ratios = [cudnn_over_flash(r) for r in recorded("interleaved_backends", "04_attention").repeats]
+    claim(  # in every process, as the matmul page's "cost more CPU per call"
+        words.beyond_spread(ratios, [1.0] * len(ratios)),
         "without the profiler, the whole cuDNN call costs more CPU time than flash's",
     )
     # Medians over the repeats (the per-call self time varies with the op before it).
@@ -242,19 +275,22 @@ def llm_eager() -> None:
         all(s.gpu_busy_us < 0.3 * r.results["ms_per_token"] * 1e3 for s in dec),
         "the GPU lane mostly empty: the kernels keep the GPU busy for a fraction of a token's time",
     )
+    lk_ = link(t)
+    for s in dec:  # one token each
+        ks = [int(k) for k in lk_.gpu_ops_of(t.step(s.name).event) if t.kind[k] == Kind.KERNEL]
+        claim(
+            100 <= len(ks) < 1000 and np.sum(t.dur_ns[ks] < 10_000) > len(ks) / 2,
+            "Each profiler step holds hundreds of kernels, most of them a few microseconds long",
+        )
     put("cs_llm_kernels", f"{dec[0].kernels}")
     put("cs_llm_busy", us(np.median([s.gpu_busy_us for s in dec])))
     put("cs_llm_token", us(r.results["ms_per_token"] * 1e3))
-    lk_ = link(t)
-    syncs: dict[str, int] = {}
-    for i in t.where(name="cudaStreamSynchronize"):
-        if (st_ := lk_.step_of(int(i))) is not None and st_.name != "ProfilerStep#0":
-            syncs[st_.name] = syncs.get(st_.name, 0) + 1
+    syncs = [len(in_step(t, s.name, name="cudaStreamSynchronize")) for s in dec]
     claim(
-        len(set(syncs.values())) == 1,
-        "every token has the same number of cudaStreamSynchronize calls",
+        len(set(syncs)) == 1 and syncs[0] in (1, 2, 3),
+        f"Every token also has {syncs[0]} cudaStreamSynchronize calls ({syncs})",
     )
-    put("cs_llm_syncs", {1: "one", 2: "two", 3: "three"}[next(iter(syncs.values()))])
+    put("cs_llm_syncs", {1: "one", 2: "two", 3: "three"}[syncs[0]])
     tg = rec("generate_static_compiled_1b", "05_llm_decode").trace()
     lg = link(tg)
     per_step: dict[str, int] = {}
@@ -281,8 +317,10 @@ def llm_graph() -> None:
         all(s.launches == 4 for s in dec),
         "each step has one cudaGraphLaunch and three small copies",
     )
-    graph_calls = t.where(name="cudaGraphLaunch")
-    claim(len(graph_calls) == len(step_times(t)), "One cudaGraphLaunch per token")
+    claim(
+        all(len(in_step(t, s.name, name="cudaGraphLaunch")) == 1 for s in step_times(t)),
+        "One cudaGraphLaunch per token",
+    )
     busy_frac = np.median([s.gpu_busy_us for s in dec]) / (r.results["ms_per_token"] * 1e3)
     claim(
         busy_frac > 0.9,
@@ -328,6 +366,23 @@ def tuning_runs() -> tuple[str, list[tuple[float, Any]], list[float]]:
 def llm_tuning() -> None:
     """Entry: The same kernel, at different speeds in different runs."""
     name, per_run, fixed = tuning_runs()
+
+    def own_processes(variant: str) -> bool:
+        """Three repeats of ``variant``, each a fresh process that ran it alone."""
+        reps = recorded(variant, "05_llm_decode").repeats
+        return len(reps) == 3 and all(
+            r.meta["process"]["fresh"] and r.meta["process"]["variants_in_it"] == [variant]
+            for r in reps
+        )
+
+    claim(
+        len(per_run) == 3 and own_processes("loop_packed_8b"),
+        "on the H200, three recordings of one compiled decode loop, each its own process",
+    )
+    claim(
+        len(fixed) == 3 and own_processes("loop_kernels_8b"),
+        "on the H200, Part 4's own GEMV kernel ran a token's GEMVs in three processes",
+    )
     claim(
         max(u for u, _ in per_run) > 1.2 * min(u for u, _ in per_run),
         "on the H200, the same Inductor GEMV kernel runs at different speeds in different runs",
@@ -382,7 +437,11 @@ def train_backward_thread() -> None:
         "the evaluate_function ops all run during the backward",
     )
     on_it = np.flatnonzero(t.lane == next(iter(lanes)))
-    claim(t.ts_ns[on_it].min() >= bwd.start_ns, "the second thread is idle through the forward")
+    claim(
+        t.ts_ns[on_it].min() >= bwd.start_ns
+        and (t.ts_ns[on_it] + t.dur_ns[on_it]).max() <= bwd.end_ns,
+        "A second CPU thread, busy only during the backward: idle through the forward",
+    )
     put("cs_train_evaluate", f"{len(evaluate):,}")
 
 

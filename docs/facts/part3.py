@@ -1,7 +1,7 @@
 """Part 3's facts (``chapters/part3.md``): attention, from five kernels to one.
 
 Every number the page quotes and every claim it makes about the recordings of
-``04_attention``, computed by :mod:`part3_measures` (whose asserts check the claims) and
+``04_attention``, computed by :mod:`part3_measures` (whose claim() calls check them) and
 checked on every repeat. Numbers are medians over the repeats.
 """
 

@@ -38,6 +38,7 @@ from _paste import paste
 from _sessions import KROWS, slow_gemv
 from tracesite.facts import Facts as PageFacts
 from tracesite.facts import claim
+from tracesite.words import beyond_spread
 
 from tracereader import Trace
 
@@ -85,13 +86,14 @@ class Chapter(AttentionChapter):
             self.per["loop_fused_8b"]["tps"]
         )
         claim(gain > 1, "computing the activation once gives more tokens/s in the median")
+        tps_a, tps_b = self.per["loop_act_8b"]["tps"], self.per["loop_act_attn_8b"]["tps"]
         claim(
-            not self.beats("loop_act_attn_8b", "loop_act_8b"),
+            not beyond_spread(tps_b, tps_a) and not beyond_spread(tps_a, tps_b),
             "the attention-as-reductions row shows no difference beyond the spread",
         )
         claim(
-            abs(tb.med["attention"] - t8.med["attention"]) < 0.02 * tb.token,
-            "attention as reductions against cuDNN's kernel: a saving under 1 % of a token",
+            0 < t8.med["attention"] - tb.med["attention"] < 0.02 * tb.token,
+            "attention as reductions against cuDNN's kernel: a saving under 2 % of a token",
         )
         # The activation's extra kernels per layer: two eager ones (silu, mul) and two Inductor ones.
         tr = self.recs("loop_act_8b")[0].trace()
@@ -110,9 +112,14 @@ class Chapter(AttentionChapter):
             max(gu) > 1.02 * min(gu),
             "the gate/up GEMV's time varies from repeat to repeat: Inductor tunes it in each process",
         )
-        # The gate/up GEMV, not aimed at, moved too; the page gives its share of the saving.
+        # The gate/up GEMV, not aimed at, moved too: its median against the fused loop's, by at
+        # least the page's 1 µs; the page gives the amount and its share of the saving.
         gu8 = [x.t["gate_up"] for x in t8.runs]
         gu_drop = statistics.median(gu8) - statistics.median(gu)
+        claim(
+            abs(gu_drop) >= 1,
+            "the gate/up GEMV, which this change was not aimed at, moved too (its median)",
+        )
         saving = t8.token - ta.token
         claim(saving > 0, "computing the activation once saves time per token")
         rows = []
@@ -308,7 +315,7 @@ class Chapter(AttentionChapter):
         sm_aa = [softmax_kernels(r) for r in self.recs("loop_act_attn_8b")]
         sm_k = [softmax_kernels(r) for r in self.recs("loop_kernels_8b")]
         claim(
-            len({(g, b) for _, g, b in sm_k}) > 1,
+            len({(g, b) for _, g, b in sm_k}) == len(sm_k),
             "the softmax kernel launched differently in each repeat",
         )
         claim(
@@ -512,9 +519,8 @@ class Chapter(AttentionChapter):
             "the kernels' events show the occupancy fall for gate/up and down only",
         )
         claim(
-            max(f["slow_gate_up_pct"], f["slow_down_pct"])
-            < min(f["slow_qkv_pct"], f["slow_o_pct"]),
-            "yet q/k/v and the output projection slowed the most",
+            f["slow_gate_up_pct"] < f["slow_down_pct"] < min(f["slow_qkv_pct"], f["slow_o_pct"]),
+            "yet q/k/v and the output projection slowed the most, gate/up the least",
         )
         rows = []
         for label, name in (
@@ -560,6 +566,12 @@ def facts(f: PageFacts) -> None:
     check: Any = rec(CHECK).timings()
     num("new_tokens_check", check["new_tokens"])
     num("check_rounds", len(check["ms_per_token"]))
+    for r in recs(CHECK):  # each round: a run without the read, then one with it
+        t = tim(r)
+        claim(
+            all(b > a for a, b in zip(t["ms_per_token"], t["ms_per_token_item"], strict=True)),
+            "The read cost N µs per token, slower in every round of every repeat",
+        )
     ch: dict[str, Any] = {
         **C.path_facts(),
         **C.bound_facts(),

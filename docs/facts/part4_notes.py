@@ -32,6 +32,7 @@ from _paste import paste, paste_each_repeat
 from tracesite.facts import Facts as PageFacts
 from tracesite.facts import claim
 from tracesite.notebook import tracereader_cli
+from tracesite.words import about
 
 from tracereader import Trace
 
@@ -47,9 +48,13 @@ def packed_facts(short: Rec, packed: Rec) -> Facts:
 
     tr, att = attention_ops(short)
     tr2, att2 = attention_ops(packed)
-    before = [g for g in att if tr.name(g).startswith("triton_poi")]
-    after = [g for g in att2 if tr2.name(g).startswith("triton_poi")]
-    claim(len(after) < len(before), "packed GQA: the attention's copy kernels fall in number")
+    sdpa = "scaled_dot_product_cudnn_attention"
+    before = [g for g in token_ops(tr) if sdpa in tr.name(g)]
+    after = [g for g in token_ops(tr2) if sdpa in tr2.name(g)]
+    claim(
+        len(after) < len(before),
+        "the kernels whose names include scaled_dot_product_cudnn_attention fall in number",
+    )
     claim(
         sum(tr2.dur_ns[g] for g in att2) < sum(tr.dur_ns[g] for g in att),
         "packed GQA: all attention work per token falls",
@@ -90,6 +95,7 @@ class Chapter(_chapter.Chapter):
             ),
             "s8_kernels": statistics.median(self.per["loop_fused_8b"]["kernels"]),
         }
+        claim(about(f["s1_kernels"], f["s8_kernels"] / 2), "but runs half as many kernels")
         b1, b8 = gemv_bytes(self.shapes["1b"]), gemv_bytes(self.shapes["8b"])
         for c in ("o", "down", "qkv"):
             f[f"s1_{c}_gbs"] = t1.gbs[c]
@@ -116,6 +122,11 @@ class Chapter(_chapter.Chapter):
         for c in OTHER:
             k = c.split(",")[0]
             f[f"s1_{k}_per_layer"], f[f"s8_{k}_per_layer"] = t1.med[c] / 16, t8.med[c] / 32
+            claim(
+                abs(t1.med[c] / 16 - t8.med[c] / 32) <= 0.2 * t8.med[c] / 32,
+                f"{c}: the small kernels cost much the same per layer at either width, each class "
+                "within 20 % of the 8B's",
+            )
         return f
 
 

@@ -107,6 +107,28 @@ def test_launch_to_start_is_call_plus_queue_on_every_repeat(rt):
         rt.check_launch_sum(per_op)
 
 
+def test_launch_apis_by_kernel_on_every_repeat(rt):
+    for rep in rt.VARIANTS["64_bf16"].repeats:
+        per_op = tracereader.launches(rep.trace()).to_records()
+        rt.check_launch_apis(per_op)
+    gemm = next(r for r in per_op if r["name"].startswith("nvjet"))
+    gemm["api"] = "cudaLaunchKernel"  # one GEMM through the add's API: both APIs still appear
+    with pytest.raises(AssertionError, match=r"the GEMM goes through cuLaunchKernelEx, the add"):
+        rt.check_launch_apis(per_op)
+
+
+def test_gaps_claims_on_every_repeat(rt):
+    for rep in rt.VARIANTS["64_bf16"].repeats:
+        gs = [x.to_dict(rep.trace()) for x in tracereader.gaps(rep.trace())]
+        rt.check_gaps(gs)
+    # the longest gap still comes before a GEMM, but an add's gap outgrows the other GEMM's
+    gemm = sorted(x["gap_us"] for x in gs if x["next_op_name"].startswith("nvjet"))
+    add = next(x for x in gs if "elementwise" in x["next_op_name"])
+    add["gap_us"] = (gemm[0] + gemm[-1]) / 2
+    with pytest.raises(AssertionError, match=r"the gaps before the GEMMs are the longest"):
+        rt.check_gaps(gs)
+
+
 def test_regions_claims_on_every_repeat(rt):
     for rep in rt.TRAIN.repeats:
         f = rt.check_regions(rep.trace())
