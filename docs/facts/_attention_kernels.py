@@ -16,7 +16,7 @@ import _sessions
 from _decode import FINAL, Facts, Rec, lo_hi, rng, tim, token_ops
 from _sessions import session_summary
 from tracesite.facts import claim
-from tracesite.words import about
+from tracesite.words import about, beyond_spread
 
 from tracereader import Kind, Trace, link
 
@@ -132,8 +132,10 @@ class AttentionChapter(_sessions.Chapter):
         tat, tu = self.table("loop_attention_8b"), self.table(FINAL)
         for t in (tat, tu):  # attention: faster than the reductions and cuDNN, every repeat
             claim(
-                max(x.t["attention"] for x in t.runs)
-                < min(x.t["attention"] for x in tk.runs + ts.runs),
+                beyond_spread(
+                    [x.t["attention"] for x in tk.runs + ts.runs],
+                    [x.t["attention"] for x in t.runs],
+                ),
                 "our kernel's attention took less than the reductions and cuDNN, in every repeat",
             )
         f["at_att"] = tat.lohi("attention")
@@ -297,7 +299,7 @@ class AttentionChapter(_sessions.Chapter):
         f["lu8_kernels_n"] = statistics.median(self.per[FINAL]["kernels"])
         f["lat8_kernels_n"] = statistics.median(self.per["loop_attention_8b"]["kernels"])
         claim(
-            max(x.small for x in tu.runs) < min(x.small for x in tat.runs),
+            beyond_spread([x.small for x in tat.runs], [x.small for x in tu.runs]),
             "tuning off, the norms and the pointwise work took less than in the attention row",
         )
         f["u_small"], f["at_small"] = (

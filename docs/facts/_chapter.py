@@ -50,6 +50,7 @@ from _decode import (
     token_ops,
 )
 from tracesite.facts import claim
+from tracesite.words import beyond_spread
 
 import tracereader
 from tracereader import Kind, step_times
@@ -768,7 +769,7 @@ class Chapter:
             "the small kernels are no fewer than before",
         )
         claim(
-            min(x.small for x in tu.runs) > max(x.small for x in t8.runs),
+            beyond_spread([x.small for x in tu.runs], [x.small for x in t8.runs]),
             "the final loop's small kernels take longer than the fused loop's, in every repeat",
         )
         return f

@@ -71,12 +71,14 @@ class Chapter(AttentionChapter):
             self.table("loop_act_attn_8b"),
         )
         claim(
-            max(x.t["down"] for x in ta.runs) < min(x.t["down"] for x in t8.runs),
+            beyond_spread([x.t["down"] for x in t8.runs], [x.t["down"] for x in ta.runs]),
             "computing the activation once speeds up the down GEMV in every repeat",
         )
         claim(
-            min(x.t["pointwise, copies"] for x in ta.runs)
-            > max(x.t["pointwise, copies"] for x in t8.runs),
+            beyond_spread(
+                [x.t["pointwise, copies"] for x in ta.runs],
+                [x.t["pointwise, copies"] for x in t8.runs],
+            ),
             "the custom op adds pointwise work, in every repeat",
         )
         # Computing the activation once is faster in the median. In every repeat too in the
@@ -231,7 +233,7 @@ class Chapter(AttentionChapter):
         )
         for c in ("qkv", "o"):  # ours against Inductor's, in every repeat
             claim(
-                max(x.t[c] for x in tk.runs) < min(x.t[c] for x in t8.runs),
+                beyond_spread([x.t[c] for x in t8.runs], [x.t[c] for x in tk.runs]),
                 "our q/k/v and output GEMVs beat Inductor's in the fused loop, in every repeat",
             )
             f[f"own_{c}"], f[f"ind_{c}"] = tk.lohi(c), t8.lohi(c)
@@ -239,7 +241,7 @@ class Chapter(AttentionChapter):
             f[f"own_{c}"], f[f"ind_{c}"] = tk.lohi(c), tb.lohi(c)
         # Against the row above: GEMVs faster in every repeat, the speed set by the attention reductions.
         claim(
-            max(x.gemvs for x in tk.runs) < min(x.gemvs for x in tb.runs),
+            beyond_spread([x.gemvs for x in tb.runs], [x.gemvs for x in tk.runs]),
             "all its GEMVs together take less than in the row above, in every repeat",
         )
         f["own_gemvs"], f["ind_gemvs"] = (
@@ -339,7 +341,7 @@ class Chapter(AttentionChapter):
         f: Facts = {}
         for c in GEMV_CLASSES:
             claim(
-                min(x.t[c] for x in tn.runs) > max(x.t[c] for x in ts.runs),
+                beyond_spread([x.t[c] for x in tn.runs], [x.t[c] for x in ts.runs]),
                 f"{c}: every GEMV class got slower, in every repeat",
             )
             f[f"n_{c}"], f[f"s_{c}"] = tn.lohi(c), ts.lohi(c)
@@ -366,7 +368,7 @@ class Chapter(AttentionChapter):
             + " and ".join(f"{t.lohi(norms)} in {label}" for label, t in grew)
         )
         claim(
-            max(x.rest for x in tn.runs) < min(x.rest for x in ts.runs),
+            beyond_spread([x.rest for x in ts.runs], [x.rest for x in tn.runs]),
             "the rest of the token falls, in every repeat",
         )
         f["n_rest"], f["s_rest"] = (
@@ -374,7 +376,7 @@ class Chapter(AttentionChapter):
             lo_hi([x.rest for x in ts.runs]),
         )
         claim(
-            min(x.gemvs for x in tn.runs) > max(x.gemvs for x in ts.runs),
+            beyond_spread([x.gemvs for x in tn.runs], [x.gemvs for x in ts.runs]),
             "the GEMVs together got slower, in every repeat",
         )
         pw = "pointwise, copies"

@@ -32,7 +32,7 @@ from _paste import paste, paste_each_repeat
 from tracesite.facts import Facts as PageFacts
 from tracesite.facts import claim
 from tracesite.notebook import tracereader_cli
-from tracesite.words import about
+from tracesite.words import about, beyond_spread
 
 from tracereader import Trace
 
@@ -100,7 +100,7 @@ class Chapter(_chapter.Chapter):
         for c in ("o", "down", "qkv"):
             f[f"s1_{c}_gbs"] = t1.gbs[c]
             claim(
-                max(x.gbs[c] for x in t1.runs) < min(x.gbs[c] for x in t8.runs),
+                beyond_spread([x.gbs[c] for x in t8.runs], [x.gbs[c] for x in t1.runs]),
                 f"{c}: Inductor's GEMVs stream slower on the 1B model's smaller matrices, "
                 "in every repeat",
             )
