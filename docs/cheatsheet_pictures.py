@@ -500,7 +500,7 @@ def graphs() -> Callable[[], SmallFigure]:
     c = one(in_step(t, 3, name="cudaGraphLaunch"))
     ops = ln.gpu_ops_of_call(c)
     caption = f"Recording {name} (torch.compile mode reduce-overhead), ProfilerStep#3."
-    return drawn("graphs", caption, t, Callout(f"cudaGraphLaunch: {len(ops)} kernels", event=c),
+    return drawn("graphs", caption, t, Callout(f"cudaGraphLaunch: {len(ops)} GPU ops", event=c),
                  window=win(t, [c, *ops, one(in_step(t, 3, name="aten::_foreach_copy_"))], pad_us=4))  # fmt: skip
 
 

@@ -620,8 +620,8 @@ class Chapter:
             )
             claim(
                 g["down"] < min(g["qkv"], g["gate_up"]) and nb["qkv"] < 0.5 * nb["down"],
-                "The down projection reads at only N GB/s, slower than q/k/v on a matrix less "
-                "than half its size",
+                "The down projection reads at only N GB/s, slower than q/k/v, whose matrix is "
+                "less than half the size of down's",
             )
             claim(g["o"] < g["qkv"], "the output projection also reads slower than q/k/v")
             lost = {c: t[c] - 32 * nb[c] / (g["gate_up"] * 1e9) * 1e6 for c in ("down", "o", "qkv")}

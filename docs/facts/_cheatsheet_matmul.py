@@ -766,7 +766,7 @@ def dynamo() -> None:
             kids = np.flatnonzero(ln.parent == ann)
             claim(
                 int(kids[np.argmin(t.ts_ns[kids])]) == lk,
-                f"{n}: In each compiled step, the matmul_add label starts with a "
+                f"{n}: In each compiled step, the first op inside the matmul_add label is a "
                 "TorchDynamo Cache Lookup",
             )
             claim(

@@ -195,7 +195,7 @@ print(cold64.table)
 # At 4096x4096, the closing ``cudaDeviceSynchronize``
 # (:term:`the profiler's own <cudaDeviceSynchronize at window end>`, when the
 # window of kept steps closes) waits for any GEMMs still queued on the GPU:
-# with work queued, it lasts as long as that work (:doc:`/chapters/part1` measures it).
+# with work queued, it ends only after that work (:doc:`/chapters/part1` measures it).
 
 cold4k = run("4096_bf16_cold")
 # sphinx_gallery_start_ignore
