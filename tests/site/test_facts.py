@@ -130,11 +130,35 @@ def test_every_check_of_a_page_is_a_claim() -> None:
     assert not found, f"{len(found)} bare asserts (make each a claim(ok, sentence)): {found[:8]}"
 
 
+def story_of(name: str) -> Path:
+    """``story_01a_table_and_timeline`` -> ``examples/01_matmul_add/01a_table_and_timeline.py``."""
+    found = list((ROOT / "examples").glob(f"*/{name.removeprefix(STORY)}.py"))
+    assert len(found) == 1, f"{name}: {found}"
+    return found[0]
+
+
+#: A story page's facts module: ``docs/facts/story_<script stem>.py``.
+STORY = "story_"
+
+
+def test_every_story_has_a_facts_module() -> None:
+    """A story's sentences about its recordings are claims too, in a module of its own."""
+    stories = {p.stem for p in (ROOT / "examples").glob("*/[0-9]*.py")}
+    modules = {n.removeprefix(STORY) for n in facts.pages() if n.startswith(STORY)}
+    assert stories == modules, (sorted(stories - modules), sorted(modules - stories))
+
+
 @pytest.mark.parametrize("name", facts.pages())
 def test_page_facts(name: str) -> None:
     """One test a page, so that one process computes its facts (they take up to 15 s a
-    page) and its checks follow: the keys both ways, the golden file, the words."""
+    page) and its checks follow: the keys both ways, the golden file, the words. A story's
+    module only claims (the story prints its numbers from the replay): it pastes nothing."""
     glue = facts.page_facts(name)
+    if name.startswith(STORY):
+        story_of(name)
+        assert not glue, f"{name} pastes {sorted(glue)[:5]}: a story's facts only claim"
+        every_worded_claim_fails_on_perturbed_data(name)
+        return
     text = page_of(name).read_text(encoding="utf-8")
     every_pasted_key_is_produced(name, glue, text)
     every_produced_key_is_pasted(name, glue, text)

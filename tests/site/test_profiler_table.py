@@ -42,3 +42,24 @@ def test_view_keeps_name_and_the_chosen_columns():
     head = view.splitlines()[1]
     assert head.split() == ["Name", "Self", "CUDA"]
     assert _profiler_table.view("no table here", ("Self CPU",)) == "no table here"
+
+
+def test_the_text_read_back_agrees_with_the_tables_own_fields():
+    """What a story's claims read from a table's text (recordings before table.json hold
+    only the text) is the table's own numbers, to the text's precision."""
+    fields, text = REC.table_rows(), _profiler_table.rows(REC.table)
+    assert [r["calls"] for r in text] == [r["calls"] for r in fields]
+    for mine, theirs in zip(text, fields, strict=True):
+        assert theirs["name"].startswith(mine["name"].removesuffix("..."))
+        for key in ("self_cpu_us", "self_cuda_us", "cuda_total_us"):
+            assert mine[key] == pytest.approx(theirs[key], abs=0.01 * theirs[key] + 0.001), key
+    totals = REC.table_totals_us()
+    assert _profiler_table.total_us(REC.table, "Self CPU") == pytest.approx(
+        totals["self_cpu_us"], rel=0.01
+    )
+    assert _profiler_table.number("3.247ms") == 3247.0
+    assert _profiler_table.number("12.50%") == 12.5 and _profiler_table.number("8") == 8.0
+    with pytest.raises(ValueError, match="not the text"):
+        _profiler_table.cells("no table here")
+    with pytest.raises(ValueError, match="no 'Self CUDA time total' line"):
+        _profiler_table.total_us("Self CPU time total: 1.0ms", "Self CUDA")
