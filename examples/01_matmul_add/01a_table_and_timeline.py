@@ -207,11 +207,12 @@ if tracereader:
 # this table ``Self CUDA time total`` is larger than the steps' own CPU time (the
 # ``ProfilerStep*`` row's ``CPU total``); on one H100 repeat the two were about equal.
 # The steps' CPU time changed by less than half from 64x64, in every repeat on both
-# GPUs. The largest ``Self CPU`` row here is the closing ``cudaDeviceSynchronize``: the
-# CPU waiting until the GPU has run the kernels it queued. So its length is how far the
-# CPU was ahead of the GPU when the window closed, which changes from run to run: over
-# half of ``Self CPU time total`` here, under a fifth on the H100 repeat where the CPU
-# kept just level with the GPU (next section).
+# GPUs. In every repeat but one, the largest ``Self CPU`` row is the closing
+# ``cudaDeviceSynchronize``: the CPU waiting until the GPU has run the kernels it queued.
+# So its length is how far the CPU was ahead of the GPU when the window closed, which
+# changes from run to run: over a quarter of ``Self CPU time total`` in those repeats,
+# under a fifth on the H100 repeat where the CPU kept just level with the GPU (next
+# section).
 # Two rows are new: ``cudaMemsetAsync`` and ``Memset (Device)``, a :term:`memset` of a
 # few bytes, issued inside ``aten::mm`` before each GEMM. It goes with the GEMM kernel
 # cuBLAS picked, not with the size: at this size, the plain float32 GEMM (TF32 off) of
@@ -247,8 +248,8 @@ print(big.table)
 # are the work, and only faster or fewer kernels would speed it up. The first kept
 # step is only *balanced* (between the two). In every repeat, on both GPUs, the GPU
 # had finished all earlier work before that step began (the profiler's switch from
-# warm-up to recording comes just before it) and sat idle until the step's first
-# kernel, and the step's CPU time was the longest of the three: read it with the same
+# warm-up to recording comes just before it) and sat idle until the step's first GPU
+# op, and the step's CPU time was the longest of the three: read it with the same
 # suspicion as the first step at 64x64.
 
 if tracereader:
@@ -310,7 +311,7 @@ print(batched.table)
 # on the step. The batch of 8 above ran 8 times the GEMM's rows with the same two
 # launches per step. For this two-op step, compiling left two GPU operations per step
 # (:doc:`story 01f </auto_examples/01_matmul_add/01f_compile>`), and compiled calls,
-# with or without a CUDA graph, took at least twice eager's CPU time (:doc:`story 01g
-# </auto_examples/01_matmul_add/01g_cpu_time>`): fusion and graphs pay where there are
-# many small kernels. Never idle: study the kernels themselves, as other experiments
-# of this set do. In between, both matter.
+# with or without a CUDA graph, took at least twice eager's CPU time without the
+# profiler (:doc:`story 01g </auto_examples/01_matmul_add/01g_cpu_time>`): fusion and
+# graphs pay where there are many small kernels. Never idle: study the kernels
+# themselves, as other experiments of this set do. In between, both matter.

@@ -141,7 +141,7 @@ if tracereader:
 # absorb the true first call: no allocation, :term:`occupancy query` or module
 # loading appears in the kept steps at all. Nor does one event hold the extra
 # time: in the timeline below every part of the first kept step is wider than in
-# the next ones, the gap before ``matmul_add`` (the
+# the step after it, the gap before ``matmul_add`` (the
 # :term:`record_function range` around each call), the :term:`aten` operator
 # ``aten::mm``, the :term:`launch call` and ``aten::add`` alike. The trace
 # cannot say what slowed them; the profiler starts recording the CPU's ops just
@@ -154,7 +154,7 @@ warm20
 
 # %%
 # The timeline of the warm run's first few steps shows the difference at a
-# glance: the first kept step is wider than those after it.
+# glance: the first kept step is wider than the four after it.
 
 if tracereader:
     import matplotlib.pyplot as plt  # a pyplot figure, so that notebooks and the site show it

@@ -166,12 +166,14 @@ if tracereader:
 # not limits (a kernel can pass them, as the add below does, a little):
 #
 # * the 4096x4096 GEMM of the matmul-add step ran about as fast as the 8192
-#   one, well below the datasheet's peak but as fast as our largest GEMM: a
-#   faster GEMM kernel would gain little here, less work would gain more;
+#   one, at about four fifths of the datasheet's peak but as fast as our largest
+#   GEMM: a faster GEMM kernel would gain little here, less work would gain more;
 # * the 64x64 GEMM used a tiny fraction of the GPU: its
 #   :term:`grid <launch configuration>` had too few thread blocks to fill the
 #   H200's 132 :term:`streaming multiprocessors <streaming multiprocessor>`,
-#   and a kernel that short is mostly the fixed cost of starting and finishing;
+#   and a kernel that short is in large part the fixed cost of starting and
+#   finishing (the 64x64 add, with almost nothing to do, took over 40 % of the
+#   GEMM's time);
 # * the 4096x4096 add, which reads two matrices and writes one, is
 #   :term:`memory-bound`: it moved its bytes a little faster than the copy (part
 #   of its traffic probably hits the GPU's :term:`L2 cache`), at the speed of

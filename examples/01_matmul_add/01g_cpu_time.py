@@ -5,7 +5,7 @@ Comparing CPU time fairly: interleaved calls
 Does ``torch.compile`` or ``torch.addmm`` save CPU time on
 ``torch.add(torch.matmul(x, w), b)``? Two separate profiling runs cannot say:
 at 64x64 the CPU time per step moves from one profiling run to the next,
-even within one process, by more than the differences we are after. This
+even within one process, by more than some of the differences we are after. This
 experiment builds four versions of the call in one process (eager,
 ``torch.addmm``, compiled, and compiled with ``mode="reduce-overhead"``) and
 runs them in turn, timed without the profiler and then under it. The section
@@ -214,11 +214,12 @@ run = story_run(VARIANTS, __name__)
 # not GPU work, so ``Self CUDA time total`` leaves it out and its ``Self CUDA %`` can
 # pass 100 %. Below them, the compiled versions' ``Torch-Compiled Region`` and
 # ``## Call CompiledFxGraph <hash> ##`` rows are the frames ``torch.compile`` adds
-# around the same ``aten::addmm`` (:term:`torch.compile runtime frames`: the numbers
-# ``0/0`` and ``1/0`` tell the two compiled functions apart, the hash names Inductor's
-# generated code). In this table the ``reduce-overhead`` version's ``CompiledFxGraph``
-# row has ``Self CUDA`` time: it launched the CUDA graph itself, so the graph's copy
-# and GEMM count as its own GPU time.
+# around the same ``aten::addmm`` (for ``reduce-overhead``, around the replay of the
+# CUDA graph that holds its copy and GEMM; :term:`torch.compile runtime frames`: the
+# numbers ``0/0`` and ``1/0`` tell the two compiled functions apart, the hash names
+# Inductor's generated code). In this table the ``reduce-overhead`` version's
+# ``CompiledFxGraph`` row has ``Self CUDA`` time: it launched the CUDA graph itself,
+# so the graph's copy and GEMM count as its own GPU time.
 #
 # This table stops at 15 rows (``row_limit=15`` in the harness), so it leaves out,
 # among others, eager's own ``aten::mm`` and ``aten::add`` and their kernels, the

@@ -246,9 +246,10 @@ if tracereader:
 
 # %%
 # At the large shape the GPU runs behind the CPU. The first GEMM on its lane is
-# the step before's, still running when this step begins; this step's GEMM,
-# where the arrow ends, starts when that one finishes. The red bar after the
-# step is :term:`the profiler's own <cudaDeviceSynchronize at window end>`
+# an earlier step's (one or two steps back), still running when this step begins;
+# this step's GEMM, where the arrow ends, starts when the one before it finishes.
+# The red bar after the step is
+# :term:`the profiler's own <cudaDeviceSynchronize at window end>`
 # ``cudaDeviceSynchronize`` as it stops: the CPU waiting for the GPU to finish.
 
 # %%

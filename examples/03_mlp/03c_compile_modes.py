@@ -106,8 +106,8 @@ print(compiled.table)
 # The fused kernel reads the gate and up outputs once and writes the product
 # once: 3 tensors of 8192 x 3072 bf16 (48 MiB each) instead of eager's 5, that
 # is 144 MiB of traffic instead of 240. A memory-bound kernel's time follows
-# its traffic, and in every recording the fused kernel took less time than
-# eager's gelu plus multiply (:doc:`/chapters/part2` gives the saving).
+# its traffic, and in every default-mode recording the fused kernel took less
+# time than eager's gelu plus multiply (:doc:`/chapters/part2` gives the saving).
 #
 # The fused kernel's launch configuration
 # ---------------------------------------
@@ -131,8 +131,8 @@ print(compiled.table)
 # say why a compile kept the slower one. The 128-thread configuration can be
 # forced in this mode: with ``torch._inductor.config.triton.autotune_pointwise =
 # False`` Inductor's source generates only that one. (The
-# :term:`max-autotune modes <max-autotune>` also tune by coordinate descent, and
-# kept other configurations: the ``autotune`` variant below, in the
+# :term:`max-autotune modes <max-autotune>` also tune by coordinate descent: the
+# ``autotune`` variant below kept another configuration in every repeat, in the
 # :doc:`lab notes of Part 2 </chapters/part2-notes>`.) Read grid and block in
 # your own trace before you judge a fused kernel: in Perfetto (the trace viewer
 # at https://ui.perfetto.dev), click the kernel and its arguments list both.

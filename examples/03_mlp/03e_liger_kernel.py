@@ -137,7 +137,7 @@ print(liger_big.table)
 
 # %%
 # Not on the H200. Liger's kernel took about as long as eager's gelu plus
-# multiply here: it saved nothing (on the H100 it still saved time). Inductor's
+# multiply here: it saved under 1 % (on the H100 it still saved time). Inductor's
 # fused kernel took less time than the pair at this shape, on both GPUs
 # (:doc:`Part 2 </chapters/part2>` has the times). The rounding does not
 # explain it alone: 11008 rounds up to 16384, a third of the element slots

@@ -6,10 +6,10 @@ The third experiment of Part 4. The fused decode loop of the previous story stil
 runs :term:`GEMV` :term:`kernels <kernel>` that :term:`Inductor <TorchInductor>` tunes
 afresh in every process that compiles from an empty cache (as the recorder's do), so on
 the H200 the same projection ran at different speeds from one recording to the next; and
-its attention is a kernel that costs about as much per layer as a small GEMV. Here every
-GEMV of a decoded token runs one :term:`Triton` kernel of our own with fixed settings,
-then the attention too, and finally Inductor's remaining tuning is turned off. The model
-is Llama-3-8B's shape, random bf16 weights; greedy decoding, batch 1.
+its attention costs per layer over two thirds as much as its smallest GEMV, the output
+projection. Here every GEMV of a decoded token runs one :term:`Triton` kernel of our own
+with fixed settings, then the attention too, and finally Inductor's remaining tuning is
+turned off. The model is Llama-3-8B's shape, random bf16 weights; greedy decoding, batch 1.
 :doc:`/chapters/part4-kernels` reads the recordings.
 
 Each variant first times decoding without the profiler (``timings.json``), then

@@ -67,11 +67,11 @@ from _05_common import (
 #
 # ``gemv_kernel`` and ``attention_kernel`` launch with fixed settings. The two sweep
 # variants below check those settings (they were recorded after the loops that use
-# them, so they test the choice rather than make it): each times its kernel at every
-# setting as a decode step runs it, next to the peers a decode step would otherwise run,
-# and writes every timing to ``timings.json``. A decode step reads every weight once,
-# so no weight may still sit in the GPU's :term:`L2 cache` when its kernel starts: each
-# setting runs its launches back to back on different weight matrices or
+# them were first recorded, so they test the choice rather than make it): each times its
+# kernel at every setting as a decode step runs it, next to the peers a decode step would
+# otherwise run, and writes every timing to ``timings.json``. A decode step reads every
+# weight once, so no weight may still sit in the GPU's :term:`L2 cache` when its kernel
+# starts: each setting runs its launches back to back on different weight matrices or
 # :term:`caches <KV cache>` (one per layer for the layers' GEMVs, 4 copies of the
 # :term:`LM head`, 128 attention caches), and Triton's own timer
 # (``triton.testing.do_bench_cudagraph``) replays those launches as one

@@ -243,13 +243,13 @@ def profile_steps(out_dir, train, device, **options):
 #
 # * ``eager``, the baseline (fp32 weights under bf16 autocast, fused AdamW, batch 4):
 #   one step lane by lane (drawn below its table). The CPU's main thread launches the
-#   forward and the loss, waits in ``backward`` while the autograd engine's thread
-#   launches the backward, then launches the optimizer; the GPU runs behind it. Input
-#   shapes are recorded, so each matrix multiplication's FLOPs can be counted.
+#   forward, the loss and the backward's first kernel, waits in ``backward`` while the
+#   autograd thread launches the rest, then launches the optimizer; the GPU runs behind
+#   it. Input shapes are recorded: each matrix multiplication's FLOPs can be counted.
 # * ``eager_foreach``, ``eager_forloop``: AdamW's two other implementations. The
 #   ``optimizer`` region alone changes: how many kernels it launches, and how long the
 #   CPU takes to launch them against how long the GPU takes to run them.
-# * ``eager_bf16``: the weights themselves in bf16. The casts leave the forward; weights,
+# * ``eager_bf16``: the weights in bf16. Autocast's casts leave the forward; weights,
 #   gradients and AdamW's moments take half the memory (a precision trade, unmeasured).
 # * ``eager_checkpoint``: activation checkpointing; peak memory against time per step.
 # * ``memory``: when in the step the peak is reached, in the snapshot's timeline and
@@ -319,10 +319,10 @@ run = sys.modules["tracesite"].replayer(run) if "tracesite" in sys.modules else 
 # launched; ``Self CUDA %`` is a share of ``Self CUDA time total``, all the kernels
 # together. Of the two ``forward`` rows, the one with CPU time counts the kernels
 # launched inside it; the one with only ``Self CUDA`` is its GPU-side span, idle time
-# included (:term:`gpu_user_annotation`). The backward's kernels come from the autograd
-# engine's own thread, not the main thread's ``backward``: see the
-# ``autograd::engine::evaluate_function: ...`` rows, one per backward op. The line above
-# the table is the first repeat's ``results.json``; Part 5 quotes the medians.
+# included (:term:`gpu_user_annotation`). All the backward's kernels but the first (a
+# fill of ones) come from the autograd thread, not the main thread's ``backward``: see
+# the ``autograd::engine::evaluate_function: ...`` rows, one per backward op. The line
+# above the table is the first repeat's ``results.json``; Part 5 quotes the medians.
 
 baseline = run("eager")
 print(baseline.table)
@@ -377,9 +377,9 @@ if tracereader:
 # ``compile`` is the fastest, in every repeat on both GPUs. Compiled code has rows of
 # its own (:term:`CompiledFxGraph`, :term:`Torch-Compiled Region`); ``CompiledFunction``
 # and ``CompiledFunctionBackward`` are the compiled forward and backward as autograd
-# runs them. ``ProfilerStep*``'s ``CUDA total`` counts the main thread's kernels
-# (forward, loss, optimizer), not the backward's. The attention kernels fall below the
-# 15 rows; ``tracereader`` lists the ten kernels with the most time: attention's are
+# runs them. ``ProfilerStep*``'s ``CUDA total`` counts the main thread's kernels, not
+# the autograd thread's (the backward's but its first). The attention kernels fall below
+# the 15 rows; ``tracereader`` lists the ten kernels with the most time: attention's are
 # :term:`cuDNN`'s (``..._sdpa_..._fprop_...`` forward, ``..._bprop_...`` backward).
 
 result = run("causal")
