@@ -3,7 +3,7 @@
 Each entry function draws its entry's picture from the drawn repeat (the recordings
 :mod:`tracesite.notebook` reads) and returns a thunk that shows it as a small PNG, with alt
 text. It picks the events it draws the way the entry's facts do
-(``docs/facts/_cheatsheet_matmul.py``): the numbers and claims are computed and checked on
+(``docs/facts/_cheatsheet_matmul.py`` and ``_cheatsheet_matmul_code.py``): the numbers and claims are computed and checked on
 every repeat there, not here. The cheatsheet's own entries (``cheatsheet.md``), about the
 other parts' recordings, are drawn in :mod:`cheatsheet_parts_pictures` with the helpers
 here (:class:`SmallFigure`, :func:`picture`, :func:`drawn`, :func:`around`,

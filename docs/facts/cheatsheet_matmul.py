@@ -3,8 +3,8 @@ Part 1's ``torch.add(torch.matmul(x, w), b)``, on our recordings.
 
 Every number the page quotes and every claim it makes about the recordings of
 ``01_matmul_add``, checked on every repeat of both GPUs: the page's opening here
-(:func:`intro`), each entry by its function in :mod:`_cheatsheet_matmul`, run in the page's
-order. The pictures are drawn on the page, from the drawn repeat, by
+(:func:`intro`), each entry by its function in :mod:`_cheatsheet_matmul` or
+:mod:`_cheatsheet_matmul_code`, run in the page's order. The pictures are drawn on the page, from the drawn repeat, by
 ``docs/cheatsheet_pictures.py``. The cheatsheet itself (``cheatsheet.md``, facts in
 :mod:`cheatsheet`) holds the entries about real models.
 """
@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import _cheatsheet_common as common
 import _cheatsheet_matmul as m
+import _cheatsheet_matmul_code as mc
 from _cheatsheet_common import EXAMPLE, HF, NAMES, REC, code, param, put, recs, their
 from tracesite.facts import Facts, claim
 
@@ -28,9 +29,9 @@ ENTRIES = [
     m.syncbig,  # the CPU lane
     m.empty, m.latency, m.kernelgap, m.variance, m.names, m.footprint, m.tf32,
     m.dtod,  # the GPU lane
-    m.chain, m.batched, m.addmm,  # the dispatch chain
-    m.dynamo, m.region, m.hash, m.samekernel, m.tax, m.graphs,  # torch.compile
-    m.schedule, m.abr, m.lazy,  # the profiler's own artifacts
+    mc.chain, mc.batched, mc.addmm,  # the dispatch chain
+    mc.dynamo, mc.region, mc.hash, mc.samekernel, mc.tax, mc.graphs,  # torch.compile
+    mc.schedule, mc.abr, mc.lazy,  # the profiler's own artifacts
 ]  # fmt: skip
 
 

@@ -234,3 +234,19 @@ def test_a_page_asked_for_at_once_is_computed_once(tmp_path, monkeypatch) -> Non
         t.join()
     assert runs == ["index"] and got == [{"n": ["num", 1.0]}] * 2
     assert [p.name for p in tmp_path.glob("*.json")] == ["index.json"]  # no part file left
+
+
+#: The longest a Python module under docs/ may be: past it, split it by idea (a page's
+#: measures into what each section reads, a chapter's rows into their readings).
+MODULE_LINES = 800
+
+
+def test_no_module_under_docs_is_longer_than_800_lines() -> None:
+    built = {"_build", "auto_examples", "gen_modules", "_generated"}
+    long = {
+        str(p.relative_to(ROOT)): n
+        for p in DOCS.rglob("*.py")
+        if not built & set(p.relative_to(DOCS).parts)
+        and (n := len(p.read_text(encoding="utf-8").splitlines())) > MODULE_LINES
+    }
+    assert not long, f"modules over {MODULE_LINES} lines: {long}"
