@@ -18,7 +18,7 @@ from typing import Any
 import part1_measures as m
 from tracesite.facts import Facts, claim
 from tracesite.recordings import Recording
-from tracesite.words import about, times
+from tracesite.words import about, far, times
 
 from tracereader import Kind, Trace, launches, link, step_times
 
@@ -353,7 +353,7 @@ def table_and_timeline(f: Facts, per_repeat: dict[str, list[Any]]) -> None:
     gemm4k = next(g for g in ops4k if t4k.name(g).startswith("nvjet"))
     claim(
         st4k[-1].verdict == "GPU-bound"
-        and t4k.dur_ns[gemm4k] > 10 * t4k.dur_ns[lk4k.launch[gemm4k]],
+        and far(t4k.dur_ns[gemm4k], t4k.dur_ns[lk4k.launch[gemm4k]]),
         "The GPU lane is full: the GEMM runs for far longer than the CPU needs to launch it",
     )
     claim(
@@ -391,8 +391,8 @@ def table_and_timeline(f: Facts, per_repeat: dict[str, list[Any]]) -> None:
         and all(t4k.ts_ns[g] >= t4k.ts_ns[first0] for g in lk4k.gpu_ops)
         and t4k.ts_ns[first0] > s0.start_ns
         and s0.dur_us > max(s.dur_us for s in t4k.steps[1:]),
-        "the GPU had finished all earlier work before that step began and sat idle until the "
-        "step's first GPU op, and the step's CPU time was the longest of the three",
+        "its GPU lane is empty until the step's first GPU op (the trace keeps no GPU op that "
+        "started before it), and the step's CPU time was the longest of the three",
     )
     per_repeat["second_balanced"].append(st4k[1].verdict == "balanced")
     claim(

@@ -13,6 +13,7 @@ H200's recordings only.
 from __future__ import annotations
 
 import part1_measures as m
+from tracesite import words
 from tracesite.facts import Facts, claim
 
 from tracereader import Kind, Trace, link
@@ -91,7 +92,7 @@ def schedule_and_export(f: Facts) -> None:
     )
     if f.gpu == "h200":
         claim(
-            s0.dur_us > 100 * nw.steps[2].dur_us and m.dur_us(nw, mm0) > 0.5 * s0.dur_us,
+            words.far(s0.dur_us, nw.steps[2].dur_us) and m.dur_us(nw, mm0) > 0.5 * s0.dur_us,
             "On the H200 that first step took far longer than the third, and most of it was the "
             "first aten::mm",
         )
@@ -181,12 +182,8 @@ def schedule_and_export(f: Facts) -> None:
             "on the H200 the late export held as many events as the on_trace_ready one of the "
             "64_bf16 run",
         )
-    claim(
-        [int(r["calls"]) for r in after_rec.table_rows() if r["name"] == "aten::mm"]
-        == [len(after.steps)]
-        == [3],
-        "The key_averages() table has the same limit: it sums the last cycle only",
-    )
+    # "The key_averages() table has the same limit: it sums the last cycle only": with one
+    # cycle recorded, the recordings cannot decide it (it is what the profiler's source does).
     claim(
         [s.name for s in after.steps]
         == [s.name for s in ready.steps]

@@ -94,8 +94,8 @@ def facts(f: Facts) -> None:
         )
         if f.gpu == "h200":
             claim(
-                big["liger_big_us"] > 0.99 * big["pair_big_us"],
-                "not on the H200: it saved under 1 %",
+                0.99 * big["pair_big_us"] < big["liger_big_us"] < big["pair_big_us"],
+                "not on the H200: it saved under 1 % (a saving, in every repeat)",
             )
         claim(
             big["fused_big_us"] < big["pair_big_us"],
@@ -154,7 +154,7 @@ def facts(f: Facts) -> None:
         )
     if f.gpu == "h100":
         claim(
-            set().union(*blocks.values()) == {256}
+            blocks["compile"] | blocks["compile_cold"] == {256}
             and beyond_spread(us["compile"] + us["compile_cold"], liger),
-            "on the H100, where every default-mode compile kept 256-thread blocks, it was faster",
+            "on the H100, where both compiles at this shape kept 256-thread blocks, it was faster",
         )

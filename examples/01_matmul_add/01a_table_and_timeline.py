@@ -246,10 +246,10 @@ print(big.table)
 #
 # This step is :term:`GPU-bound`: the GPU was busy for nearly all of it, the kernels
 # are the work, and only faster or fewer kernels would speed it up. The first kept
-# step is only *balanced* (between the two). In every repeat, on both GPUs, the GPU
-# had finished all earlier work before that step began (the profiler's switch from
-# warm-up to recording comes just before it) and sat idle until the step's first GPU
-# op, and the step's CPU time was the longest of the three: read it with the same
+# step is only *balanced* (between the two). In every repeat, on both GPUs, its GPU
+# lane is empty until the step's first GPU op (the profiler's switch from warm-up to
+# recording comes just before the step, and a trace keeps no GPU op that started before
+# it), and the step's CPU time was the longest of the three: read it with the same
 # suspicion as the first step at 64x64.
 
 if tracereader:

@@ -267,8 +267,8 @@ def profile_steps(out_dir, train, device, **options):
 #   batch 2, the same 16,384 tokens per step: the highest ``mfu_spec``, which counts
 #   attention's masked half as work too, yet slower in tokens per second than
 #   ``causal``). ``causal`` is the result at batch 8: batch 16 trains slightly more
-#   tokens per second (more in every repeat on both GPUs, by under a tenth), at far more
-#   peak memory. From ``compile_b8_bf16`` on, the weights are bf16, no fp32 copy.
+#   tokens per second (more in every repeat on both GPUs, by under a tenth), at over 1.7
+#   times the peak memory. From ``compile_b8_bf16`` on, the weights are bf16, no fp32 copy.
 #
 # A further lever, for a variant of your own: ``compile="max-autotune-no-cudagraphs"``
 # (:term:`max-autotune` without CUDA graphs: it compiles for many minutes).
@@ -377,8 +377,8 @@ if tracereader:
 # ``compile`` is the fastest, in every repeat on both GPUs. Compiled code has rows of
 # its own (:term:`CompiledFxGraph`, :term:`Torch-Compiled Region`); ``CompiledFunction``
 # and ``CompiledFunctionBackward`` are the compiled forward and backward as autograd
-# runs them. ``ProfilerStep*``'s ``CUDA total`` counts the main thread's kernels, not
-# the autograd thread's (the backward's but its first). The attention kernels fall below
+# runs them. Here ``ProfilerStep*``'s ``CUDA total`` counts the main thread's kernels,
+# not the autograd thread's (the backward's but its first). The attention kernels fall below
 # the 15 rows; ``tracereader`` lists the ten kernels with the most time: attention's are
 # :term:`cuDNN`'s (``..._sdpa_..._fprop_...`` forward, ``..._bprop_...`` backward).
 

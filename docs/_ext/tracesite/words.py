@@ -15,6 +15,7 @@ barely changed     the ratio of after to before within 10 % of 1 (as "about" 1)
 no outlier         every value within 10 % of the values' median
 beyond the spread  every value of one set above (or below) every value of the other
 N times            x at least N times ref, and under 2N times (the perturbation test)
+far (more, ...)    x at least 3 times ref (``FAR``): "far longer", "far slower", "far more"
 in every repeat    the claim holds on each repeat (``f.repeats`` runs it once per repeat)
 =================  =====================================================================
 """
@@ -30,12 +31,16 @@ __all__ = [
     "about",
     "barely_changed",
     "beyond_spread",
+    "far",
     "no_outlier",
     "perturbed",
     "recording",
     "stop",
     "times",
 ]
+
+#: "Far" longer, slower, more: at least this many times the reference.
+FAR = 3.0
 
 #: "About": within this fraction of the reference.
 ABOUT = 0.10
@@ -95,11 +100,18 @@ def times(x: float, ref: float, n: float) -> bool:
     return float(x) >= n * float(ref)
 
 
+def far(x: float, ref: float) -> bool:
+    """``x`` is far above ``ref`` ("far longer", "far slower", "far more"): at least
+    :data:`FAR` (3) times it."""
+    _remember("far", float(x), float(ref))
+    return float(x) >= FAR * float(ref)
+
+
 def perturbed(word: str, args: tuple[Any, ...]) -> list[tuple[Any, ...]]:
     """Copies of a call's arguments that the word must reject: a doubled or halved ratio
     (about, barely changed), an added outlier (no outlier), the sets swapped or a value of
     the lower set raised past the higher (beyond the spread), a halved ratio (times: so
-    "3 times" is said only of a ratio under 6)."""
+    "3 times" is said only of a ratio under 6), a ratio just under 3 (far)."""
     if word == "about":
         x, ref = args
         return [(2 * x, ref), (x / 2, ref)]
@@ -116,4 +128,7 @@ def perturbed(word: str, args: tuple[Any, ...]) -> list[tuple[Any, ...]]:
     if word == "times":
         x, ref, n = args
         return [(x / 2, ref, n)]
+    if word == "far":
+        x, ref = args
+        return [(0.99 * FAR * ref, ref)]
     raise ValueError(f"no perturbation for {word!r}")
