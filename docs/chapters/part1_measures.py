@@ -181,12 +181,12 @@ def speed_facts(peaks: Trace, small: Trace, big: Trace, t4k: Trace) -> Facts:
     # on some H200 repeats).
     claim(
         SPEC_TFLOPS / r64 > 100 * N_SMS / blocks(small),
-        "idle SMs explain little: the fixed cost every kernel pays dominates a kernel this short",
+        "idle SMs explain little of it: the rest is the fixed cost every kernel pays",
     )
     add64 = median_us(small, kind=Kind.KERNEL, contains="elementwise")
     claim(
         add64 > 0.4 * g64,
-        "the 64x64 add, with almost nothing to do, took … µs too, over 40 % of the GEMM's time",
+        "the 64x64 add, with almost nothing to do, took … µs, over 40 % of the GEMM's time",
     )
     claim(
         r4k / SPEC_TFLOPS > 0.7, "The big GEMM ran near the hardware's limit: over 70 % of the spec"
@@ -331,7 +331,7 @@ def sync_facts(t64: Trace, t4k: Trace, t32: Trace, cold: Trace) -> Facts:
     last_end = int(t4k.end_ns[link(t4k).gpu_ops].max())
     claim(
         w0 < last_end <= w1 and float(out["s4k_busy"]) > 0.9 * float(out["s4k_us"]),
-        "With work queued, it ends only after the last GPU op, and in the 4096x4096 bf16 "
+        "With work queued, it ends only after the last GPU op; in the 4096x4096 bf16 "
         "recordings the GPU is busy for over 90 % of it",
     )
     # fp32: the first GPU op in the trace is the warm-up step's add: it starts inside the
