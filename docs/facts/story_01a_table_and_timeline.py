@@ -316,7 +316,7 @@ def table_and_timeline(f: Facts, per_repeat: dict[str, list[Any]]) -> None:
     else:
         claim(
             top["name"] == "cudaDeviceSynchronize" and sync_share > 0.25,
-            "In every repeat but one, the largest Self CPU row is the closing "
+            "In every repeat but one, the row with the most Self CPU is the closing "
             "cudaDeviceSynchronize: over a quarter of Self CPU time total in those repeats",
         )
     new = {str(n) for n in row4k} - {str(n) for n in row64}

@@ -184,7 +184,7 @@ def facts(f: Facts) -> None:
         claim(
             x.t["o"] < min(x.t[c] for c in ("qkv", "gate_up", "down"))
             and x.t["attention"] > 2 / 3 * x.t["o"],
-            "its attention costs per layer over two thirds as much as its smallest GEMV, the "
+            "each layer's attention takes over two thirds the time of its smallest GEMV, the "
             "output projection",
         )
     if h200:

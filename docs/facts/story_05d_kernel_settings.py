@@ -187,7 +187,7 @@ def facts(f: Facts) -> None:
     swept = min(str(r.env["recorded_at"]) for n in (GEMV_SWEEP, ATTENTION) for r in f.recs(n))
     claim(
         all(t < swept for t in first.values()),
-        "they were recorded after the loops that use them were first recorded",
+        "the sweeps ran after the loops were first recorded with these settings",
     )
     h100 = {v.name for v in iter_variants(gpu="h100") if v.example == EXAMPLE}
     claim(

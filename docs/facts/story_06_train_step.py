@@ -475,7 +475,7 @@ def the_variants(f: Facts, order: list[str]) -> None:
         c16["linear_casts"] == 0 == c16["sdpa_casts"]
         and c32["linear_casts"] > 0
         and c32["sdpa_casts"] > 0,
-        "eager_bf16: Autocast's casts leave the forward",
+        "eager_bf16: Autocast's casts are gone from the forward",
     )
     mem: Any = rec("memory")
     facts = m.memory_facts(str(mem.trace_path), mem.results["peak_gib"], mem.timings()["params"])
@@ -558,7 +558,7 @@ def the_variants(f: Facts, order: list[str]) -> None:
         "batch 16 trains slightly more tokens per second (more in every repeat on both GPUs, "
         "by under a tenth)",
     )
-    claim(b16["peak_gib"] > 1.7 * c["peak_gib"], "at over 1.7 times the peak memory")
+    claim(b16["peak_gib"] > 1.7 * c["peak_gib"], "at over 1.7 times causal's peak memory")
     later = order[order.index("compile_b8_bf16") :]
     claim(
         all(params[v].get("weights") == "bf16" for v in later),

@@ -207,7 +207,7 @@ if tracereader:
 # this table ``Self CUDA time total`` is larger than the steps' own CPU time (the
 # ``ProfilerStep*`` row's ``CPU total``); on one H100 repeat the two were about equal.
 # The steps' CPU time changed by less than half from 64x64, in every repeat on both
-# GPUs. In every repeat but one, the largest ``Self CPU`` row is the closing
+# GPUs. In every repeat but one, the row with the most ``Self CPU`` is the closing
 # ``cudaDeviceSynchronize``: the CPU waiting until the GPU has run the kernels it queued.
 # So its length is how far the CPU was ahead of the GPU when the window closed, which
 # changes from run to run: over a quarter of ``Self CPU time total`` in those repeats,

@@ -166,8 +166,8 @@ if tracereader:
 # not limits (a kernel can pass them, as the add below does, a little):
 #
 # * the 4096x4096 GEMM of the matmul-add step ran about as fast as the 8192
-#   one, at about four fifths of the datasheet's peak but as fast as our largest
-#   GEMM: a faster GEMM kernel would gain little here, less work would gain more;
+#   one, our largest: at about four fifths of the datasheet's peak, a faster
+#   GEMM kernel would gain little here, less work would gain more;
 # * the 64x64 GEMM used a tiny fraction of the GPU: its
 #   :term:`grid <launch configuration>` had too few thread blocks to fill the
 #   H200's 132 :term:`streaming multiprocessors <streaming multiprocessor>`,

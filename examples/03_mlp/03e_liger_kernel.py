@@ -102,8 +102,8 @@ print(liger.table)
 # kept (story ``03c``): on the H200, Liger's kernel was faster than the
 # 256-thread one that a compile from an empty cache kept (story ``03d``; the
 # cache is the folder on disk where Inductor keeps earlier compiles and their
-# choices) and slower than the 128-thread one; on the H100, where both
-# compiles at this shape kept 256-thread blocks, it was faster.
+# choices) and slower than the 128-thread one; on the H100, where the warm and
+# the empty-cache compile both kept 256-thread blocks, it was faster.
 # :doc:`Part 2 </chapters/part2>` gives the times. Eager's gelu and multiply
 # kernels are in story ``03a``'s table.
 #

@@ -6,7 +6,7 @@ The third experiment of Part 4. The fused decode loop of the previous story stil
 runs :term:`GEMV` :term:`kernels <kernel>` that :term:`Inductor <TorchInductor>` tunes
 afresh in every process that compiles from an empty cache (as the recorder's do), so on
 the H200 the same projection ran at different speeds from one recording to the next; and
-its attention costs per layer over two thirds as much as its smallest GEMV, the output
+each layer's attention takes over two thirds the time of its smallest GEMV, the output
 projection. Here every GEMV of a decoded token runs one :term:`Triton` kernel of our own
 with fixed settings, then the attention too, and finally Inductor's remaining tuning is
 turned off. The model is Llama-3-8B's shape, random bf16 weights; greedy decoding, batch 1.

@@ -66,8 +66,8 @@ from _05_common import (
 # ----------------------
 #
 # ``gemv_kernel`` and ``attention_kernel`` launch with fixed settings. The two sweep
-# variants below check those settings (they were recorded after the loops that use
-# them were first recorded, so they test the choice rather than make it): each times its
+# variants below check those settings (the sweeps ran after the loops were first
+# recorded with these settings, so they test the choice, not make it): each times its
 # kernel at every setting as a decode step runs it, next to the peers a decode step would
 # otherwise run, and writes every timing to ``timings.json``. A decode step reads every
 # weight once, so no weight may still sit in the GPU's :term:`L2 cache` when its kernel

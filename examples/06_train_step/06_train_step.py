@@ -249,7 +249,7 @@ def profile_steps(out_dir, train, device, **options):
 # * ``eager_foreach``, ``eager_forloop``: AdamW's two other implementations. The
 #   ``optimizer`` region alone changes: how many kernels it launches, and how long the
 #   CPU takes to launch them against how long the GPU takes to run them.
-# * ``eager_bf16``: the weights in bf16. Autocast's casts leave the forward; weights,
+# * ``eager_bf16``: the weights in bf16. Autocast's casts are gone from the forward; weights,
 #   gradients and AdamW's moments take half the memory (a precision trade, unmeasured).
 # * ``eager_checkpoint``: activation checkpointing; peak memory against time per step.
 # * ``memory``: when in the step the peak is reached, in the snapshot's timeline and
@@ -268,7 +268,7 @@ def profile_steps(out_dir, train, device, **options):
 #   attention's masked half as work too, yet slower in tokens per second than
 #   ``causal``). ``causal`` is the result at batch 8: batch 16 trains slightly more
 #   tokens per second (more in every repeat on both GPUs, by under a tenth), at over 1.7
-#   times the peak memory. From ``compile_b8_bf16`` on, the weights are bf16, no fp32 copy.
+#   times causal's peak memory. From ``compile_b8_bf16`` on, the weights are bf16, no fp32 copy.
 #
 # A further lever, for a variant of your own: ``compile="max-autotune-no-cudagraphs"``
 # (:term:`max-autotune` without CUDA graphs: it compiles for many minutes).
