@@ -272,6 +272,18 @@ def region_kernels_us(tr: Trace, region: str) -> list[float]:
     return out
 
 
+def region_gpu_ops(tr: Trace, region: str) -> list[int]:
+    """Rows of the GPU operations (kernels, copies, memsets) launched inside the first
+    ``region`` range, in the order they ran."""
+    lk, reg = link(tr), tr.regions(region)[0]
+    rows = [
+        int(i)
+        for i in tr.where(kind=(Kind.KERNEL, Kind.MEMCPY, Kind.MEMSET))
+        if lk.launch[i] >= 0 and reg.start_ns <= tr.ts_ns[lk.launch[i]] < reg.end_ns
+    ]
+    return sorted(rows, key=lambda i: int(tr.ts_ns[i]))
+
+
 def region_calls(tr: Trace, region: str) -> int:
     """How many SDPA calls the ``region`` ranges hold."""
     return len(region_ops_rows(tr, reg_name=region, name="aten::scaled_dot_product_attention"))

@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 import part1_measures as m
+from tracesite import profiler_table
 from tracesite.facts import Facts, claim
 from tracesite.recordings import Recording
 from tracesite.words import about, no_outlier, times
@@ -53,9 +54,7 @@ def gemm_kernels(tr: Trace) -> list[int]:
 
 def printed_names(rec: Recording) -> list[str]:
     """The name column of the profiler's table as its text prints it."""
-    lines = rec.table.splitlines()
-    rules = [i for i, line in enumerate(lines) if line.startswith("---")]
-    return [line[:CUT].strip() for line in lines[rules[1] + 1 : rules[2]]]
+    return [row["Name"] for row in profiler_table.cells(rec.table)]
 
 
 def tflops(us: float) -> float:

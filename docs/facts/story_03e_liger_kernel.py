@@ -4,7 +4,7 @@ its numbers from the replay.
 
 Both variants (``liger``, ``liger_big``) are recorded on the H200 and the H100, as are the
 eager and compiled variants the text sets them against (``eager``, ``eager_big``,
-``compile``, ``compile_big``, ``compile_cold``, ``reduce_overhead``). The launchers and the
+``compile``, ``compile_big``, ``compile_cold``). The launchers and the
 larger shape are Part 2's (:func:`part2_measures.mlp_compile`, :func:`part2.big_shape`),
 imported with their claims; the sentences that name one GPU are claimed on that GPU's run.
 """
@@ -139,7 +139,7 @@ def facts(f: Facts) -> None:
     )
     fused = {
         v: [m.fused_launch(r.trace(), NUMEL) for r in f.recs(v)]
-        for v in ("compile", "compile_cold", "reduce_overhead")
+        for v in ("compile", "compile_cold")
     }
     us = {v: [x["us"] for x in rows] for v, rows in fused.items()}
     blocks = {v: {x["block"] for x in rows} for v, rows in fused.items()}

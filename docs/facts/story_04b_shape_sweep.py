@@ -37,17 +37,6 @@ NOT_SLOWER = (64, 4096)
 OUT_BYTES = 16384 * 2048 * 2  # the output: tokens × model width, bf16
 
 
-def region_gpu_ops(tr: Trace, region: str) -> list[int]:
-    """The GPU operations launched inside the first ``region`` range, in the order they ran."""
-    lk, reg = link(tr), tr.regions(region)[0]
-    rows = [
-        int(i)
-        for i in tr.where(kind=(Kind.KERNEL, Kind.MEMCPY, Kind.MEMSET))
-        if lk.launch[i] >= 0 and reg.start_ns <= tr.ts_ns[lk.launch[i]] < reg.end_ns
-    ]
-    return sorted(rows, key=lambda i: int(tr.ts_ns[i]))
-
-
 def issuer(tr: Trace, row: int) -> str:
     """The op that launched GPU operation ``row``."""
     lk = link(tr)
@@ -139,7 +128,7 @@ def facts(f: Facts) -> None:
         # The kernels, at the last shape.
         tr = f.trace("sweep")
         kernel = {
-            v: [tr.name(i) for i in region_gpu_ops(tr, v) if tr.kind[i] == Kind.KERNEL]
+            v: [tr.name(i) for i in m.region_gpu_ops(tr, v) if tr.kind[i] == Kind.KERNEL]
             for v in SWEEP_IMPLS
         }
         claim(
@@ -190,8 +179,8 @@ def facts(f: Facts) -> None:
         )
         cud_ops = m.region_ops_rows(tr, "cudnn", "aten::_scaled_dot_product_cudnn_attention")
         def_ops = m.region_ops_rows(tr, "default", "aten::_scaled_dot_product_cudnn_attention")
-        cud_k = [i for i in region_gpu_ops(tr, "cudnn") if tr.kind[i] == Kind.KERNEL]
-        def_k = [i for i in region_gpu_ops(tr, "default") if tr.kind[i] == Kind.KERNEL]
+        cud_k = [i for i in m.region_gpu_ops(tr, "cudnn") if tr.kind[i] == Kind.KERNEL]
+        def_k = [i for i in m.region_gpu_ops(tr, "default") if tr.kind[i] == Kind.KERNEL]
         claim(
             len(cud_ops) == len(def_ops) == 1
             and tr.extra["input_dims"][cud_ops[0]] >= 0
@@ -237,7 +226,7 @@ def facts(f: Facts) -> None:
             "inside a range named after the version",
         )
         for v in ("cudnn", "flash", "efficient", "default"):
-            gpu_ops = region_gpu_ops(tr, v)
+            gpu_ops = m.region_gpu_ops(tr, v)
             kinds = [int(tr.kind[i]) for i in gpu_ops]
             want = [Kind.MEMSET, Kind.KERNEL] if v in ("cudnn", "default") else [Kind.KERNEL]
             claim(
@@ -245,7 +234,7 @@ def facts(f: Facts) -> None:
                 f"under each fused backend, its one attention kernel (cuDNN's, and so "
                 f"default's, comes after a memset) ({v}: {kinds})",
             )
-        naive = region_gpu_ops(tr, "naive")
+        naive = m.region_gpu_ops(tr, "naive")
         steps = [(issuer(tr, i), int(tr.kind[i])) for i in naive]
         K, MS, MC = Kind.KERNEL, Kind.MEMSET, Kind.MEMCPY
         claim(

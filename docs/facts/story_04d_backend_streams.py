@@ -44,19 +44,8 @@ SDPA = "aten::scaled_dot_product_attention"
 FEW_US = 5.0
 
 
-def gpu_ops(tr: Trace, region: str) -> list[int]:
-    """The GPU operations launched inside the version's profiled burst, in the order they ran."""
-    lk, reg = link(tr), tr.regions(region)[0]
-    rows = [
-        int(i)
-        for i in tr.where(kind=(Kind.KERNEL, Kind.MEMCPY, Kind.MEMSET))
-        if lk.launch[i] >= 0 and reg.start_ns <= tr.ts_ns[lk.launch[i]] < reg.end_ns
-    ]
-    return sorted(rows, key=lambda i: int(tr.ts_ns[i]))
-
-
 def kernels(tr: Trace, region: str) -> list[int]:
-    return [i for i in gpu_ops(tr, region) if tr.kind[i] == Kind.KERNEL]
+    return [i for i in m.region_gpu_ops(tr, region) if tr.kind[i] == Kind.KERNEL]
 
 
 def kernel_gaps_us(tr: Trace, region: str) -> list[float]:
@@ -70,7 +59,7 @@ def gaps_after_first_call_us(tr: Trace, region: str) -> list[float]:
     """The idle gaps on the GPU lane before each GPU operation launched after the burst's
     first call returned."""
     lk = link(tr)
-    ops = gpu_ops(tr, region)
+    ops = m.region_gpu_ops(tr, region)
     first = tr.where(
         name=SDPA, within=(tr.regions(region)[0].start_ns, tr.regions(region)[0].end_ns)
     )[0]
@@ -367,7 +356,7 @@ def facts(f: Facts) -> None:
             all(ss["efficient"].wall_us < ss[v].wall_us for v in VERSIONS if v != "efficient"),
             "yet efficient's call was the fastest, in every process",
         )
-        ops = gpu_ops(small, "cudnn")
+        ops = m.region_gpu_ops(small, "cudnn")
         kinds = [int(small.kind[i]) for i in ops]
         claim(
             kinds == [Kind.MEMSET, Kind.KERNEL] * 4
