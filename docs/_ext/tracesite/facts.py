@@ -471,9 +471,17 @@ def survey(page: str, gpu: str) -> tuple[list[str], str | None]:
 def main(argv: list[str]) -> int:
     """``python -m tracesite facts [PAGE ...] [--refresh] [--survey=GPU]``: compute pages'
     facts; ``--survey=h100`` lists every claim that fails on that GPU's recordings."""
+    if "-h" in argv or "--help" in argv:
+        print(main.__doc__)
+        return 0
+    options = [a for a in argv if a.startswith("-")]
+    odd = [a for a in options if a != "--refresh" and not a.startswith("--survey=")]
+    if odd:
+        print(f"facts: unknown option {odd[0]} (known: --refresh, --survey=GPU)", file=sys.stderr)
+        return 2
     refresh = "--refresh" in argv
     gpu = next((a.split("=", 1)[1] for a in argv if a.startswith("--survey=")), None)
-    names = [a for a in argv if not a.startswith("--")] or pages()
+    names = [a for a in argv if not a.startswith("-")] or pages()
     if gpu is not None:  # every failed claim of each page on that GPU, nothing written
         for name in names:
             failed, stopped = survey(name, gpu)
