@@ -250,3 +250,65 @@ def test_no_module_under_docs_is_longer_than_800_lines() -> None:
         and (n := len(p.read_text(encoding="utf-8").splitlines())) > MODULE_LINES
     }
     assert not long, f"modules over {MODULE_LINES} lines: {long}"
+
+
+def _words_table(text: str) -> dict[str, str]:
+    """A markdown table's rows ``| word | meaning | ...`` as {word: meaning}."""
+    rows = re.findall(r"^\s*\| ([^|]+?) \| ([^|]+?) \|", text, re.M)
+    return {w: m for w, m in rows if w != "word" and not w.startswith("---")}
+
+
+def test_words_have_one_meaning_everywhere() -> None:
+    """The words pages use about numbers mean one thing: CONTRIBUTING.md's table (with the
+    function that checks each) and the glossary's (for readers) say the same, every checking
+    function of ``tracesite.words`` is listed, and the thresholds they state are the code's."""
+    contributing = (ROOT / "CONTRIBUTING.md").read_text(encoding="utf-8")
+    glossary = (DOCS / "glossary.md").read_text(encoding="utf-8")
+    ours = _words_table(contributing[contributing.index("| word | meaning | function |") :])
+    readers = _words_table(glossary[glossary.index("## Words about numbers") :])
+    assert ours == readers
+    listed = set(re.findall(r"\| `(\w+)\(", contributing))
+    checks = {n for n in words.__all__ if n.islower()} - {"perturbed", "recording", "stop"}
+    assert listed == checks, (sorted(listed - checks), sorted(checks - listed))
+
+    def pct(x: float) -> str:
+        return f"{100 * x:g} %"
+
+    assert words.MOST == 0.5  # "over half"
+    stated = {
+        "about": f"within {pct(words.ABOUT)}",
+        "barely changed": f"within {pct(words.ABOUT)} of before",
+        "no outlier": f"every repeat within {pct(words.ABOUT)} of the median",
+        "far (longer, slower, more)": f"at least {words.FAR:g} times",
+        "much, well (over, under)": f"at least {words.MUCH:g} times",
+        "a little, slightly": f"more, by at most {pct(words.ABOUT)}",
+        "nearly all, almost all": f"at least {pct(words.NEARLY_ALL)}",
+        "a small share, fraction or part": f"under {pct(words.SMALL_SHARE)}",
+        "a few per cent": f"under {pct(words.FEW_PCT)}",
+        "tiny": f"under {pct(words.TINY)} of what it sits beside",
+        "a few µs": f"at most {words.FEW_US:g} µs",
+        "a few bytes": f"1 to {words.FEW_BYTES} bytes",
+        "a few": f"1 to {words.FEW}",
+        "dozens": f"{words.DOZENS.start} to {words.DOZENS.stop - 1}",
+        "hundreds": f"{words.HUNDREDS.start} to {words.HUNDREDS.stop - 1}",
+    }
+    wrong = {w: (ours.get(w), m) for w, m in stated.items() if ours.get(w) != m}
+    assert not wrong, f"the tables' meanings differ from tracesite.words: {wrong}"
+
+
+def test_every_word_rejects_its_perturbations() -> None:
+    """Each word's perturbations fail the word on a value that passes it: so a claim that
+    calls the word is tested by the page test above."""
+    passing = {
+        "about": (1.0, 1.0), "barely_changed": (1.0, 1.05), "no_outlier": ((1.0, 1.0, 1.05),),
+        "beyond_spread": ((3.0, 4.0), (1.0, 2.0)), "times": (3.5, 1.0, 3.0),
+        "far": (4.0, 1.0), "much": (2.5, 1.0), "a_little": (1.05, 1.0), "most": (0.6, 1.0),
+        "nearly_all": (0.95, 1.0), "small_share": (0.2, 1.0), "few_pct": (0.05, 1.0),
+        "tiny": (0.005, 1.0), "few_us": (3.0,), "few_bytes": (8,), "few": (5,),
+        "dozens": (40,), "hundreds": (500,),
+    }  # fmt: skip
+    words.stop()
+    for word, args in passing.items():
+        check = getattr(words, word)
+        assert check(*args), word
+        assert not any(check(*bad) for bad in words.perturbed(word, args)), word

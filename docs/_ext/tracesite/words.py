@@ -7,17 +7,36 @@ word. CONTRIBUTING.md lists them. The facts runner remembers each call a page's 
 perturbed copy of its own data (a doubled ratio, an added outlier) and expect it to fail
 (``tests/site/test_facts.py``): a check that a perturbation does not break guards nothing.
 
-=================  =====================================================================
-word               meaning
-=================  =====================================================================
-about x, ref       x within 10 % of ref (``ABOUT``)
-barely changed     the ratio of after to before within 10 % of 1 (as "about" 1)
-no outlier         every value within 10 % of the values' median
-beyond the spread  every value of one set above (or below) every value of the other
-N times            x at least N times ref, and under 2N times (the perturbation test)
-far (more, ...)    x at least 3 times ref (``FAR``): "far longer", "far slower", "far more"
-in every repeat    the claim holds on each repeat (``f.repeats`` runs it once per repeat)
-=================  =====================================================================
+===================  ===================================================================
+word                 meaning
+===================  ===================================================================
+about x, ref         x within 10 % of ref (``ABOUT``)
+barely changed       the ratio of after to before within 10 % of 1 (as "about" 1)
+no outlier           every value within 10 % of the values' median
+beyond the spread    every value of one set above (or below) every value of the other
+N times              x at least N times ref, and under 2N times (the perturbation test)
+far (more, ...)      x at least 3 times ref (``FAR``): "far longer", "far slower", "far more"
+much, well           x at least twice ref (``MUCH``): "much longer", "well over"; "much less",
+                     "well under" x is ``much(ref, x)``
+a little, slightly   x above ref by at most 10 % (``ABOUT``): "a little faster", "slightly
+                     more"; "slightly shorter" is ``a_little(ref, x)``
+most (of)            part over half of whole (``MOST``)
+nearly all           part at least 90 % of whole (``NEARLY_ALL``); "almost all" the same
+a small share        part under 30 % of whole (``SMALL_SHARE``): "a small fraction", "a
+                     small part"
+a few per cent       part under 10 % of whole (``FEW_PCT``)
+tiny                 x under 1 % of ref (``TINY``): "a tiny memset" next to its GEMM
+a few µs             at most 5 µs (``FEW_US``): "within a few µs", "kernels of a few µs"
+a few bytes          from 1 to 16 bytes (``FEW_BYTES``): the memsets cuBLAS queues
+a few                a count from 1 to 9 (``FEW``): "a few tokens", "a few SMs"
+dozens               a count from 24 to 99 (``DOZENS``)
+hundreds             a count from 100 to 999 (``HUNDREDS``)
+in every repeat      the claim holds on each repeat (``f.repeats`` runs it once per repeat)
+===================  ===================================================================
+
+A check may be stricter than its word (a sentence that gives its own number, "under
+30 %", checks that number), never looser: where a page's sentence uses one of these words,
+its claim calls the function of that name.
 """
 
 from __future__ import annotations
@@ -28,11 +47,35 @@ from typing import Any
 
 __all__ = [
     "ABOUT",
+    "DOZENS",
+    "FAR",
+    "FEW",
+    "FEW_BYTES",
+    "FEW_PCT",
+    "FEW_US",
+    "HUNDREDS",
+    "MOST",
+    "MUCH",
+    "NEARLY_ALL",
+    "SMALL_SHARE",
+    "TINY",
+    "a_little",
     "about",
     "barely_changed",
     "beyond_spread",
+    "dozens",
     "far",
+    "few",
+    "few_bytes",
+    "few_pct",
+    "few_us",
+    "hundreds",
+    "most",
+    "much",
+    "nearly_all",
     "no_outlier",
+    "small_share",
+    "tiny",
     "perturbed",
     "recording",
     "stop",
@@ -42,8 +85,42 @@ __all__ = [
 #: "Far" longer, slower, more: at least this many times the reference.
 FAR = 3.0
 
-#: "About": within this fraction of the reference.
+#: "About": within this fraction of the reference; "a little", "slightly": above it by
+#: at most this fraction.
 ABOUT = 0.10
+
+#: "Much" longer, "well" over: at least this many times the reference.
+MUCH = 2.0
+
+#: "Most" of a whole: more than this share of it.
+MOST = 0.5
+
+#: "Nearly all", "almost all": at least this share.
+NEARLY_ALL = 0.9
+
+#: "A small share", "a small fraction", "a small part": under this share.
+SMALL_SHARE = 0.3
+
+#: "A few per cent": under this share.
+FEW_PCT = 0.1
+
+#: "Tiny" next to a reference: under this share of it.
+TINY = 0.01
+
+#: "A few µs": at most this many microseconds.
+FEW_US = 5.0
+
+#: "A few bytes": from 1 to this many.
+FEW_BYTES = 16
+
+#: "A few" (a count): from 1 to this many.
+FEW = 9
+
+#: "Dozens": a count in this range (two dozen to 99).
+DOZENS = range(24, 100)
+
+#: "Hundreds": a count in this range.
+HUNDREDS = range(100, 1000)
 
 _calls: list[tuple[str, tuple[Any, ...]]] | None = None
 
@@ -107,11 +184,90 @@ def far(x: float, ref: float) -> bool:
     return float(x) >= FAR * float(ref)
 
 
+def much(x: float, ref: float) -> bool:
+    """``x`` is much more than ``ref`` ("much longer", "well over"; "well under" and "much
+    less" are the same call with the two swapped): at least :data:`MUCH` (2) times it."""
+    _remember("much", float(x), float(ref))
+    return float(x) >= MUCH * float(ref)
+
+
+def a_little(x: float, ref: float) -> bool:
+    """``x`` is a little more than ``ref`` ("a little faster", "slightly more"): above it,
+    by at most :data:`ABOUT` (10 %). "Slightly less" swaps the two."""
+    _remember("a_little", float(x), float(ref))
+    return float(ref) < float(x) <= (1 + ABOUT) * float(ref)
+
+
+def most(part: float, whole: float) -> bool:
+    """``part`` is most of ``whole``: more than :data:`MOST` (half) of it."""
+    _remember("most", float(part), float(whole))
+    return float(part) > MOST * float(whole)
+
+
+def nearly_all(part: float, whole: float) -> bool:
+    """``part`` is nearly all of ``whole``: at least :data:`NEARLY_ALL` (90 %) of it."""
+    _remember("nearly_all", float(part), float(whole))
+    return float(part) >= NEARLY_ALL * float(whole)
+
+
+def small_share(part: float, whole: float) -> bool:
+    """``part`` is a small share (fraction, part) of ``whole``: under :data:`SMALL_SHARE`
+    (30 %) of it."""
+    _remember("small_share", float(part), float(whole))
+    return float(part) < SMALL_SHARE * float(whole)
+
+
+def few_pct(part: float, whole: float) -> bool:
+    """``part`` is a few per cent of ``whole``: under :data:`FEW_PCT` (10 %) of it."""
+    _remember("few_pct", float(part), float(whole))
+    return float(part) < FEW_PCT * float(whole)
+
+
+def tiny(x: float, ref: float) -> bool:
+    """``x`` is tiny next to ``ref``: under :data:`TINY` (1 %) of it."""
+    _remember("tiny", float(x), float(ref))
+    return float(x) < TINY * float(ref)
+
+
+def few_us(x_us: float) -> bool:
+    """``x_us`` is a few µs: at most :data:`FEW_US` (5). A signed gap is passed as its
+    size (``abs``) where the sentence says "within"."""
+    _remember("few_us", float(x_us))
+    return float(x_us) <= FEW_US
+
+
+def few_bytes(n: int) -> bool:
+    """``n`` bytes are a few bytes: from 1 to :data:`FEW_BYTES` (16)."""
+    _remember("few_bytes", int(n))
+    return 1 <= int(n) <= FEW_BYTES
+
+
+def few(n: int) -> bool:
+    """``n`` things are a few: from 1 to :data:`FEW` (9)."""
+    _remember("few", int(n))
+    return 1 <= int(n) <= FEW
+
+
+def dozens(n: int) -> bool:
+    """``n`` things are dozens: from 24 to 99 (:data:`DOZENS`)."""
+    _remember("dozens", int(n))
+    return int(n) in DOZENS
+
+
+def hundreds(n: int) -> bool:
+    """``n`` things are hundreds: from 100 to 999 (:data:`HUNDREDS`)."""
+    _remember("hundreds", int(n))
+    return int(n) in HUNDREDS
+
+
 def perturbed(word: str, args: tuple[Any, ...]) -> list[tuple[Any, ...]]:
     """Copies of a call's arguments that the word must reject: a doubled or halved ratio
     (about, barely changed), an added outlier (no outlier), the sets swapped or a value of
     the lower set raised past the higher (beyond the spread), a halved ratio (times: so
-    "3 times" is said only of a ratio under 6), a ratio just under 3 (far)."""
+    "3 times" is said only of a ratio under 6), a ratio just past the word's threshold
+    (far, much, most, nearly all, a small share, a few per cent, tiny, a few µs), no rise
+    or twice the word's rise (a little), a count just outside the word's range (a few
+    bytes, a few, dozens, hundreds)."""
     if word == "about":
         x, ref = args
         return [(2 * x, ref), (x / 2, ref)]
@@ -131,4 +287,28 @@ def perturbed(word: str, args: tuple[Any, ...]) -> list[tuple[Any, ...]]:
     if word == "far":
         x, ref = args
         return [(0.99 * FAR * ref, ref)]
+    if word == "much":
+        x, ref = args
+        return [(0.99 * MUCH * ref, ref)]
+    if word == "a_little":
+        x, ref = args
+        return [(ref, ref), ((1 + 2 * ABOUT) * ref, ref)]
+    shares = {"most": (MOST, 0.99), "nearly_all": (NEARLY_ALL, 0.99)}
+    if word in shares:
+        part, whole = args
+        share, below = shares[word]
+        return [(below * share * whole, whole)]
+    limits = {"small_share": SMALL_SHARE, "few_pct": FEW_PCT, "tiny": TINY}
+    if word in limits:
+        part, whole = args
+        return [(1.01 * limits[word] * whole, whole)]
+    if word == "few_us":
+        return [(1.01 * FEW_US,)]
+    if word == "few_bytes":
+        return [(0,), (FEW_BYTES + 1,)]
+    if word == "few":
+        return [(0,), (FEW + 1,)]
+    if word in ("dozens", "hundreds"):
+        span = DOZENS if word == "dozens" else HUNDREDS
+        return [(span.start - 1,), (span.stop,)]
     raise ValueError(f"no perturbation for {word!r}")
