@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 from IPython.display import HTML, Markdown
-from tracesite import load, notebook
+from tracesite import load, notebook, words
 from tracesite.facts import claim
 from tracesite.html import FigureHTML, trace_links_html
 from tracesite.notebook import md, num, report_of
@@ -166,7 +166,7 @@ def options(profile_training: Callable[..., Any]) -> dict[str, dict[str, Any]]:
         "with_stack is the expensive one for the file: over twice the events",
     )
     claim(
-        stack["python_pct"] > 50 and stack["findings"]["python"].level == "warn",
+        words.most(stack["python_pct"], 100) and stack["findings"]["python"].level == "warn",
         "with_stack: most events are Python frames, and validate warns about them",
     )
     claim(
@@ -331,7 +331,7 @@ def summary_facts() -> dict[str, Any]:
     )
     lead_ns = int(t_big.ts_ns[tracereader.link(t_big).gpu_ops].min()) - t_big.steps[0].start_ns
     claim(
-        lead_ns / 1e3 > 0.5 * big["step_times"][0]["gpu_idle_us"],
+        words.most(lead_ns / 1e3, big["step_times"][0]["gpu_idle_us"]),
         "4096x4096: the first step's GPU idles mostly waiting for its first launch",
     )
     return dict(s)
@@ -429,7 +429,7 @@ def launches_facts() -> None:
     ]
     num("qd_max", max(qd))
     claim(
-        max(qd) < 5,
+        words.few_us(max(qd)),
         "in every recorded repeat, each kernel started within a few µs of its call's return",
     )
     # The two launches with more calls: Part 1's interleaved recording, inside its eager
@@ -708,7 +708,7 @@ def ranks_facts() -> None:
         328671, 135548, 20.05,
     ), "HTA gives the same numbers on rank 1 with --drop-last-step")  # fmt: skip
     claim(
-        r0["overlap_pct"] < r1["overlap_pct"] and r0["idle_us"] > r0["busy_us"],
+        r0["overlap_pct"] < r1["overlap_pct"] and words.most(r0["idle_us"], r0["span_us"]),
         "computation hid less of rank 0's communication than rank 1's; rank 0 mostly idled",
     )
     claim(

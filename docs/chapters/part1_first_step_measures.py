@@ -20,6 +20,7 @@ from part1_trace_measures import (
     in_step,
     sync_window,
 )
+from tracesite import words
 from tracesite.facts import claim
 
 from tracereader import (
@@ -134,6 +135,10 @@ def unscheduled_facts(nw: Trace) -> Facts:
     claim(
         s0.dur_us > 100 * nw.steps[2].dur_us,
         "Without a schedule the first step took far longer than the third: ms against µs",
+    )
+    claim(
+        words.most(dur_us(nw, mm0), s0.dur_us),
+        "most of the cold first step is its first aten::mm",
     )
     claim(
         min(
@@ -322,7 +327,7 @@ def launch_call_facts(
     )
     memset = first(t4k, kind=Kind.MEMSET)
     claim(
-        0 < t4k.extra["bytes"][memset] <= 16,
+        words.few_bytes(int(t4k.extra["bytes"][memset])),
         "At 4096 the extra call queues a memset of a few bytes",
     )
     # one memset before each GEMM, each launched by a cudaMemsetAsync call
@@ -339,8 +344,8 @@ def launch_call_facts(
     for other in others:  # other GEMMs, other names, the same small memset
         ms = other.where(kind=Kind.MEMSET)
         claim(
-            len(ms) and max(other.extra["bytes"][ms]) <= 16,
-            "the TF32, compiled and peaks GEMMs get the same small memset",
+            len(ms) and all(words.few_bytes(int(n)) for n in other.extra["bytes"][ms]),
+            "the TF32, compiled and peaks GEMMs get the same small memset, of a few bytes",
         )
     return {
         "c64": chain_md(c64),

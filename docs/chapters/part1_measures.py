@@ -48,7 +48,7 @@ from part1_trace_measures import in_step as in_step
 from part1_trace_measures import median_us as median_us
 from part1_trace_measures import sync_window as sync_window
 from tracesite.facts import claim
-from tracesite.words import no_outlier
+from tracesite.words import few, few_pct, few_us, most, no_outlier
 
 from tracereader import (
     Kind,
@@ -85,7 +85,7 @@ def table_facts(
     steps4k = sum(s.dur_us for s in t4k.steps)
     sync4k = float(t4k.dur_ns[t4k.where(name="cudaDeviceSynchronize")].sum()) / 1e3
     claim(
-        gpu64 / steps64 < 0.05,
+        few_pct(gpu64, steps64),
         "The first run is CPU-bound: the GPU worked a few % of the CPU's time on the steps",
     )
     claim(
@@ -171,7 +171,7 @@ def speed_facts(peaks: Trace, small: Trace, big: Trace, t4k: Trace) -> Facts:
         "the big GEMM took far less than 262,144 times the small one's time: under 1000 times",
     )
     claim(
-        blocks(small) < 20 and blocks(big) >= N_SMS,
+        few(blocks(small)) and blocks(big) >= N_SMS,
         "only a few SMs could work on the 64x64 GEMM; the 4096x4096 one's grid covers all 132",
     )
     claim(r64 / SPEC_TFLOPS < 0.001, "The small one used under a thousandth of the GPU")
@@ -249,7 +249,7 @@ def lane_facts(t64: Trace) -> Facts:
         t64.name(launch) == "cuLaunchKernelEx", "the 64x64 GEMM's launch call is cuLaunchKernelEx"
     )
     claim(
-        st.gpu_busy_us < 0.1 * st.cpu_us,
+        few_pct(st.gpu_busy_us, st.cpu_us),
         "in the last 64x64 step the GPU was busy a few per cent of the CPU's time",
     )
     # From the call's start, the latency is mostly the call's own CPU time: read it from the
@@ -257,8 +257,9 @@ def lane_facts(t64: Trace) -> Facts:
     call_us = float(t64.dur_ns[launch]) / 1e3
     end_us = float(t64.ts_ns[gemm] - t64.ts_ns[launch] - t64.dur_ns[launch]) / 1e3
     claim(
-        0 <= end_us < 5 and call_us > end_us,
-        "this GEMM started a few µs after its launch call returned, the call itself longer",
+        end_us >= 0 and few_us(end_us) and most(call_us, call_us + end_us),
+        "this GEMM started a few µs after its launch call returned: from the call's start the "
+        "latency is mostly the call itself",
     )
     return {
         "step_cpu": st.cpu_us,

@@ -403,12 +403,16 @@ def naive_facts(
         len(fill) == 1 and all(o.us < fill[0] for o in ops if o.issuer != "aten::masked_fill_"),
         "the fill is the slowest",
     )
-    claim(by["aten::bmm"] < 0.3 * total, "the two GEMMs are only a small part of it (under 30 %)")
+    claim(
+        words.small_share(by["aten::bmm"], total),
+        "the two GEMMs are only a small part of it (under 30 %)",
+    )
     # the peak: two score matrices, the output and the boolean mask (s x s bytes)
     claim(
         abs(peak - (2 * score / 2**20 + out_mib + s * s / 2**20)) < 1,
         "the peak: two score matrices alive at once, the output and the boolean mask",
     )
+    claim(words.hundreds(int(peak)), "the five steps needed hundreds of MiB at their peak")
     ip = last_step_ops(inplace)
     claim(
         not any(o.name.startswith("Memcpy") for o in ip) and len(ip) == len(ops) - 1,
@@ -552,7 +556,7 @@ def math_facts(tm: Trace, naive: Trace) -> Facts:
     # attention weights, a (seq x seq) matrix per head) outlasts the other four together
     casts = sorted((o.us for o in ops if o.issuer == "aten::copy_"), reverse=True)
     claim(
-        len(casts) == 5 and casts[0] > sum(casts[1:]),
+        len(casts) == 5 and words.most(casts[0], sum(casts)),
         "the conversions are mostly one cast of the fp32 attention weights back to bf16",
     )
     acc = math_account(tm)
@@ -575,11 +579,11 @@ def math_facts(tm: Trace, naive: Trace) -> Facts:
         "the fp32 GEMMs make between two fifths and three fifths of the gap",
     )
     claim(
-        diff["fp32 GEMMs"] + diff["safe softmax"] > 0.8 * gap,
+        words.most(diff["fp32 GEMMs"] + diff["safe softmax"], gap),
         "the fp32 GEMMs and the safe softmax together make most of the gap",
     )
     claim(
-        diff["safe softmax"] > 0.5 * (gap - diff["fp32 GEMMs"]),
+        words.most(diff["safe softmax"], gap - diff["fp32 GEMMs"]),
         "most of the rest is the safe softmax",
     )
     claim(
@@ -688,6 +692,10 @@ def stream_facts(
         claim(
             kernel_us[v] < bs[v].wall_us < 1.2 * kernel_us[v],
             f"{v}: the wall time per call is just above the kernel's time (less than a fifth more)",
+        )
+        claim(
+            float(out[f"sm_{v}_kernel"]) < 10,
+            f"{v}: at the small shape the kernels last under 10 µs",
         )
         claim(
             ss[v].wall_us > 2 * float(out[f"sm_{v}_kernel"]),

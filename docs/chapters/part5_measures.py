@@ -30,6 +30,7 @@ from part5_snapshot_measures import _alive_at_peak as _alive_at_peak
 from part5_snapshot_measures import snapshot_at_peak as snapshot_at_peak
 from part5_snapshot_measures import snapshot_table as snapshot_table
 from part5_snapshot_measures import snapshot_timeline as snapshot_timeline
+from tracesite import words
 from tracesite.facts import claim
 
 from tracereader import Kind, Trace, gaps, link, region_times, step_times
@@ -129,7 +130,11 @@ def step_facts(tr: Trace) -> Facts:
     mm_bwd = tr.where(name="autograd::engine::evaluate_function: MmBackward0")
     claim(all(int(seq[i]) in forward_seqs for i in mm_bwd), "each MmBackward0 ties to a forward op")
     bwd, fwd_cpu, loss = phases["backward"], phases["forward"], phases["loss"]
-    claim(bwd[1] > 1.5 * fwd_cpu[1], "the backward's kernels take well over the forward's")
+    claim(words.much(bwd[1], fwd_cpu[1]), "the backward's kernels take well over the forward's")
+    claim(
+        words.much(loss[1], loss[0]) and words.few(int(loss[2])),
+        "loss costs little CPU but much GPU time: a few large kernels",
+    )
     # The backward differentiates the forward and the loss (output projection, cross-entropy).
     bwd_over_fwd_loss = bwd[1] / (fwd_cpu[1] + loss[1])
     claim(1.8 < bwd_over_fwd_loss < 2.1, "the backward's GPU work is about twice forward + loss")

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import part1_measures as m
+from tracesite import words
 from tracesite.facts import Facts, claim
 
 import tracereader
@@ -204,7 +205,7 @@ def facts(f: Facts) -> None:
             "the 64x64 run is CPU-bound: every step of every repeat, on both GPUs",
         )
         last = st[-1]
-        claim(last.gpu_busy_us < 5, "the GPU's kernels take a few µs of the small step")
+        claim(words.few_us(last.gpu_busy_us), "the GPU's kernels take a few µs of the small step")
         claim(
             last.gpu_idle_us > 0.9 * last.span_us,
             "the rest of the small step is the host CPU: the GPU idle over 90 % of it",
@@ -249,6 +250,11 @@ def facts(f: Facts) -> None:
             beats == (f.gpu == "h100"),
             "the add moved less than the datasheet's memory bandwidth on the H200, more on the H100",
         )
+        if f.gpu == "h200":  # the page's words for the H200's add; the H100's beat its copy more
+            claim(
+                words.a_little(sp["add_tbs"], sp["peak_tbs"]),
+                "on the H200 the add moved a little more than the large copy",
+            )
         dist = m.distribution_facts(recorded("4096_bf16_20steps"))
         f.num_from(dist, "k20_n k20_med k20_spread gemm_speedup a100_gemm")
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import part2
 import part2_measures as m
 from _paste import paste_each_repeat
+from tracesite import words
 from tracesite.facts import Facts, claim
 
 EXAMPLE = "03_mlp"
@@ -176,5 +177,10 @@ def facts(f: Facts) -> None:
         num("a100_down_us", m.A100["down_us"])
         num("a100_fused_us", m.A100["fused_us"])
         num("a100_liger_us", m.A100["liger_us"])
+        claim(
+            words.few_pct(abs(m.A100["liger_us"] - m.A100["fused_us"]), m.A100["fused_us"]),
+            "The series found Inductor's and Liger's kernels within a few per cent of each other "
+            "on the A100",
+        )
 
     f.repeats(a100)

@@ -145,7 +145,7 @@ def facts(f: Facts) -> None:
                 for i in ("cudnn", "efficient", "default", "flash")
                 for d, s in shapes
             ),
-            "the fused backends hold the output and a few MiB more",
+            "the fused backends hold the output and under 4 MiB more",
         )
         md("sw_mem_table", m.sweep_memory_rows(t))
 

@@ -15,6 +15,7 @@ from typing import Any
 
 import part1_measures as p1  # Part 1's checks: the first step, the profiler's cost
 from _cheatsheet_common import after_call_us, idle_before_us
+from tracesite import words
 from tracesite.facts import Facts, Fmt, claim
 
 from tracereader import datasheet, kernel_table, link, step_times, summary
@@ -46,10 +47,14 @@ def facts(f: Facts) -> None:
             "the small step's add kernel is queued by its cudaLaunchKernel call",
         )
         st64 = step_times(t64)
-        claim(all(s.verdict == "CPU-bound" for s in st64), "The small run is CPU-bound.")
+        # CPU-bound: the GPU idle most of each step (the page's words; the verdict says so).
+        claim(
+            all(s.verdict == "CPU-bound" and words.most(s.gpu_idle_us, s.span_us) for s in st64),
+            "The small run is CPU-bound: its GPU idle most of each step",
+        )
         # An empty queue: every kernel starts within a few µs of its call's end, on an idle GPU.
         claim(
-            all(abs(after_call_us(t64, L64, int(k))) < 5 for k in L64.gpu_ops),
+            all(words.few_us(abs(after_call_us(t64, L64, int(k)))) for k in L64.gpu_ops),
             "in the small run every kernel starts within a few µs of its call's end",
         )
         claim(
@@ -59,7 +64,7 @@ def facts(f: Facts) -> None:
         md("busy64_pct", f"{100 * st64[1].gpu_busy_us / st64[1].cpu_us:.0f} %")
         q_add = after_call_us(t64, L64, add_k)
         claim(
-            0 < q_add < 5,
+            q_add > 0 and words.few_us(q_add),
             "The small step's add started a few µs after its call returned",
         )
         md("q_add", f"{q_add:.1f} µs")
@@ -74,7 +79,7 @@ def facts(f: Facts) -> None:
         s4k = t4k.steps[1]
         kt = kernel_table(t4k).to_records()
         claim(
-            kt[0]["name"].startswith("nvjet") and kt[0]["pct"] > 75,
+            kt[0]["name"].startswith("nvjet") and words.most(kt[0]["pct"], 100),
             "In the large run one GEMM takes most of the GPU time",
         )
         md("gemm_pct", f"{kt[0]['pct']:.0f} %")
@@ -83,7 +88,9 @@ def facts(f: Facts) -> None:
         # last step the GPU runs past the CPU's step. (How soon depends on the host: on one
         # H100 repeat the slower CPU left the second step balanced.)
         claim(
-            st4k[-1].verdict == "GPU-bound" and st4k[-1].gpu_busy_us > st4k[-1].cpu_us,
+            st4k[-1].verdict == "GPU-bound"
+            and st4k[-1].gpu_busy_us > st4k[-1].cpu_us
+            and words.nearly_all(st4k[-1].span_us - st4k[-1].gpu_idle_us, st4k[-1].span_us),
             "by the last step the GPU runs past the CPU's step, almost never idle: GPU-bound",
         )
         # A full queue behind the GEMM: each step's add is launched while its GEMM runs, so

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import part1_measures as m
 from tracesite.facts import Facts, claim
-from tracesite.words import times
+from tracesite.words import few, times
 
 from tracereader import Kind, Trace, link
 
@@ -126,7 +126,8 @@ def cold_start(f: Facts) -> None:
             f"before matmul_add, aten::mm, the launch call and aten::add alike ({name})",
         )
     claim(
-        warm20.steps[0].dur_us > max(s.dur_us for s in warm20.steps[1:5]),
+        few(len(warm20.steps[:5]))
+        and warm20.steps[0].dur_us > max(s.dur_us for s in warm20.steps[1:5]),
         "The timeline of the warm run's first few steps: the first kept step is wider than the "
         "four after it",
     )

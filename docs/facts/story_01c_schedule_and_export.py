@@ -92,7 +92,7 @@ def schedule_and_export(f: Facts) -> None:
     )
     if f.gpu == "h200":
         claim(
-            words.far(s0.dur_us, nw.steps[2].dur_us) and m.dur_us(nw, mm0) > 0.5 * s0.dur_us,
+            words.far(s0.dur_us, nw.steps[2].dur_us) and words.most(m.dur_us(nw, mm0), s0.dur_us),
             "On the H200 that first step took far longer than the third, and most of it was the "
             "first aten::mm",
         )
@@ -128,7 +128,7 @@ def schedule_and_export(f: Facts) -> None:
     calls = nw.where(kind=(Kind.RUNTIME, Kind.DRIVER, Kind.OVERHEAD), within=span)
     n_invalid = sum(nw.name(int(i)) == "INVALID" for i in calls)
     claim(
-        0 < n_invalid <= 5,
+        words.few(n_invalid),
         "a count lists the calls recorded inside the first aten::mm (the few INVALID)",
     )
     claim(

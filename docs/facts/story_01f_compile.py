@@ -21,7 +21,7 @@ import part1_notes
 import part2_measures as p2
 import story_01g_cpu_time as g
 from tracesite.facts import Facts, claim
-from tracesite.words import about
+from tracesite.words import about, tiny
 
 from tracereader import Kind, Trace, kernel_table, link
 
@@ -177,7 +177,7 @@ def facts(f: Facts) -> None:
                 and s[2].startswith("nvjet")
                 for s in big_steps
             )
-            and memset_us < 0.01 * gemm_us
+            and tiny(memset_us, gemm_us)
             and not len(comp.where(kind=Kind.MEMSET)),
             "kernel_table lists both, with a tiny memset that cuBLAS queues before every GEMM "
             "this large",

@@ -20,6 +20,7 @@ from typing import Any
 import part1_measures as m
 from tracesite.facts import Facts, claim
 from tracesite.recordings import Recording
+from tracesite.words import most, times
 
 from tracereader import Kind, Region, Trace, link, step_times
 
@@ -325,7 +326,7 @@ def facts(f: Facts) -> None:
 
         # What the chapter concluded
         claim(
-            inter["u_c_over_e"] >= 2,
+            times(inter["uic_us"], inter["uie_us"], 2),
             "without the profiler, a compiled call took at least twice the CPU time of an eager "
             "one, in every repeat on both the H200 and the H100",
         )
@@ -343,7 +344,7 @@ def facts(f: Facts) -> None:
         ro_fx = next(r for r in fx_rows if {r["name"]} == fx_of["reduce-overhead"])
         c_fx = next(r for r in fx_rows if {r["name"]} == fx_of["compiled"])
         claim(
-            ro_fx["self_cpu_us"] > 2 * c_fx["self_cpu_us"] and ro_fx["calls"] == c_fx["calls"],
+            times(ro_fx["self_cpu_us"], c_fx["self_cpu_us"], 2) and ro_fx["calls"] == c_fx["calls"],
             "its ## Call CompiledFxGraph row (the one with Self CUDA time) has more than twice the "
             "Self CPU of plain compile's, over the same number of calls, in every repeat on both "
             "GPUs",
@@ -363,7 +364,7 @@ def facts(f: Facts) -> None:
     within = [x for _, _, x in others if abs(x - 1) <= MARGIN]
     above = [(g, x) for g, _, x in others if x > 1]
     claim(
-        2 * len(within) > len(others) and len(above) == 1 and above[0][0] == "h100",
+        most(len(within), len(others)) and len(above) == 1 and above[0][0] == "h100",
         "most other recorded processes put the ratio within 5 % of 1, and one of them, on the "
         "H100, above 1",
     )

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import part2_measures as m
 from story_03a_eager_mlp import table_rows
+from tracesite import words
 from tracesite.facts import Facts, claim
 
 from tracereader import Kind, Trace, link
@@ -24,8 +25,9 @@ WARM = ("eager", "eager_big", "compile", "compile_big", "autotune", "reduce_over
 
 
 def unrecorded_most(tc: Trace, op: int) -> bool:
-    """Most of ``op``'s time has no recorded event under it: its children (and the driver's
-    ``Lazy Function Loading`` records inside it) cover less than half of it."""
+    """Most of ``op``'s time has no recorded event under it (:func:`tracesite.words.most`):
+    its children (and the driver's ``Lazy Function Loading`` records inside it) leave over
+    half of it uncovered."""
     lk = link(tc)
     span = (int(tc.ts_ns[op]), int(tc.end_ns[op]))
     inside = [int(j) for j in tc.where(within=span) if j != op]
@@ -34,7 +36,7 @@ def unrecorded_most(tc: Trace, op: int) -> bool:
         for j in inside
         if lk.parent[j] == op or tc.name(j) == "Lazy Function Loading"
     )
-    return rec < 0.5 * int(tc.dur_ns[op])
+    return words.most(int(tc.dur_ns[op]) - rec, int(tc.dur_ns[op]))
 
 
 def facts(f: Facts) -> None:
@@ -74,7 +76,7 @@ def facts(f: Facts) -> None:
             mm_row["# of Calls"] == "9" and len(mms) == 9 and mms.mean() >= 1000,
             "the aten::mm row: nine calls, three a forward, and a CPU time average of milliseconds",
         )
-        claim(warm_mm.mean() / 1e3 < 100, "a warm call takes well under a millisecond")
+        claim(words.much(1e3, warm_mm.mean() / 1e3), "a warm call takes well under a millisecond")
         claim(
             mms[0] == mms.max() and mms[1:].mean() < 1000,
             "one call, the first, pulls the average up",
@@ -100,7 +102,7 @@ def facts(f: Facts) -> None:
             )
         second = tc.steps[1]
         claim(
-            second.end_ns - second.start_ns < 0.1 * (first.end_ns - first.start_ns),
+            words.small_share(second.end_ns - second.start_ns, first.end_ns - first.start_ns),
             "the first forward as a whole was slow; in the second step the whole forward takes "
             "a small fraction of that time",
         )

@@ -15,7 +15,7 @@ import part2
 import part2_measures as m
 from story_03a_eager_mlp import step_kernels, table_rows
 from tracesite.facts import Facts, claim
-from tracesite.words import beyond_spread
+from tracesite.words import beyond_spread, much
 
 from tracereader import Kind, Trace, link
 
@@ -114,7 +114,7 @@ def facts(f: Facts) -> None:
             "at the larger shape the blocks are twice as large and each thread uses more registers",
         )
         claim(
-            int(xb["occupancy_pct"][kb]) < 0.5 * int(x["occupancy_pct"][k]),
+            much(int(x["occupancy_pct"][k]), int(xb["occupancy_pct"][kb])),
             "CUPTI's estimated occupancy falls well below the small shape's",
         )
         fused_occ = [

@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 import part3_measures as m
-from tracesite import profiler_table
+from tracesite import profiler_table, words
 from tracesite.facts import Facts, claim
 
 from tracereader import Kind, Trace, link
@@ -211,6 +211,7 @@ def facts(f: Facts) -> None:
         claim(
             len(gemms) == 2
             and all(o.name.startswith("nvjet") for o in gemms)
+            and words.small_share(sum(o.us for o in gemms), total)
             and sum(o.us for o in gemms) < 0.3 * total,
             "the two GEMMs (the nvjet kernels) were a small share of the time (under 30 %)",
         )
@@ -293,11 +294,11 @@ def facts(f: Facts) -> None:
             "cuDNN's one kernel was the fastest of the backends",
         )
         claim(
-            0.9 * peak("sdpa_default") <= QKV_BYTES <= peak("sdpa_default"),
+            words.nearly_all(QKV_BYTES, peak("sdpa_default")) and peak("sdpa_default") >= QKV_BYTES,
             "with the output's 16 MiB as nearly all its extra memory",
         )
         claim(
-            all(200 * MIB <= peak(v) < 1000 * MIB for v in ("naive", "naive_inplace")),
+            all(words.hundreds(int(peak(v) // MIB)) for v in ("naive", "naive_inplace")),
             "where the five steps needed hundreds of MiB",
         )
         claim(us["sdpa_math"] > m.gpu_us(naive), "the math backend was slower than the five steps")

@@ -103,7 +103,7 @@ def facts(f: Facts) -> None:
         ]
         wider = [m.tflops(t, i, 128, s) > m.tflops(t, i, 64, s) for i in FUSED for s in SEQS]
         claim(
-            sum(grows) > len(grows) / 2 and sum(wider) > len(wider) / 2,
+            words.most(sum(grows), len(grows)) and words.most(sum(wider), len(wider)),
             "the fused backends' rates mostly grow with the sequence and with head dimension 128",
         )
         claim(
@@ -195,7 +195,7 @@ def facts(f: Facts) -> None:
         peaks = {key: v[3] for key, v in t.items()}
         claim(
             len({peaks["cudnn", d, s] for d, s in shapes}) == 1
-            and OUT_BYTES <= peaks["cudnn", 64, 512] < 1.1 * OUT_BYTES,
+            and words.a_little(peaks["cudnn", 64, 512], OUT_BYTES),
             "cuDNN's extra memory is the same at every shape, the output and little more",
         )
         claim(

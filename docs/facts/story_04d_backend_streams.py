@@ -9,8 +9,8 @@ the story prints its numbers from the replay.
 
 The clocks per version are :func:`part3_measures.stream_stats` (Part 3 reads the same
 recordings); the kernels' time per call is :func:`part3_measures.region_kernels_us` over
-:func:`part3_measures.region_calls`, as the story's ``clocks`` sums them. "A few µs" is at
-most :data:`FEW_US`. The tables are read by story 04a's
+:func:`part3_measures.region_calls`, as the story's ``clocks`` sums them. "A few µs" is
+:func:`tracesite.words.few_us`. The tables are read by story 04a's
 :func:`story_04a_naive_and_sdpa.table`; which rows belong to a version, by story 04c's
 :func:`story_04c_interleaved_backends.names_in`.
 """
@@ -40,8 +40,6 @@ BIG, SMALL = "streams_backends", "streams_small"
 VERSIONS = m.STREAM_VERSIONS  # cudnn, flash, efficient, math, default
 FUSED = ("cudnn", "flash", "efficient", "default")  # the versions that run one fused kernel
 SDPA = "aten::scaled_dot_product_attention"
-#: "Gaps of a few µs at most": at most this many µs.
-FEW_US = 5.0
 
 
 def kernels(tr: Trace, region: str) -> list[int]:
@@ -85,7 +83,7 @@ def kernel_us(tr: Trace, region: str) -> float:
 
 def cudnn_kept_up(tr: Trace) -> bool:
     """cuDNN's kernels from the third on each waited at most a few µs."""
-    return all(g <= FEW_US for g in kernel_gaps_us(tr, "cudnn")[1:])
+    return all(words.few_us(g) for g in kernel_gaps_us(tr, "cudnn")[1:])
 
 
 def facts(f: Facts) -> None:
@@ -197,7 +195,7 @@ def facts(f: Facts) -> None:
 
         # The profiled bursts, on the GPU lane.
         claim(
-            all(max(gaps_after_first_call_us(big, v)) <= FEW_US for v in ("efficient", "math")),
+            all(words.few_us(max(gaps_after_first_call_us(big, v))) for v in ("efficient", "math")),
             "after each version's first call, efficient's and math's kernels follow one another "
             "on the GPU lane with gaps of a few µs at most, in every repeat on both GPUs",
         )
@@ -222,11 +220,11 @@ def facts(f: Facts) -> None:
             )
         claim(
             max(bk["cudnn"], bk["default"]) < min(bk[v] for v in ("flash", "efficient", "math"))
-            and min(wait.values()) > FEW_US,
+            and min(wait.values()) > words.FEW_US,
             "and the GPU waited between the shortest kernels, cuDNN's and default's",
         )
         claim(
-            all(g <= FEW_US for g in kernel_gaps_us(big, "default")[1:]),
+            all(words.few_us(g) for g in kernel_gaps_us(big, "default")[1:]),
             "from the third kernel on, default's kept up in every recording",
         )
         first = profiled_calls_us(big, "cudnn")[0]
@@ -244,20 +242,28 @@ def facts(f: Facts) -> None:
                 big.kind[i] == Kind.OVERHEAD and big.name(i) == "Activity Buffer Request"
                 for i in inside
             )
-            and any(big.name(i) == "cudaMemsetAsync" and big.dur_ns[i] >= 100_000 for i in inside),
+            and any(
+                big.name(i) == "cudaMemsetAsync" and words.hundreds(int(big.dur_ns[i]) // 1000)
+                for i in inside
+            ),
             "during it the trace shows the profiler's own Activity Buffer Request and a memset "
             "launch (cudaMemsetAsync) that took hundreds of µs",
         )
         claim(
-            all(s["cpu_us"][0] < 500 for s in big_t["streams"] if s["version"] == "cudnn"),
+            all(
+                words.much(1e3, s["cpu_us"][0]) for s in big_t["streams"] if s["version"] == "cudnn"
+            ),
             "without the profiler, a cuDNN burst's first call took well under a millisecond",
         )
 
         # A small workload.
         b, h, s, d = (small_rec.params[k] for k in shape)
+        series_flop = 4 * SHAPE[0] * SHAPE[1] * SHAPE[2] ** 2 * SHAPE[3] / 2
         claim(
-            words.about(4 * b * h * s * s * d / 2, 17e6),
-            "about 17 MFLOP of useful work per call",
+            words.about(4 * b * h * s * s * d / 2, 17e6)
+            and words.tiny(4 * b * h * s * s * d / 2, series_flop),
+            "Now each call's GPU work is tiny (next to the series' shape's): ..., about 17 "
+            "MFLOP of useful work per call",
         )
         srows = table(small_rec.table)
         gpu_rows = {r["name"]: r for r in srows if r["cpu_total_us"] == 0 and r["name"] in VERSIONS}
@@ -288,7 +294,7 @@ def facts(f: Facts) -> None:
             gpu_rows["cudnn"]["self_cuda_pct"] > 100
             and gpu_rows["math"]["self_cuda_pct"] > 100
             and gpu_rows["flash"]["self_cuda_pct"] < 100
-            and sum(m.region_kernels_us(small, "flash")) < 0.5 * span["flash"],
+            and words.most(span["flash"] - sum(m.region_kernels_us(small, "flash")), span["flash"]),
             "a range longer than that sum reads over 100 % (here cuDNN's and math's); flash's, "
             "mostly idle too but shorter, reads less",
         )
@@ -378,7 +384,9 @@ def facts(f: Facts) -> None:
     f.repeats(each, n=f.n_repeats(BIG))
 
     # The repeats together.
-    flash_ok = [max(gaps_after_first_call_us(r.trace(), "flash")) <= FEW_US for r in f.recs(BIG)]
+    flash_ok = [
+        words.few_us(max(gaps_after_first_call_us(r.trace(), "flash"))) for r in f.recs(BIG)
+    ]
     if f.gpu == "h200":
         claim(flash_ok.count(False) == 1, "and so do flash's in all but one H200 repeat")
         kept = [cudnn_kept_up(r.trace()) for r in f.recs(BIG)]

@@ -15,7 +15,7 @@ from _decode import calls_per_step, decode_steps, is_gemv, res, tile, tim, token
 from _part4 import shapes
 from story_05a_generate import ranked_by_gpu_time, table
 from tracesite.facts import Facts, claim
-from tracesite.words import beyond_spread
+from tracesite.words import beyond_spread, few
 
 from tracereader import Kind, Trace
 
@@ -68,7 +68,9 @@ def facts(f: Facts) -> None:
             rows = table(r)
             steps = [row for row in rows if row["name"] == "ProfilerStep*"]
             claim(
-                len(steps) == 1 and steps[0]["calls"] == r.params.get("profiled_tokens", 6),
+                len(steps) == 1
+                and steps[0]["calls"] == r.params.get("profiled_tokens", 6)
+                and few(steps[0]["calls"]),
                 "then profiles a few tokens, one profiler step per token",
             )
             claim(
@@ -167,7 +169,7 @@ def facts(f: Facts) -> None:
         (region,) = [row for row in rows if row["name"].startswith("Torch-Compiled Region")]
         n = r1.params.get("profiled_tokens", 6)
         claim(
-            mm["calls"] == 4 * layers_1b + 1 and region["calls"] == n - 1,
+            mm["calls"] == 4 * layers_1b + 1 and region["calls"] == n - 1 and few(region["calls"]),
             "(the prefill, uncompiled, then a few tokens)",
         )
         tr1 = r1.trace()

@@ -26,7 +26,7 @@ from _part4 import shapes
 from part4_kernels import GEMV_BLOCK_K, GEMV_SWEEP, GEMV_WARPS, gemv_rows
 from story_05a_generate import ranked_by_gpu_time, table
 from tracesite.facts import Facts, claim
-from tracesite.words import far
+from tracesite.words import far, few
 
 from tracereader import Trace, link
 
@@ -121,6 +121,8 @@ def facts(f: Facts) -> None:
             ranked_by_gpu_time(rows_),
             "The table keeps the 15 ops with the most GPU time over the profiled run",
         )
+        (steps,) = [row for row in rows_ if row["name"] == "ProfilerStep*"]
+        claim(few(steps["calls"]), "then profiles a few tokens, one profiler step per token")
         printed = [row["name"] for row in rows_]
         claim(
             "gemv_kernel" in printed and "attention_kernel" in printed,

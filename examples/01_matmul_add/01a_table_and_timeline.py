@@ -116,10 +116,10 @@ run = story_run(VARIANTS, __name__)
 # ----------------
 #
 # With 64x64 matrices in bfloat16 each :term:`kernel` (a function that runs on the GPU)
-# is tiny, and the GPU works for a small fraction of the time the CPU spends preparing
-# and launching them (the medians are in :doc:`/chapters/part1`). The table sums each
-# op over the profiled window, the three kept steps. An op's :term:`self time` leaves
-# out its children (the ops recorded inside it); its **total** time includes them.
+# takes a few µs, and the GPU works for a small fraction of the time the CPU spends
+# preparing and launching them (the medians are in :doc:`/chapters/part1`). The table
+# sums each op over the profiled window, the three kept steps. An op's :term:`self time`
+# leaves out its children (the ops recorded inside it); its **total** time includes them.
 # Compare ``Self CPU time total`` with ``Self CUDA time total`` at the bottom: the
 # CPU's time against the GPU's. (The CPU total also counts the profiler's closing
 # ``cudaDeviceSynchronize`` (:term:`cudaDeviceSynchronize at window end`), which is
@@ -162,8 +162,8 @@ print(small.table)
 # The CPU thread on top runs the nested ops: ``ProfilerStep`` > ``matmul_add`` >
 # ``aten::matmul`` > ``aten::mm`` > its launch call ``cuLaunchKernelEx``, then
 # ``aten::add`` > ``cudaLaunchKernel`` (the two launch boxes are too short for their
-# names). The :term:`GPU stream` below runs two tiny kernels; ``GPU 0 stream 7`` is
-# GPU 0's queue of work, which it runs in order. Arrows join each launch call to the
+# names). The :term:`GPU stream` below runs two kernels of a few µs; ``GPU 0 stream 7``
+# is GPU 0's queue of work, which it runs in order. Arrows join each launch call to the
 # kernel it launched. The hatched span marks an :term:`idle gap` between two kernels;
 # the GPU was just as idle before the first kernel and after the last, which the
 # picture leaves blank.

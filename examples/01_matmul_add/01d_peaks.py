@@ -163,7 +163,7 @@ if tracereader:
 # On the H200 the 8192 GEMM and the 2 GiB copy each set a measured rate, which
 # :doc:`/chapters/part1` shows beside the datasheet's 989 TFLOP/s. Those are
 # the yardsticks the chapter holds its kernels against: measured references,
-# not limits (a kernel can pass them, as the add below does, a little):
+# not limits (a kernel can pass them, as the add below does):
 #
 # * the 4096x4096 GEMM of the matmul-add step ran about as fast as the 8192
 #   one, our largest: at about four fifths of the datasheet's peak, a faster
@@ -175,8 +175,8 @@ if tracereader:
 #   finishing (the 64x64 add, with almost nothing to do, took over 40 % of the
 #   GEMM's time);
 # * the 4096x4096 add, which reads two matrices and writes one, is
-#   :term:`memory-bound`: it moved its bytes a little faster than the copy (part
-#   of its traffic probably hits the GPU's :term:`L2 cache`), at the speed of
+#   :term:`memory-bound`: it moved its bytes faster than the copy (by under 15 %:
+#   part of its traffic probably hits the GPU's :term:`L2 cache`), at the speed of
 #   the GPU's memory, so only less traffic would speed it up.
 #
 # Divide a kernel's work by its median time and compare with a yardstick: near

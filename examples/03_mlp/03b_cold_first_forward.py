@@ -156,8 +156,8 @@ if tracereader:
 # </chapters/part2-notes>` set the first forward's time beside a later one's.
 #
 # To see that yourself in the timeline above, look under each op of the first
-# step for time that no child event covers: a wide ``aten::mm`` bar over a few
-# thin runtime calls is a call that spent most of its time on work the profiler
+# step for time that no child event covers: a wide ``aten::mm`` bar over thin
+# runtime calls is a call that spent most of its time on work the profiler
 # does not record (start-up work of the libraries below it). In the second
 # step, drawn below the first, the whole forward takes a small fraction of
 # that time (note the time axis).

@@ -176,10 +176,11 @@ run = sys.modules["tracesite"].replayer(run) if "tracesite" in sys.modules else 
 #   time included.
 # * ``ProfilerStep*`` stands for every :term:`ProfilerStep`. The CPU has five: one per
 #   new token, then one from the last token to the profiler's end, in which
-#   ``generate()`` still launched a little GPU work as it finished. The GPU-side row
-#   counts four, ``#1`` to ``#4``: in ``#0`` the innermost range was ``generate``
-#   (opened inside it), so the GPU-side ``generate`` covers only the prefill's step,
-#   ``#0``, and each decode step's kernels fall under their own ``ProfilerStep#N``.
+#   ``generate()`` still launched GPU work as it finished (a GPU-side span under a
+#   tenth of a token's). The GPU-side row counts four, ``#1`` to ``#4``: in ``#0``
+#   the innermost range was ``generate`` (opened inside it), so the GPU-side
+#   ``generate`` covers only the prefill's step, ``#0``, and each decode step's
+#   kernels fall under their own ``ProfilerStep#N``.
 # * ``aten::`` rows are PyTorch's operators (:term:`aten`); the others are kernels.
 #   ``nvjet_sm90_...`` are :term:`cuBLAS`'s matrix multiplies (:term:`nvjet`). In a
 #   decode step each multiplies one row of activations by a weight matrix (the trace's
