@@ -21,7 +21,7 @@ from typing import Any, Protocol
 
 import numpy as np
 from tracesite.facts import claim
-from tracesite.words import MOST, about, most, nearly_all, small_share
+from tracesite.words import MOST, about, beyond_spread, most, nearly_all, small_share
 
 import tracereader
 from tracereader import Kind, Trace, link, step_times
@@ -593,6 +593,15 @@ class Table:
 
     def lohi(self, c: str) -> str:
         return lo_hi([x.t[c] for x in self.runs])
+
+    def below(self, other: Table, part: str, sentence: str) -> tuple[str, str]:
+        """Claim that every repeat of this loop spent less on ``part`` (a :class:`Run`
+        property: ``gemvs``, ``small``, ``rest``) than every repeat of ``other``; return both
+        ranges, this loop's first."""
+        mine = [float(getattr(x, part)) for x in self.runs]
+        theirs = [float(getattr(x, part)) for x in other.runs]
+        claim(beyond_spread(theirs, mine), sentence)
+        return lo_hi(mine), lo_hi(theirs)
 
     def spread_pct(self, c: str) -> float:
         """How much slower the slowest repeat ran one class than the fastest, in %."""

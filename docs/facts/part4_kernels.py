@@ -240,13 +240,8 @@ class Chapter(AttentionChapter):
         for c in ("gate_up", "down"):
             f[f"own_{c}"], f[f"ind_{c}"] = tk.lohi(c), tb.lohi(c)
         # Against the row above: GEMVs faster in every repeat, the speed set by the attention reductions.
-        claim(
-            beyond_spread([x.gemvs for x in tb.runs], [x.gemvs for x in tk.runs]),
-            "all its GEMVs together take less than in the row above, in every repeat",
-        )
-        f["own_gemvs"], f["ind_gemvs"] = (
-            lo_hi([x.gemvs for x in tk.runs]),
-            lo_hi([x.gemvs for x in tb.runs]),
+        f["own_gemvs"], f["ind_gemvs"] = tk.below(
+            tb, "gemvs", "all its GEMVs together take less than in the row above, in every repeat"
         )
         tps_k = self.per["loop_kernels_8b"]["tps"]
         slowk = min(range(len(tps_k)), key=lambda i: tps_k[i])
@@ -367,18 +362,10 @@ class Chapter(AttentionChapter):
             f"the norms class grew from {t8.lohi(norms)} µs per token in the fused loop to "
             + " and ".join(f"{t.lohi(norms)} in {label}" for label, t in grew)
         )
-        claim(
-            beyond_spread([x.rest for x in ts.runs], [x.rest for x in tn.runs]),
-            "the rest of the token falls, in every repeat",
+        f["n_rest"], f["s_rest"] = tn.below(
+            ts, "rest", "the rest of the token falls, in every repeat"
         )
-        f["n_rest"], f["s_rest"] = (
-            lo_hi([x.rest for x in tn.runs]),
-            lo_hi([x.rest for x in ts.runs]),
-        )
-        claim(
-            beyond_spread([x.gemvs for x in tn.runs], [x.gemvs for x in ts.runs]),
-            "the GEMVs together got slower, in every repeat",
-        )
+        ts.below(tn, "gemvs", "the GEMVs together got slower, in every repeat")
         pw = "pointwise, copies"
 
         def med(runs: list[Run], key: Callable[[Run], float]) -> float:
