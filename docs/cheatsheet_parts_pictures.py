@@ -249,7 +249,7 @@ def train_data_gap() -> Callable[[], SmallFigure]:
 
 
 def train_optimizer() -> Callable[[], SmallFigure]:
-    """Entry: Thousands of short kernels launched from `optimizer.step()`."""
+    """Entry: Over a thousand kernels launched from `optimizer.step()`."""
     t = rec("eager_forloop", "06_train_step").trace()
     (region,) = t.regions("optimizer")
     launches = t.where(name="cudaLaunchKernel")

@@ -138,7 +138,7 @@ def unscheduled_facts(nw: Trace) -> Facts:
     )
     claim(
         words.most(dur_us(nw, mm0), s0.dur_us),
-        "most of the cold first step is its first aten::mm",
+        "Most of that first step was its first aten::mm",
     )
     claim(
         min(

@@ -695,7 +695,7 @@ def stream_facts(
         )
         claim(
             float(out[f"sm_{v}_kernel"]) < 10,
-            f"{v}: at the small shape the kernels last under 10 µs",
+            f"{v}: at the small shape the fused kernels last under 10 µs",
         )
         claim(
             ss[v].wall_us > 2 * float(out[f"sm_{v}_kernel"]),

@@ -476,7 +476,7 @@ ACCUMULATE = "torch::autograd::AccumulateGrad"
 
 
 def train_optimizer() -> None:
-    """Entry: Thousands of short kernels launched from `optimizer.step()`."""
+    """Entry: Over a thousand kernels launched from `optimizer.step()`."""
     t_fused = rec("eager", "06_train_step").trace()  # its backward: one AccumulateGrad a parameter
     loop, fused = (part5.optimizer_facts(t) for t in
                    (rec("eager_forloop", "06_train_step").trace(), t_fused))  # fmt: skip
@@ -486,8 +486,8 @@ def train_optimizer() -> None:
         "The for-loop implementation updates one parameter at a time, a few kernels each",
     )
     claim(
-        loop["kernels"] > 1000 > 10 * fused["kernels"] and loop["top"] != fused["top"],
-        "the for-loop launches thousands of kernels where fused AdamW launches tens",
+        loop["kernels"] > 1000 and 10 <= fused["kernels"] < 100 and loop["top"] != fused["top"],
+        "the for-loop launches over a thousand kernels where fused AdamW launches tens",
     )
     results = {v: rec(v, "06_train_step").results for v in ("eager_forloop", "eager")}
     steps = {v: r["step_ms"] for v, r in results.items() if r is not None}

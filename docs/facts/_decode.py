@@ -271,7 +271,8 @@ def generate_facts(dyn: Rec, static: Rec, shape: dict[str, int]) -> Facts:
     ]
     claim(
         nearly_all(sum(before), len(gaps)),
-        "The launch call itself is short; almost every wait is mostly code on the way to it",
+        "The launch call itself is short: in almost every idle gap, most of the wait is code "
+        "on the way to it",
     )
     ms = float(res(dyn)["ms_per_token"])
     claim(

@@ -105,7 +105,8 @@ def facts(f: Facts) -> None:
             above = ROWS[ROWS.index(row) - 1]
             claim(
                 bool(_kinds(f.trace(above)) - _kinds(f.trace(row))),
-                "Each change aims at it and removes something the trace shows",
+                "Each change aims at it, and each one shows in the trace (a kernel the row "
+                "above ran is gone)",
             )
         short, packed = f.trace("loop_short_8b"), f.trace("loop_packed_8b")
         claim(

@@ -175,9 +175,9 @@ if tracereader:
 #   finishing (the 64x64 add, with almost nothing to do, took over 40 % of the
 #   GEMM's time);
 # * the 4096x4096 add, which reads two matrices and writes one, is
-#   :term:`memory-bound`: it moved its bytes faster than the copy (by under 15 %:
-#   part of its traffic probably hits the GPU's :term:`L2 cache`), at the speed of
-#   the GPU's memory, so only less traffic would speed it up.
+#   :term:`memory-bound`: it ran at the speed of the GPU's memory, so only less
+#   traffic would speed it up. It even moved its bytes faster than the copy, by
+#   under 15 %, probably because part of its traffic hits the :term:`L2 cache`.
 #
 # Divide a kernel's work by its median time and compare with a yardstick: near
 # it, a faster kernel gains little and less work helps most; far below it, look

@@ -176,8 +176,8 @@ run = sys.modules["tracesite"].replayer(run) if "tracesite" in sys.modules else 
 #   time included.
 # * ``ProfilerStep*`` stands for every :term:`ProfilerStep`. The CPU has five: one per
 #   new token, then one from the last token to the profiler's end, in which
-#   ``generate()`` still launched GPU work as it finished (a GPU-side span under a
-#   tenth of a token's). The GPU-side row counts four, ``#1`` to ``#4``: in ``#0``
+#   ``generate()`` still launched GPU work as it finished (its GPU-side span under a
+#   tenth as long as a decode step's). The GPU-side row counts four, ``#1`` to ``#4``: in ``#0``
 #   the innermost range was ``generate`` (opened inside it), so the GPU-side
 #   ``generate`` covers only the prefill's step, ``#0``, and each decode step's
 #   kernels fall under their own ``ProfilerStep#N``.

@@ -9,8 +9,8 @@ built from a config with random bf16 weights (``1b``: Llama-3.2-1B's shape, ``8b
 Llama-3-8B's); greedy decoding, batch 1, a prompt of 128 random tokens, 64 new ones.
 
 Decoding one token at batch 1 reads every weight once, so the time the GPU needs to
-read the weights is a floor no loop can beat. Each change aims at it and removes
-something the trace shows: :term:`Inductor's <TorchInductor>` own :term:`GEMV`
+read the weights is a floor no loop can beat. Each change aims at it, and each one
+shows in the trace: :term:`Inductor's <TorchInductor>` own :term:`GEMV`
 :term:`kernels <kernel>` instead of :term:`cuBLAS's <cuBLAS>`, a :term:`cache <KV cache>`
 sized to the tokens generated, attention that reads each :term:`key/value head <GQA>` once,
 the q/k/v projections and gate/up (the MLP's two input projections) fused into one

@@ -274,21 +274,21 @@ def test_words_have_one_meaning_everywhere() -> None:
     def pct(x: float) -> str:
         return f"{100 * x:g} %"
 
-    assert words.MOST == 0.5  # "over half"
+    assert words.MOST == 0.5 and 1 / words.MUCH == 0.5  # "over half", "at most half"
     stated = {
-        "about": f"within {pct(words.ABOUT)}",
+        "about": f"within {pct(words.ABOUT)} of the number it qualifies",
         "barely changed": f"within {pct(words.ABOUT)} of before",
         "no outlier": f"every repeat within {pct(words.ABOUT)} of the median",
         "far (longer, slower, more)": f"at least {words.FAR:g} times",
-        "much, well (over, under)": f"at least {words.MUCH:g} times",
-        "a little, slightly": f"more, by at most {pct(words.ABOUT)}",
-        "nearly all, almost all": f"at least {pct(words.NEARLY_ALL)}",
+        "much, well (over, under)": f"at least {words.MUCH:g} times (well under: at most half)",
+        "a little, slightly": f"more or less than the reference, by at most {pct(words.ABOUT)}",
+        "nearly all, almost all, almost every": f"at least {pct(words.NEARLY_ALL)}",
         "a small share, fraction or part": f"under {pct(words.SMALL_SHARE)}",
         "a few per cent": f"under {pct(words.FEW_PCT)}",
-        "tiny": f"under {pct(words.TINY)} of what it sits beside",
+        "tiny": f"under {pct(words.TINY)} of what the sentence compares it with",
         "a few µs": f"at most {words.FEW_US:g} µs",
         "a few bytes": f"1 to {words.FEW_BYTES} bytes",
-        "a few": f"1 to {words.FEW}",
+        "a few (things counted)": f"1 to {words.FEW}",
         "dozens": f"{words.DOZENS.start} to {words.DOZENS.stop - 1}",
         "hundreds": f"{words.HUNDREDS.start} to {words.HUNDREDS.stop - 1}",
     }

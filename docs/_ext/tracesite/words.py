@@ -20,8 +20,8 @@ much, well           x at least twice ref (``MUCH``): "much longer", "well over"
                      "well under" x is ``much(ref, x)``
 a little, slightly   x above ref by at most 10 % (``ABOUT``): "a little faster", "slightly
                      more"; "slightly shorter" is ``a_little(ref, x)``
-most (of)            part over half of whole (``MOST``)
-nearly all           part at least 90 % of whole (``NEARLY_ALL``); "almost all" the same
+most, mostly         part over half of whole (``MOST``)
+nearly all           part at least 90 % of whole (``NEARLY_ALL``); "almost all (every)" too
 a small share        part under 30 % of whole (``SMALL_SHARE``): "a small fraction", "a
                      small part"
 a few per cent       part under 10 % of whole (``FEW_PCT``)
