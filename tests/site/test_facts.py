@@ -7,7 +7,8 @@
   from the dict ``glue_facts`` returns;
 * the facts equal ``tests/golden/facts/<page>.json``, so a re-record shows in review as a
   diff of the numbers the pages quote (``UPDATE_GOLDEN=1`` rewrites them);
-* every worded claim (``tracesite.words``) fails on perturbed copies of its data.
+* every worded claim (``tracesite.words``) fails on perturbed copies of its data, and a
+  claim whose sentence says one of the words calls its function.
 """
 
 from __future__ import annotations
@@ -158,12 +159,14 @@ def test_page_facts(name: str) -> None:
         story_of(name)
         assert not glue, f"{name} pastes {sorted(glue)[:5]}: a story's facts only claim"
         every_worded_claim_fails_on_perturbed_data(name)
+        every_claim_checks_its_words(name)
         return
     text = page_of(name).read_text(encoding="utf-8")
     every_pasted_key_is_produced(name, glue, text)
     every_produced_key_is_pasted(name, glue, text)
     facts_match_golden(name, glue)
     every_worded_claim_fails_on_perturbed_data(name)
+    every_claim_checks_its_words(name)
 
 
 def every_pasted_key_is_produced(name: str, glue: dict[str, list[object]], text: str) -> None:
@@ -208,6 +211,18 @@ def every_worded_claim_fails_on_perturbed_data(name: str) -> None:
     assert not loose, f"{name}: claims looser than their words: {loose[:5]}"
 
 
+def every_claim_checks_its_words(name: str) -> None:
+    """A claim whose sentence says one of the words (``words.SAYS``: "most of", "a few µs",
+    "far longer", ...) calls that word's function in its check, on some repeat: the
+    perturbation test above then sees it."""
+    loose = {
+        sentence: sorted(words.unchecked(sentence, called))
+        for sentence, called in facts.page_claims(name).items()
+        if words.unchecked(sentence, called)
+    }
+    assert not loose, f"{name}: claims whose check skips a word they say: {loose}"
+
+
 def test_a_page_asked_for_at_once_is_computed_once(tmp_path, monkeypatch) -> None:
     """Two callers at once (here threads; pytest-xdist's workers are processes): the first
     computes and writes the cache, the second waits for it and reads what it wrote."""
@@ -221,7 +236,7 @@ def test_a_page_asked_for_at_once_is_computed_once(tmp_path, monkeypatch) -> Non
     def slow_run(page: str) -> SimpleNamespace:
         runs.append(page)
         time.sleep(0.5)
-        return SimpleNamespace(read=list, glue={"n": ["num", 1.0]}, words=[])
+        return SimpleNamespace(read=list, glue={"n": ["num", 1.0]}, words=[], claims={})
 
     monkeypatch.setattr(facts, "run_page", slow_run)
     got: list[dict[str, list[object]]] = []
@@ -268,7 +283,8 @@ def test_words_have_one_meaning_everywhere() -> None:
     readers = _words_table(glossary[glossary.index("## Words about numbers") :])
     assert ours == readers
     listed = set(re.findall(r"\| `(\w+)\(", contributing))
-    checks = {n for n in words.__all__ if n.islower()} - {"perturbed", "recording", "stop"}
+    helpers = {"perturbed", "recording", "said", "stop", "unchecked"}
+    checks = {n for n in words.__all__ if n.islower()} - helpers
     assert listed == checks, (sorted(listed - checks), sorted(checks - listed))
 
     def pct(x: float) -> str:
@@ -281,14 +297,14 @@ def test_words_have_one_meaning_everywhere() -> None:
         "no outlier": f"every repeat within {pct(words.ABOUT)} of the median",
         "far (longer, slower, more)": f"at least {words.FAR:g} times",
         "much, well (over, under)": f"at least {words.MUCH:g} times (well under: at most half)",
-        "a little, slightly": f"more or less than the reference, by at most {pct(words.ABOUT)}",
-        "nearly all, almost all, almost every": f"at least {pct(words.NEARLY_ALL)}",
+        "a little, slightly": f"above the reference by at most {pct(words.ABOUT)} (slightly shorter: below it)",
+        "nearly all, almost all, almost every": f"at least {pct(words.NEARLY_ALL)} (almost never: under {pct(1 - words.NEARLY_ALL)})",
         "a small share, fraction or part": f"under {pct(words.SMALL_SHARE)}",
-        "a few per cent": f"under {pct(words.FEW_PCT)}",
+        "a few per cent": f"{pct(words.FEW_PCT_FROM)} to under {pct(words.FEW_PCT)}",
         "tiny": f"under {pct(words.TINY)} of what the sentence compares it with",
         "a few µs": f"at most {words.FEW_US:g} µs",
         "a few bytes": f"1 to {words.FEW_BYTES} bytes",
-        "a few (things counted)": f"1 to {words.FEW}",
+        "a few (things counted)": f"2 to {words.FEW}",
         "dozens": f"{words.DOZENS.start} to {words.DOZENS.stop - 1}",
         "hundreds": f"{words.HUNDREDS.start} to {words.HUNDREDS.stop - 1}",
     }

@@ -43,6 +43,7 @@ __all__ = [
     "glue_facts",
     "main",
     "page_facts",
+    "page_claims",
     "page_words",
     "pages",
 ]
@@ -64,12 +65,22 @@ class ClaimError(AssertionError):
 _failed: list[str] | None = None
 _current: Facts | None = None
 
+#: While the runner computes a page: each claim's sentence, with the words
+#: (:mod:`tracesite.words`) checked since the claim before it, which its check called.
+_claims: dict[str, set[str]] | None = None
+_called: list[tuple[str, tuple[Any, ...]]] = []
+_seen = 0
+
 
 def claim(ok: object, sentence: str) -> None:
     """Check the claim ``sentence`` (the words the page says); fail the run if ``ok`` is false.
 
     The runner adds the page, and the repeat where it failed, to the message.
     """
+    global _seen
+    if _claims is not None:
+        _claims.setdefault(sentence, set()).update(w for w, _ in _called[_seen:])
+        _seen = len(_called)
     if ok:
         return
     if _failed is None:
@@ -112,6 +123,8 @@ class Facts:
         self._others: list[Facts] = []
         #: Each word's check a run made (:mod:`tracesite.words`), with its arguments.
         self.words: list[tuple[str, tuple[Any, ...]]] = []
+        #: Each claim's sentence, with the words its check called (over every repeat and GPU).
+        self.claims: dict[str, set[str]] = {}
         self._collect: dict[str, list[Any]] | None = None
         self._collect_md: dict[str, list[Any]] | None = None
 
@@ -343,18 +356,23 @@ def run_page(page: str) -> Facts:
     """
     from . import words
 
+    global _claims, _called, _seen
     module = _module(page)
     gpus = tuple(getattr(module, "GPUS", ("h200",)))
     first: Facts | None = None
+    claims: dict[str, set[str]] = {}
     for gpu in gpus:
         f = Facts(page, module.EXAMPLE, gpu)
-        f.words = words.recording()
+        f.words = _called = words.recording()
+        _claims, _seen = claims, 0
         try:
             module.facts(f)
         except AssertionError as exc:
             raise ClaimError(f"{page}: a claim fails on the {gpu} recordings {exc}") from exc
         finally:
             words.stop()
+            _claims, _called = None, []
+        f.claims = claims
         if first is None:
             first = f
             continue
@@ -408,6 +426,7 @@ def _compute(page: str) -> dict[str, list[Any]]:
         "recordings": _reads_hash(read),
         "glue": f.glue,
         "words": [[word, list(args)] for word, args in f.words],
+        "claims": {sentence: sorted(called) for sentence, called in sorted(f.claims.items())},
     }
     path = _generated(page)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -426,6 +445,15 @@ def page_words(page: str) -> list[tuple[str, tuple[Any, ...]]]:
         (w, tuple(tuple(a) if isinstance(a, list) else a for a in args))
         for w, args in saved["words"]
     ]
+
+
+def page_claims(page: str) -> dict[str, list[str]]:
+    """Each claim's sentence the page's facts made, with the words (:mod:`tracesite.words`)
+    its check called: from the facts file, computed first if need be."""
+    page_facts(page)
+    saved = json.loads(_generated(page).read_text(encoding="utf-8"))
+    claims: dict[str, list[str]] = saved["claims"]
+    return claims
 
 
 def glue_facts(page: str) -> dict[str, Any]:
