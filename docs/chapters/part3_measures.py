@@ -395,7 +395,7 @@ def naive_facts(
     mul_tbs = 2 * score / (by["aten::mul"] * 1e-6) / 1e12
     claim(
         fill_tbs < 0.6 * mul_tbs,
-        "the fill moves the same bytes as the scaling, far slower (under 0.6 of its rate)",
+        "the fill moves the same bytes as the scaling, slower (under 0.6 of its rate)",
     )
     # the slowest of the step's GPU ops, so the figure's mask step is the slowest step too
     fill = [o.us for o in ops if o.issuer == "aten::masked_fill_"]
@@ -563,7 +563,7 @@ def math_facts(tm: Trace, naive: Trace) -> Facts:
     total = sum(acc.values())
     claim(
         acc["fp32 GEMMs"] < 0.45 * total,
-        "the fp32 GEMMs are not most of the math backend's GPU time (under 45 %)",
+        "the fp32 GEMMs take under 45 % of the math backend's GPU time",
     )
     claim(
         acc["safe softmax"] + acc["additive mask"] + acc["dtype conversions"] > acc["fp32 GEMMs"],

@@ -129,15 +129,16 @@ def step_facts(tr: Trace) -> Facts:
     claim(bool(on_main["aten::linear"] & on_main["aten::t"]), "aten::linear shows aten::t's number")
     mm_bwd = tr.where(name="autograd::engine::evaluate_function: MmBackward0")
     claim(all(int(seq[i]) in forward_seqs for i in mm_bwd), "each MmBackward0 ties to a forward op")
-    bwd, fwd_cpu, loss = phases["backward"], phases["forward"], phases["loss"]
-    claim(words.much(bwd[1], fwd_cpu[1]), "the backward's kernels take well over the forward's")
+    bwd, fwd, loss = phases["backward"], phases["forward"], phases["loss"]  # (CPU, GPU, kernels)
     claim(
         words.much(loss[1], loss[0]) and words.few(int(loss[2])),
         "loss costs little CPU but much GPU time: a few large kernels",
     )
     # The backward differentiates the forward and the loss (output projection, cross-entropy).
-    bwd_over_fwd_loss = bwd[1] / (fwd_cpu[1] + loss[1])
-    claim(1.8 < bwd_over_fwd_loss < 2.1, "the backward's GPU work is about twice forward + loss")
+    bwd_over_fwd_loss = bwd[1] / (fwd[1] + loss[1])
+    claim(
+        words.about(bwd_over_fwd_loss, 2.0), "the backward's GPU work is about twice forward + loss"
+    )
     # loss.item() after the optimizer: the CPU waits there for the GPU to finish the step.
     opt_end = tr.regions("optimizer")[0].end_ns
     items = tr.where(name="aten::item")
@@ -162,7 +163,7 @@ def step_facts(tr: Trace) -> Facts:
         **{f"{p}_cpu_ms": v[0] for p, v in phases.items()},
         **{f"{p}_gpu_ms": v[1] for p, v in phases.items()},
         **{f"{p}_kernels": v[2] for p, v in phases.items()},
-        "bwd_over_fwd": bwd[1] / fwd_cpu[1],
+        "bwd_over_fwd": bwd[1] / fwd[1],
         "bwd_over_fwd_loss": bwd_over_fwd_loss,
         "evaluate_ops": len(evaluate),
         "accumulate_grads": unmatched["torch::autograd::AccumulateGrad"],

@@ -376,10 +376,9 @@ def memset() -> None:
         )
     ms = t.where(kind=Kind.MEMSET)
     nbytes = {int(t.extra["bytes"][i]) for i in ms}
-    out_bytes = 4096 * 4096 * 2  # the GEMM's bf16 output
     claim(
-        len(nbytes) == 1 and words.few_bytes(min(nbytes)) and words.tiny(min(nbytes), out_bytes),
-        "a tiny zeroed buffer (a few bytes), one size",
+        len(nbytes) == 1 and words.few_bytes(min(nbytes)),
+        "a zeroed buffer of a few bytes, one size",
     )
     claim(not len(T["64_bf16"].where(kind=Kind.MEMSET)), "The 64×64 run has none")
     put("ms_bytes", nbytes.pop())
@@ -585,7 +584,7 @@ def names() -> None:
     )
     claim(
         "_64x8_" in small and "_256x128_" in big and "coopA" in big,
-        "64x8 for a tiny problem, 256x128 for a large one, and variants such as coopA",
+        "64x8 for a small problem, 256x128 for a large one, and variants such as coopA",
     )
     put("nm_small", code(small))
     put("nm_big", code(big))
@@ -598,7 +597,7 @@ def footprint() -> None:
     ex = t.extra
     sms = t.device_properties[0]["numSms"]
     claim(
-        ex["registers"][gemm] > 3 * ex["registers"][add] and ex["shared_mem"][add] == 0,
+        words.far(ex["registers"][gemm], ex["registers"][add]) and ex["shared_mem"][add] == 0,
         "heavy GEMM, light add: the add uses far fewer registers, no shared memory",
     )
     claim(

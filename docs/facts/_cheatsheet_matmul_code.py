@@ -20,12 +20,13 @@ from _cheatsheet_common import (
     param,
     put,
     ratio_range,
+    recs,
     times,
     us,
 )
 from tracesite import words
 from tracesite.facts import Fmt, claim
-from tracesite.notebook import verdict
+from tracesite.notebook import medians, unprofiled_calls, verdict
 
 from tracereader import Kind, step_times
 
@@ -125,6 +126,13 @@ def addmm() -> None:
     )
     put("am_ratio", Fmt(float(np.median(am)), lambda v: f"{v:.2f}×"))
     put("am_range", ratio_range(am))
+    # The eager call's CPU time, process by process (the same recordings, unprofiled).
+    eager = [medians(unprofiled_calls(r))["eager"] for r in recs("interleaved_64")]
+    claim(
+        words.far(max(eager) / min(eager) - 1, abs(float(np.median(am)) - 1)),
+        "Separate runs cannot answer it either: CPU time per step moves far more than that "
+        "from one process to the next",
+    )
 
 
 def dynamo() -> None:

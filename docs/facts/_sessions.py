@@ -19,6 +19,7 @@ from typing import Any
 import _chapter
 from _chapter import PATH
 from _decode import FINAL, GOAL, Facts, Rec, days, lo_hi, res, token_ops
+from tracesite import words
 from tracesite.facts import claim
 
 from tracereader import Kind, Trace
@@ -214,7 +215,8 @@ class Chapter(_chapter.Chapter):
         f["sess_att"] = lo_hi(att)
         k_gemv = [x["gemv_us"] for x in kv]  # the same row's GEMVs vary far less
         claim(
-            max(att) - min(att) > 5 * (max(k_gemv) - min(k_gemv)),
+            words.far(max(att) - min(att), max(k_gemv) - min(k_gemv))
+            and max(att) - min(att) > 5 * (max(k_gemv) - min(k_gemv)),
             "the attention reductions now vary far more between processes and sessions than the "
             "GEMVs do",
         )

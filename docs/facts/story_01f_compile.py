@@ -184,7 +184,7 @@ def facts(f: Facts) -> None:
         )
         if f.gpu == "h200":
             claim(
-                c["cp_us"] < m.A100["copy_us"],
+                c["cp_us"] < m.A100["copy_us"] and about(m.A100["copy_us"], 33),
                 "The Hugging Face post timed the same copy on its A100 (32 MB in about 33 µs); on "
                 "the H200 it was quicker than that",
             )
