@@ -268,8 +268,7 @@ def generate_facts(dyn: Rec, static: Rec, shape: dict[str, int]) -> Facts:
     )
     claim(
         most(before_ns, idle_ns),
-        "The launch call itself is short: most of the GPU's idle time passes before the CPU "
-        "reaches it",
+        "The launch call is short: most idle time passes before the CPU reaches it",
     )
     ms = float(res(dyn)["ms_per_token"])
     claim(
