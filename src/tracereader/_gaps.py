@@ -45,8 +45,8 @@ class Gap:
       ``.item()``, ``cudaDeviceSynchronize``...) overlaps the gap. It wins
       outright: the sync drained the queue, and the rest of the gap is the
       CPU refilling it.
-    * otherwise the category that covers most of the gap, judging each instant
-      by the innermost event on the thread:
+    * otherwise the category that covers the largest part of the gap, judging
+      each instant by the innermost event on the thread:
       ``"op without kernels"`` (an op or range that launched no GPU work),
       ``"python"`` (a Python frame, with ``with_stack``), ``"launch"`` (the
       launch call itself, or an op on its way to launching GPU work),
