@@ -175,7 +175,7 @@ def sweep_table(timings: dict[str, Any]) -> Sweep:
 
 def faster(t: Sweep, a: str, b: str, d: int, s: int) -> bool:
     """``a`` beat ``b`` at this shape beyond both spreads: a's slowest group < b's fastest."""
-    return t[a, d, s][2] < t[b, d, s][1]
+    return words.beyond_spread(t[b, d, s][1:3], t[a, d, s][1:3])
 
 
 def tflops(t: Sweep, impl: str, d: int, s: int) -> float:

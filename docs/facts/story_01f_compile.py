@@ -184,9 +184,9 @@ def facts(f: Facts) -> None:
         )
         if f.gpu == "h200":
             claim(
-                c["cp_us"] < m.A100["copy_us"] and about(m.A100["copy_us"], 33),
-                "The Hugging Face post timed the same copy on its A100 (32 MB in about 33 µs); on "
-                "the H200 it was quicker than that",
+                c["cp_us"] < m.A100["copy_us"],
+                "The Hugging Face post timed the same copy on its A100; on the H200 it was quicker "
+                "than that",
             )
 
         # A truly fused kernel
@@ -221,8 +221,7 @@ def facts(f: Facts) -> None:
             )
 
         claim(
-            fz["step_gpu_fused"] > fz["step_gpu_cublas"]
-            or about(fz["step_gpu_fused"], fz["step_gpu_cublas"]),
+            fz["step_gpu_fused"] >= fz["step_gpu_cublas"],
             "Fusing saved a copy, not time",
         )
 

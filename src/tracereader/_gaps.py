@@ -53,8 +53,8 @@ class Gap:
       ``"nothing recorded"`` (no event, or a range with only unrecorded code).
       Ties go to the earlier category in :data:`CAUSES`.
 
-    ``cause_event`` is the row of the event that contributed most of the
-    winning category (for ``"nothing recorded"``: the range it happened in,
+    ``cause_event`` is the row of the event that contributed the largest part
+    of the winning category (for ``"nothing recorded"``: the range it happened in,
     or -1 when the thread had no event at all); :attr:`breakdown_us` holds
     every category's share.
     """
