@@ -163,7 +163,6 @@ def step_facts(tr: Trace) -> Facts:
         **{f"{p}_cpu_ms": v[0] for p, v in phases.items()},
         **{f"{p}_gpu_ms": v[1] for p, v in phases.items()},
         **{f"{p}_kernels": v[2] for p, v in phases.items()},
-        "bwd_over_fwd": bwd[1] / fwd[1],
         "bwd_over_fwd_loss": bwd_over_fwd_loss,
         "evaluate_ops": len(evaluate),
         "accumulate_grads": unmatched["torch::autograd::AccumulateGrad"],

@@ -439,21 +439,24 @@ def _compute(page: str) -> dict[str, list[Any]]:
 def page_words(page: str) -> list[tuple[str, tuple[Any, ...]]]:
     """Each word's check the page's facts made (:mod:`tracesite.words`), as
     ``(word, arguments)``: from the facts file, computed first if need be."""
-    page_facts(page)
-    saved = json.loads(_generated(page).read_text(encoding="utf-8"))
     return [
         (w, tuple(tuple(a) if isinstance(a, list) else a for a in args))
-        for w, args in saved["words"]
+        for w, args in _saved(page)["words"]
     ]
 
 
 def page_claims(page: str) -> dict[str, list[str]]:
     """Each claim's sentence the page's facts made, with the words (:mod:`tracesite.words`)
     its check called: from the facts file, computed first if need be."""
-    page_facts(page)
-    saved = json.loads(_generated(page).read_text(encoding="utf-8"))
-    claims: dict[str, list[str]] = saved["claims"]
+    claims: dict[str, list[str]] = _saved(page)["claims"]
     return claims
+
+
+def _saved(page: str) -> dict[str, Any]:
+    """The page's facts file, computed first if need be."""
+    page_facts(page)
+    saved: dict[str, Any] = json.loads(_generated(page).read_text(encoding="utf-8"))
+    return saved
 
 
 def glue_facts(page: str) -> dict[str, Any]:

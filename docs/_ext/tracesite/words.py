@@ -1,43 +1,17 @@
 """The words a page uses about numbers, each with one meaning, checked the same everywhere.
 
-A claim whose sentence says "about", "barely changed", "no outlier", "faster" or "N times"
-checks it with the function of that name here, so the check is exactly as tight as the
-word. CONTRIBUTING.md lists them. The facts runner remembers each call a page's facts make
-(:func:`recording`) and stores them with the facts, so that a test can feed every claim a
-perturbed copy of its own data (a doubled ratio, an added outlier) and expect it to fail
-(``tests/site/test_facts.py``): a check that a perturbation does not break guards nothing.
+A claim whose sentence says one of these words ("about", "most", "a few µs", "far
+longer", ...) checks it with the function of that name here, so the check is as tight as
+the word: each function's docstring and the constant it reads give its meaning, and the
+tables in CONTRIBUTING.md (with the functions) and the glossary's "Words about numbers"
+(for readers) list them, kept alike by ``tests/site/test_facts.py``. A check may be
+stricter than its word (a sentence that gives its own number, "under 30 %", checks that
+number), never looser.
 
-===================  ===================================================================
-word                 meaning
-===================  ===================================================================
-about x, ref         x within 10 % of ref (``ABOUT``)
-barely changed       the ratio of after to before within 10 % of 1 (as "about" 1)
-no outlier           every value within 10 % of the values' median
-beyond the spread    every value of one set above (or below) every value of the other
-N times              x at least N times ref, and under 2N times (the perturbation test)
-far (more, ...)      x at least 3 times ref (``FAR``): "far longer", "far slower", "far more"
-much, well           x at least twice ref (``MUCH``): "much longer", "well over"; "much less",
-                     "well under" x is ``much(ref, x)``
-a little, slightly   x above ref by at most 10 % (``ABOUT``): "a little faster", "slightly
-                     more"; "slightly shorter" is ``a_little(ref, x)``
-most, mostly         part over half of whole (``MOST``)
-nearly all           part at least 90 % of whole (``NEARLY_ALL``); "almost all (every)" too;
-                     "almost never" idle: busy nearly all the time
-a small share        part under 30 % of whole (``SMALL_SHARE``): "a small fraction", "a
-                     small part"
-a few per cent       part under 10 % of whole (``FEW_PCT``): "within a few per cent"
-tiny                 x under 1 % of ref (``TINY``): "a tiny memset" next to its GEMM
-a few µs             at most 5 µs (``FEW_US``): "within a few µs", "kernels of a few µs"
-a few bytes          from 1 to 16 bytes (``FEW_BYTES``): the memsets cuBLAS queues
-a few                a count from 2 to 9 (``FEW``): "a few tokens", "a few SMs"
-dozens               a count from 24 to 99 (``DOZENS``)
-hundreds             a count from 200 to 999 (``HUNDREDS``)
-in every repeat      the claim holds on each repeat (``f.repeats`` runs it once per repeat)
-===================  ===================================================================
-
-A check may be stricter than its word (a sentence that gives its own number, "under
-30 %", checks that number), never looser: where a page's sentence uses one of these words,
-its claim calls the function of that name.
+The facts runner remembers each call a page's facts make (:func:`recording`) and stores
+them with the facts, so that a test can feed every claim a perturbed copy of its own data
+(a doubled ratio, an added outlier) and expect it to fail; and, with :data:`SAYS`, that a
+claim whose sentence says a word calls its function.
 """
 
 from __future__ import annotations
