@@ -22,8 +22,6 @@ STREAM_VERSIONS = ("cudnn", "flash", "efficient", "math", "default")
 
 #: The H200 SM's resources for the occupancy arithmetic: warps, registers, shared memory.
 SM_WARPS, SM_REGS, SM_SMEM = 64, 65536, 228 * 1024
-#: The H200 SXM's dense bf16 peak, TFLOP/s (NVIDIA's datasheet); the H100 SXM's is the same.
-H200_BF16_TFLOPS = 989.0
 #: Each recorded GPU's datasheet figures: dense bf16 TFLOP/s and HBM bandwidth, TB/s.
 PEAKS = {"h200": (989.0, 4.8), "h100": (989.0, 3.35)}
 

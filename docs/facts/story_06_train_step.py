@@ -25,7 +25,7 @@ import part5_measures as m
 from tracesite.facts import Facts, claim
 from tracesite.profiler_table import cells, number, total_us
 from tracesite.recordings import recordings_root
-from tracesite.words import a_little, about, beyond_spread, most
+from tracesite.words import a_little, about, beyond_spread, far, most
 
 import tracereader
 from tracereader import Kind, Trace, link, region_times, step_times
@@ -45,6 +45,9 @@ TABLE_US = 10.0
 CBF = "Command Buffer Full"
 #: The CPU work a DataLoader does per sample, ms (``cpu_ms``'s default).
 CPU_MS = 40.0
+#: bf16 keeps 7 of a float's significand bits: between 0.5 and 1.0 its neighbouring values
+#: stand 2**-8 apart, so a weight of 1.0 moved by under half that gap rounds back to 1.0.
+BF16_GAP_BELOW_1 = 2.0**-8
 
 
 # -- the profiler's table, read from its text ----------------------------------------------
@@ -413,6 +416,23 @@ def the_result(f: Facts) -> None:
         and all(enclosing(tr, int(i), main) & {"forward", "loss"} for i in compiled),
         "CompiledFunction and CompiledFunctionBackward are the compiled forward and backward "
         "as autograd runs them",
+    )
+    (adamw,) = {
+        tuple(e["args"]["Concrete Inputs"])
+        for e in m.raw_events(str(r.trace_path))
+        if e.get("name") == "aten::_fused_adamw_"
+    }
+    lr, beta1, beta2, decay = map(float, adamw[6:10])  # the scalars record_shapes kept
+    # Adam moves a weight by at most lr * (1 - beta1) / sqrt(1 - beta2) per step (Kingma and
+    # Ba, 2015, section 2.1, where 1 - beta1 > sqrt(1 - beta2)), plus lr * decay * weight.
+    largest = lr * (max(1.0, (1 - beta1) / (1 - beta2) ** 0.5) + decay * 1.0)
+    claim(
+        r.params["weights"] == "bf16"
+        and far(BF16_GAP_BELOW_1, lr)
+        and largest < BF16_GAP_BELOW_1 / 2,
+        "an update under half the gap between neighbouring bf16 values rounds away (every "
+        "update of the norm weights, which start at 1.0, where that gap is far wider than the "
+        "learning rate)",
     )
     bwd = launched_in(tr, "backward")
     ln = link(tr)
