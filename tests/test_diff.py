@@ -242,10 +242,10 @@ def test_compare_skip_first_on_the_command_line(capsys):
 
 
 # ------------------------------------------------------------------ in a browser
-def test_diff_page_sorts_offline_in_chromium(tmp_path):
+def test_diff_page_sorts_offline_in_chromium(tmp_path, playwright):
     out = tmp_path / "d.html"
     out.write_text(diff_report(EAGER, COMPILED, keep_first=True), encoding="utf-8")
-    with offline_page(out) as (page, requests, errors):
+    with offline_page(out, playwright) as (page, requests, errors):
         table = page.locator("#kernels + div table")
         th = table.locator("th", has_text="diff_us")
         th.click()  # ascending: the largest gain first

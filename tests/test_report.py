@@ -246,10 +246,10 @@ def test_empty_folder_is_exit_2(tmp_path, capsys):
 
 
 # ------------------------------------------------------------------ in a browser
-def test_opens_offline_in_chromium(tmp_path):
+def test_opens_offline_in_chromium(tmp_path, playwright):
     out = tmp_path / "r.html"
     out.write_text(report(DATA / "h200" / "train_eager.json.gz"), encoding="utf-8")
-    with offline_page(out) as (page, requests, errors):
+    with offline_page(out, playwright) as (page, requests, errors):
         th = page.locator("table.sortable th").nth(1)
         th.click()
         assert th.get_attribute("class") == "asc"

@@ -67,19 +67,19 @@ def base_url(site_root):
 
 
 @pytest.fixture(scope="session")
-def chromium():
+def chromium(request):
     try:
-        from playwright import sync_api
+        import playwright  # noqa: F401
     except ImportError:
         pytest.fail("playwright is not installed: pip install playwright (nox -s browser does)")
     if not Path(sitecheck.CHROMIUM).exists():
         pytest.fail(
             f"{sitecheck.CHROMIUM} is missing: apt-get install chromium (nox -s browser does)"
         )
-    with sync_api.sync_playwright() as playwright:
-        browser = sitecheck.launch(playwright)
-        yield browser
-        browser.close()
+    # tests/conftest.py's: the one Playwright this process may run
+    browser = sitecheck.launch(request.getfixturevalue("playwright"))
+    yield browser
+    browser.close()
 
 
 def _offline(ctx) -> None:

@@ -187,9 +187,9 @@ def test_the_page_reports_the_peak_computed_by_hand(tmp_path):
     assert "100.00 MiB" in rows[1] and "forward (torch/nn/modules/linear.py:134)" in rows[1]
 
 
-def test_opens_offline_in_chromium_and_answers_a_hover(tmp_path):
+def test_opens_offline_in_chromium_and_answers_a_hover(tmp_path, playwright):
     page_path, _ = _built(tmp_path)
-    with offline_page(page_path) as (page, requests, errors):
+    with offline_page(page_path, playwright) as (page, requests, errors):
         assert page.locator("#chart path").count() == 3
         assert page.locator("#peak-label").text_content() == "peak 1.86 GiB (1.99 GB)"
         box = page.locator("#chart").bounding_box()
